@@ -1,0 +1,262 @@
+"""Listing sessions the way Pi's session picker does (``SessionManager.list`` / ``listAll``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+import attrs
+
+from ._js import MISSING, js_date_ms, js_trim
+from ._json import dumps
+from ._load import parse_line
+from ._paths import (
+    cwd_matches,
+    default_session_dir_path,
+    get_default_session_dir,
+    get_sessions_dir,
+    normalize_path,
+    paths_equal,
+    resolve_path,
+)
+
+__all__ = ["SessionInfo", "list_sessions", "list_all_sessions", "build_session_info"]
+
+ProgressCallback = Callable[[int, int], None]
+
+
+@attrs.frozen
+class SessionInfo:
+    """One row of Pi's session picker.
+
+    ``modified`` is the time of the latest user or assistant message (else the header's time,
+    else the file's mtime); ``first_message`` is the first user text or ``"(no messages)"``.
+    """
+
+    path: str
+    id: str
+    cwd: str
+    name: str | None
+    parent_session_path: str | None
+    created: datetime | None
+    modified: datetime
+    message_count: int
+    first_message: str
+    all_messages_text: str
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path, "id": self.id, "cwd": self.cwd}
+        if self.name is not None:
+            out["name"] = self.name
+        if self.parent_session_path is not None:
+            out["parentSessionPath"] = self.parent_session_path
+        out["created"] = _iso(self.created)
+        out["modified"] = _iso(self.modified)
+        out.update(
+            messageCount=self.message_count,
+            firstMessage=self.first_message,
+            allMessagesText=self.all_messages_text,
+        )
+        return out
+
+
+def _iso(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    moment = moment.astimezone(timezone.utc)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
+
+
+def _from_ms(ms: float) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _js_text(value: Any) -> str:
+    if value is None or value is MISSING:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return dumps(value)
+    if isinstance(value, list):
+        return ",".join(_js_text(v) for v in value)
+    return "[object Object]"
+
+
+def _extract_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(
+            _js_text(block.get("text", MISSING))
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text"
+        )
+    # Pi throws here (null content) and drops the whole session from the list; we read no text.
+    return ""
+
+
+def _lines(data: bytes) -> list[bytes]:
+    # Pi reads these files with readline, which also ends lines at a lone "\r".
+    lines = data.split(b"\n")
+    if b"\r" in data:
+        lines = [part for line in lines for part in line.replace(b"\r\n", b"\n").split(b"\r")]
+    return lines
+
+
+def build_session_info(path: str) -> SessionInfo | None:
+    """The picker row of one file, or None when it is not a readable session."""
+    try:
+        with open(path, "rb") as handle:
+            stats = os.fstat(handle.fileno())
+            data = handle.read()
+    except OSError:
+        return None
+    header: dict[str, Any] | None = None
+    message_count = 0
+    first_message = ""
+    texts: list[str] = []
+    name: str | None = None
+    last_activity: float | None = None
+    for line in _lines(data):
+        if not line:
+            continue
+        entry = parse_line(line)
+        if entry is None:
+            continue
+        if header is None:
+            if entry.get("type") != "session":
+                return None
+            header = entry
+            continue
+        kind = entry.get("type")
+        if kind == "session_info":
+            raw = entry.get("name")
+            name = (js_trim(raw) or None) if isinstance(raw, str) else None
+        if kind != "message":
+            continue
+        message_count += 1
+        message = entry.get("message")
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str) or "content" not in message:
+            continue
+        role = message["role"]
+        if role not in ("user", "assistant"):
+            continue
+        stamp = message.get("timestamp")
+        activity = (
+            float(stamp)
+            if isinstance(stamp, (int, float)) and not isinstance(stamp, bool)
+            else js_date_ms(entry.get("timestamp"))
+        )
+        if activity is not None:
+            last_activity = max(last_activity or 0.0, activity)
+        text = _extract_text(message.get("content"))
+        if not text:
+            continue
+        texts.append(text)
+        if not first_message and role == "user":
+            first_message = text
+    if header is None:
+        return None
+    header_time = js_date_ms(header.get("timestamp")) if isinstance(header.get("timestamp"), str) else None
+    modified: datetime | None = None
+    if last_activity is not None and last_activity > 0:
+        modified = _from_ms(last_activity)
+    if modified is None and header_time is not None:
+        modified = _from_ms(header_time)
+    if modified is None:
+        modified = datetime.fromtimestamp(stats.st_mtime, tz=timezone.utc)
+    cwd = header.get("cwd")
+    parent = header.get("parentSession")
+    created = js_date_ms(header.get("timestamp"))
+    return SessionInfo(
+        path=path,
+        id=header.get("id"),  # type: ignore[arg-type]
+        cwd=cwd if isinstance(cwd, str) else "",
+        name=name,
+        parent_session_path=parent if isinstance(parent, str) else None,
+        created=None if created is None else _from_ms(created),
+        modified=modified,
+        message_count=message_count,
+        first_message=first_message or "(no messages)",
+        all_messages_text=" ".join(texts),
+    )
+
+
+def _sorted(infos: list[SessionInfo]) -> list[SessionInfo]:
+    return sorted(infos, key=lambda info: -info.modified.timestamp())
+
+
+def _list_dir(directory: str, on_progress: ProgressCallback | None) -> list[SessionInfo]:
+    try:
+        names = sorted((n for n in os.listdir(directory) if n.endswith(".jsonl")), reverse=True)
+    except OSError:
+        return []
+    infos = []
+    total = len(names)
+    for loaded, name in enumerate(names, start=1):
+        info = build_session_info(os.path.join(directory, name))
+        if info is not None:
+            infos.append(info)
+        if on_progress is not None:
+            on_progress(loaded, total)
+    return infos
+
+
+def list_sessions(
+    cwd: str, session_dir: str | None = None, on_progress: ProgressCallback | None = None
+) -> list[SessionInfo]:
+    """Pi's ``SessionManager.list``: sessions in ``cwd``'s folder (or ``session_dir``), newest first.
+
+    With a ``session_dir`` other than the default, only sessions whose header cwd is ``cwd``.
+    """
+    directory = normalize_path(session_dir) if session_dir else get_default_session_dir(cwd)
+    filter_cwd = session_dir is not None and not paths_equal(directory, default_session_dir_path(cwd))
+    resolved_cwd = resolve_path(cwd)
+    infos = _list_dir(directory, on_progress)
+    if filter_cwd:
+        infos = [info for info in infos if cwd_matches(info.cwd, resolved_cwd)]
+    return _sorted(infos)
+
+
+def list_all_sessions(
+    session_dir: str | None = None, on_progress: ProgressCallback | None = None
+) -> list[SessionInfo]:
+    """Pi's ``SessionManager.listAll``: every project's sessions (or one folder's), newest first."""
+    if session_dir:
+        return _sorted(_list_dir(normalize_path(session_dir), on_progress))
+    root = get_sessions_dir()
+    try:
+        folders = [os.path.join(root, e.name) for e in os.scandir(root) if e.is_dir() or e.is_symlink()]
+    except OSError:
+        return []
+    candidates: list[tuple[float, str]] = []
+    for folder in folders:
+        try:
+            names = [n for n in os.listdir(folder) if n.endswith(".jsonl")]
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                mtime = os.stat(path).st_mtime
+            except OSError:
+                mtime = float("-inf")
+            candidates.append((mtime, path))
+    candidates.sort(key=lambda item: (item[0], os.path.basename(item[1])), reverse=True)
+    infos = []
+    total = len(candidates)
+    for loaded, (_, path) in enumerate(candidates, start=1):
+        info = build_session_info(path)
+        if info is not None:
+            infos.append(info)
+        if on_progress is not None:
+            on_progress(loaded, total)
+    return _sorted(infos)

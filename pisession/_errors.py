@@ -1,0 +1,54 @@
+"""One error hierarchy for everything pisession raises on purpose."""
+
+from __future__ import annotations
+
+__all__ = [
+    "PisessionError",
+    "InvalidSessionError",
+    "SessionCorruptError",
+    "EntryNotFoundError",
+    "InvalidContextEditError",
+    "InvalidSessionIdError",
+    "SessionExistsError",
+    "CycleError",
+    "WireFormatError",
+]
+
+
+class PisessionError(Exception):
+    """Base class of every error pisession raises deliberately."""
+
+
+class InvalidSessionError(PisessionError):
+    """A file is not a Pi session (its first parsed line is not a session header)."""
+
+
+class SessionCorruptError(PisessionError):
+    """A session file changed under us in a way that cannot be followed (e.g. its header changed)."""
+
+
+class EntryNotFoundError(PisessionError, KeyError):
+    """An operation named an entry id the session does not hold."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep Pi's plain text
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidContextEditError(PisessionError, ValueError):
+    """A context edit failed one of Pi's checks (replacement shape, branch, target kind)."""
+
+
+class InvalidSessionIdError(PisessionError, ValueError):
+    """A caller-supplied session id does not match Pi's pattern (this also rules out path traversal)."""
+
+
+class SessionExistsError(PisessionError, FileExistsError):
+    """The file a new session would be written to already exists."""
+
+
+class CycleError(PisessionError):
+    """A parentId chain loops back on itself."""
+
+
+class WireFormatError(PisessionError, ValueError):
+    """A wire dict cannot be read as the model object asked for."""

@@ -1,0 +1,490 @@
+"""The immutable tree index over a session's entries (SPEC §7 state, §8 immutability).
+
+A :class:`TreeIndex` is a snapshot: it never changes once made. Appending returns a new index
+that shares storage with the old one, so an append costs amortised O(1): entries live in
+append-only arrays owned by a ``_Store``, and each index only sees the first ``n`` of them.
+
+Parent links are resolved to positions the way Pi resolves them through its ``byId`` map (the
+last entry with an id wins, a parent may appear later in the file). Appends that would change how
+an *earlier* entry resolves (a duplicate id, the arrival of a missing parent) get a fresh store,
+so older snapshots keep their view; Pi never writes such files, so this path is rare.
+"""
+
+from __future__ import annotations
+
+import functools
+from bisect import bisect_left
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Any
+
+from ._js import MISSING, js_date_ms, js_trim, js_truthy
+
+__all__ = ["TreeIndex", "WireEntry"]
+
+WireEntry = dict[str, Any]
+
+NO_PARENT = -1
+
+
+def _key(value: object) -> Hashable:
+    """A dict key for an id or parentId value; unhashable JSON values never match anything."""
+    return value if isinstance(value, Hashable) else ("<unhashable>", id(value))
+
+
+class _Store:
+    """Append-only arrays shared by successive snapshots of one session."""
+
+    __slots__ = (
+        "entries",
+        "parents",
+        "by_id",
+        "children",
+        "label_changes",
+        "name_changes",
+        "regular",
+        "has_cycles",
+        "cycles",
+        "latest_compaction",
+        "latest_thinking",
+        "latest_model",
+        "waiting",
+        "models",
+        "cache",
+    )
+
+    def __init__(self) -> None:
+        self.entries: list[WireEntry] = []
+        self.parents: list[int] = []
+        self.by_id: dict[Hashable, int] = {}
+        self.children: dict[Hashable, list[int]] = {}
+        self.label_changes: dict[Hashable, list[tuple[int, Any, Any]]] = {}
+        self.name_changes: list[tuple[int, str | None]] = []
+        # regular: every parent precedes its child and no id repeats, so per-entry facts
+        # (latest compaction, settings) can be computed once from the parent's.
+        self.regular = True
+        self.has_cycles = False
+        self.cycles: list[tuple[Any, ...]] = []
+        self.latest_compaction: list[int] = []
+        self.latest_thinking: list[int] = []
+        self.latest_model: list[int] = []
+        self.waiting: dict[Hashable, list[int]] = {}
+        self.models: list[Any] = []
+        self.cache: dict[Any, Any] = {}
+
+    # -- building ---------------------------------------------------------------------------
+
+    def can_extend_with(self, entry: WireEntry) -> bool:
+        key = _key(entry.get("id", MISSING))
+        return key not in self.by_id and key not in self.waiting
+
+    def push(self, entry: WireEntry) -> None:
+        """Append one entry whose arrival does not change how earlier entries resolve."""
+        pos = len(self.entries)
+        self.entries.append(entry)
+        self.models.append(None)
+        key = _key(entry.get("id", MISSING))
+        self.by_id[key] = pos
+        parent_id = entry.get("parentId", MISSING)
+        parent = NO_PARENT
+        if js_truthy(parent_id):
+            found = self.by_id.get(_key(parent_id))
+            if found is None:
+                self.waiting.setdefault(_key(parent_id), []).append(pos)
+            else:
+                parent = found
+        self.parents.append(parent)
+        self._note_facts(pos, entry)
+        if parent == pos:
+            self.has_cycles = True
+            self.regular = False
+            self.cycles.append((entry.get("id"),))
+        if self.regular:
+            self._derive(pos, entry, parent)
+
+    def _note_facts(self, pos: int, entry: WireEntry) -> None:
+        kind = entry.get("type")
+        self.children.setdefault(_key(entry.get("parentId", MISSING)), []).append(pos)
+        if kind == "label":
+            label = entry.get("label", MISSING)
+            target = _key(entry.get("targetId", MISSING))
+            change = (pos, label, entry.get("timestamp", MISSING)) if js_truthy(label) else (pos, None, None)
+            self.label_changes.setdefault(target, []).append(change)
+        elif kind == "session_info":
+            name = entry.get("name")
+            self.name_changes.append((pos, (js_trim(name) or None) if isinstance(name, str) else None))
+
+    def _derive(self, pos: int, entry: WireEntry, parent: int) -> None:
+        if parent == NO_PARENT:
+            compaction = thinking = model = NO_PARENT
+        else:
+            compaction = self.latest_compaction[parent]
+            thinking = self.latest_thinking[parent]
+            model = self.latest_model[parent]
+        kind = entry.get("type")
+        if kind == "compaction":
+            compaction = pos
+        elif kind == "thinking_level_change":
+            thinking = pos
+        elif kind == "model_change":
+            model = pos
+        elif kind == "message":
+            message = entry.get("message")
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                model = pos
+        self.latest_compaction.append(compaction)
+        self.latest_thinking.append(thinking)
+        self.latest_model.append(model)
+
+    @classmethod
+    def build(cls, entries: Iterable[WireEntry]) -> _Store:
+        store = cls()
+        pending = list(entries)
+        for entry in pending:
+            if not store.regular or not store.can_extend_with(entry):
+                break
+            store.push(entry)
+        else:
+            return store
+        return cls._build_irregular(pending)
+
+    @classmethod
+    def _build_irregular(cls, entries: list[WireEntry]) -> _Store:
+        store = cls()
+        store.regular = False
+        store.entries = entries
+        store.models = [None] * len(entries)
+        for pos, entry in enumerate(entries):
+            store.by_id[_key(entry.get("id", MISSING))] = pos
+        for pos, entry in enumerate(entries):
+            parent_id = entry.get("parentId", MISSING)
+            parent = NO_PARENT
+            if js_truthy(parent_id):
+                parent = store.by_id.get(_key(parent_id), NO_PARENT)
+            store.parents.append(parent)
+            store._note_facts(pos, entry)
+        store._find_cycles()
+        return store
+
+    def _find_cycles(self) -> None:
+        # Each entry has at most one parent, so cycles are found by one colouring walk.
+        state = [0] * len(self.parents)  # 0 new, 1 on the current walk, 2 done
+        for start in range(len(self.parents)):
+            walk = []
+            node = start
+            while node != NO_PARENT and state[node] == 0:
+                state[node] = 1
+                walk.append(node)
+                node = self.parents[node]
+            if node != NO_PARENT and state[node] == 1:
+                loop = walk[walk.index(node) :]
+                self.cycles.append(tuple(self.entries[p].get("id") for p in loop))
+                self.has_cycles = True
+            for p in walk:
+                state[p] = 2
+
+
+class TreeIndex:
+    """An immutable view of a session's entries in file order (header excluded).
+
+    Build one with :meth:`from_entries`; grow it with :meth:`append`, which returns a new index
+    and leaves this one unchanged::
+
+        index = TreeIndex.from_entries(wire_entries)
+        bigger = index.append([new_entry])
+        assert len(index) == len(wire_entries)
+    """
+
+    __slots__ = ("_store", "_n")
+
+    def __init__(self, store: _Store | None = None, n: int = 0) -> None:
+        self._store = store if store is not None else _Store()
+        self._n = n
+
+    @classmethod
+    def from_entries(cls, entries: Iterable[WireEntry]) -> TreeIndex:
+        store = _Store.build(entries)
+        return cls(store, len(store.entries))
+
+    def append(self, entries: Iterable[WireEntry]) -> TreeIndex:
+        new = list(entries)
+        if not new:
+            return self
+        store = self._store
+        if len(store.entries) == self._n and store.regular:
+            for i, entry in enumerate(new):
+                if not store.can_extend_with(entry):
+                    store = _Store.build([*store.entries, *new[i:]])
+                    return TreeIndex(store, len(store.entries))
+                store.push(entry)
+            return TreeIndex(store, len(store.entries))
+        store = _Store.build([*store.entries[: self._n], *new])
+        return TreeIndex(store, len(store.entries))
+
+    # -- size and access ----------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def version(self) -> tuple[int, int]:
+        """Identifies this snapshot's content: equal versions mean equal entries."""
+        return (id(self._store), self._n)
+
+    @property
+    def is_regular(self) -> bool:
+        return self._store.regular
+
+    @property
+    def cycles(self) -> tuple[tuple[Any, ...], ...]:
+        """Ids of each parentId cycle found (a walk along one stops before revisiting an entry)."""
+        return tuple(self._store.cycles) if self._store.has_cycles else ()
+
+    def entry_at(self, pos: int) -> WireEntry:
+        if not 0 <= pos < self._n:
+            raise IndexError(pos)
+        return self._store.entries[pos]
+
+    def wire_entries(self) -> Sequence[WireEntry]:
+        entries = self._store.entries
+        return entries if len(entries) == self._n else entries[: self._n]
+
+    def model_at(self, pos: int) -> Any:
+        """The typed model of the entry at ``pos``, built on first use and then shared."""
+        store = self._store
+        model = store.models[pos]
+        if model is None:
+            from ._codec import from_wire
+
+            model = from_wire(self.entry_at(pos))
+            store.models[pos] = model
+        return model
+
+    def position(self, entry_id: object) -> int | None:
+        """Position of the entry Pi's ``byId`` resolves ``entry_id`` to, within this snapshot."""
+        try:
+            pos = self._store.by_id.get(_key(entry_id))
+        except TypeError:
+            return None
+        if pos is None:
+            return None
+        if pos < self._n:
+            return pos
+        # The id's latest holder arrived after this snapshot; an earlier holder may exist.
+        for earlier in range(self._n - 1, -1, -1):
+            if _key(self._store.entries[earlier].get("id", MISSING)) == _key(entry_id):
+                return earlier
+        return None
+
+    def get(self, entry_id: object) -> WireEntry | None:
+        pos = self.position(entry_id)
+        return None if pos is None else self._store.entries[pos]
+
+    def __contains__(self, entry_id: object) -> bool:
+        return self.position(entry_id) is not None
+
+    def parent_position(self, pos: int) -> int:
+        parent = self._store.parents[pos]
+        return parent if parent < self._n else self._late_parent(pos)
+
+    def _late_parent(self, pos: int) -> int:
+        parent_id = self._store.entries[pos].get("parentId", MISSING)
+        if not js_truthy(parent_id):
+            return NO_PARENT
+        found = self.position(parent_id)
+        return NO_PARENT if found is None else found
+
+    def last_position(self) -> int | None:
+        return self._n - 1 if self._n else None
+
+    # -- paths --------------------------------------------------------------------------------
+
+    def path_positions(self, leaf: int | None) -> list[int]:
+        """Positions from the root down to ``leaf``; a cycle ends the walk before a repeat."""
+        if leaf is None:
+            return []
+        parents = self._store.parents
+        path = []
+        node = leaf
+        n = self._n
+        if not self._store.has_cycles:
+            while node != NO_PARENT:
+                path.append(node)
+                node = parents[node]
+                if node >= n:
+                    node = self._late_parent(path[-1])
+        else:
+            seen = set()
+            while node != NO_PARENT and node not in seen:
+                seen.add(node)
+                path.append(node)
+                node = parents[node] if parents[node] < n else self._late_parent(node)
+        path.reverse()
+        return path
+
+    def resolve_leaf(self, leaf_id: object = MISSING) -> int | None:
+        """Pi's leaf rule: omitted or unknown → the last entry in file order; None → no leaf."""
+        if leaf_id is None:
+            return None
+        if leaf_id is not MISSING and js_truthy(leaf_id):
+            pos = self.position(leaf_id)
+            if pos is not None:
+                return pos
+        return self.last_position()
+
+    # -- facts the context builder needs ----------------------------------------------------
+
+    def latest_compaction_on_path(self, leaf: int) -> int | None:
+        """The nearest compaction at or above ``leaf``, in O(1) for a regular index."""
+        if self._store.regular:
+            pos = self._store.latest_compaction[leaf]
+            return None if pos == NO_PARENT else pos
+        for pos in reversed(self.path_positions(leaf)):
+            if self._store.entries[pos].get("type") == "compaction":
+                return pos
+        return None
+
+    def settings_positions(self, leaf: int) -> tuple[int, int]:
+        """Positions of the entries that set thinking level and model on the path (or -1)."""
+        store = self._store
+        if store.regular:
+            return store.latest_thinking[leaf], store.latest_model[leaf]
+        thinking = model = NO_PARENT
+        for pos in self.path_positions(leaf):
+            entry = store.entries[pos]
+            kind = entry.get("type")
+            if kind == "thinking_level_change":
+                thinking = pos
+            elif kind == "model_change":
+                model = pos
+            elif kind == "message":
+                message = entry.get("message")
+                if isinstance(message, dict) and message.get("role") == "assistant":
+                    model = pos
+        return thinking, model
+
+    def cache(self) -> dict[Any, Any]:
+        """Memo space for pure results keyed by position; valid as long as the store lives."""
+        return self._store.cache
+
+    # -- labels, names, children -------------------------------------------------------------
+
+    def label(self, entry_id: object) -> Any:
+        change = self._label_change(entry_id)
+        return None if change is None else change[1]
+
+    def label_timestamp(self, entry_id: object) -> Any:
+        change = self._label_change(entry_id)
+        return None if change is None else change[2]
+
+    def _label_change(self, entry_id: object) -> tuple[int, Any, Any] | None:
+        try:
+            changes = self._store.label_changes.get(_key(entry_id))
+        except TypeError:
+            return None
+        if not changes:
+            return None
+        i = bisect_left(changes, self._n, key=lambda c: c[0]) if changes[-1][0] >= self._n else len(changes)
+        if i == 0:
+            return None
+        change = changes[i - 1]
+        return None if change[1] is None else change
+
+    def labels(self) -> dict[Any, Any]:
+        """Every resolved label, target id → label, in the order Pi's label map holds them."""
+        out: dict[Any, Any] = {}
+        order: list[tuple[int, Any]] = []
+        for target, changes in self._store.label_changes.items():
+            change = self._label_change(target)
+            if change is not None:
+                # A Map keeps a key's first insertion after its last deletion.
+                first = change[0]
+                for earlier in reversed(changes[: changes.index(change)]):
+                    if earlier[1] is None:
+                        break
+                    first = earlier[0]
+                order.append((first, target))
+        for _, target in sorted(order, key=lambda item: item[0]):
+            out[target] = self.label(target)
+        return out
+
+    def session_name(self) -> str | None:
+        names = self._store.name_changes
+        if not names:
+            return None
+        if names[-1][0] < self._n:
+            return names[-1][1]
+        i = bisect_left(names, self._n, key=lambda c: c[0])
+        return names[i - 1][1] if i else None
+
+    def children_positions(self, parent_id: object) -> list[int]:
+        """Entries whose raw ``parentId`` equals ``parent_id``, in Pi's ``byId`` order."""
+        try:
+            candidates = self._store.children.get(_key(parent_id), [])
+        except TypeError:
+            return []
+        if self._store.regular:
+            return [p for p in candidates if p < self._n]
+        result = []
+        for pos in candidates:
+            if pos >= self._n:
+                continue
+            holder = self.position(self._store.entries[pos].get("id", MISSING))
+            if holder == pos:
+                result.append(pos)
+        # byId iterates keys in first-insertion order while the value is the latest holder.
+        first_seen: dict[Hashable, int] = {}
+        for pos in range(self._n):
+            first_seen.setdefault(_key(self._store.entries[pos].get("id", MISSING)), pos)
+        result.sort(key=lambda p: first_seen[_key(self._store.entries[p].get("id", MISSING))])
+        return result
+
+    def tree_order(self) -> tuple[list[int], dict[int, list[int]]]:
+        """Roots and children by position, as Pi's ``getTree`` builds them (children by time).
+
+        Like Pi, an entry whose id repeats is represented by the latest holder of that id, once
+        per entry carrying the id; entries on a parentId cycle are unreachable and left out.
+        """
+        store = self._store
+        n = self._n
+        entries = store.entries
+        roots: list[int] = []
+        children: dict[int, list[int]] = {}
+        for pos in range(n):
+            entry = entries[pos]
+            node = self.position(entry.get("id", MISSING)) if not store.regular else pos
+            if node is None:
+                continue
+            parent_id = entry.get("parentId", MISSING)
+            if parent_id is None or (parent_id is not MISSING and parent_id == entry.get("id", MISSING)):
+                roots.append(node)
+                continue
+            parent = self.position(parent_id) if parent_id is not MISSING else None
+            if parent is None:
+                roots.append(node)
+            else:
+                children.setdefault(parent, []).append(node)
+        for kids in children.values():
+            if len(kids) > 1:
+                _sort_by_time(kids, entries)
+        return roots, children
+
+
+def _time_key(entries: list[WireEntry], pos: int) -> float | None:
+    return js_date_ms(entries[pos].get("timestamp"))
+
+
+def _sort_by_time(positions: list[int], entries: list[WireEntry]) -> None:
+    times = {p: js_date_ms(entries[p].get("timestamp")) for p in positions}
+    if all(t is not None for t in times.values()):
+        positions.sort(key=lambda p: times[p])  # type: ignore[arg-type, return-value]
+        return
+
+    # A NaN time makes JavaScript's comparator answer NaN, read as "equal"; CPython's sort is the
+    # same TimSort as V8's, so the same comparator gives the same order.
+    def compare(a: int, b: int) -> int:
+        ta, tb = times[a], times[b]
+        if ta is None or tb is None:
+            return 0
+        return -1 if ta < tb else (1 if ta > tb else 0)
+
+    positions.sort(key=functools.cmp_to_key(compare))

@@ -1,0 +1,158 @@
+"""JavaScript semantics the reference relies on implicitly: truthiness, trim, Date parsing.
+
+Pi is written in TypeScript and never validates what it reads, so its behaviour on odd input is
+whatever these JavaScript primitives do. Reproducing them in one place keeps the rest honest.
+"""
+
+from __future__ import annotations
+
+import calendar
+import math
+import re
+import time
+from typing import Any
+
+__all__ = ["JS_WHITESPACE", "js_trim", "js_truthy", "js_date_ms", "js_to_number", "MISSING"]
+
+
+class _Missing:
+    """JavaScript's `undefined` for a key absent from a wire dict (distinct from JSON null)."""
+
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Any = _Missing()
+
+# String.prototype.trim strips WhiteSpace and LineTerminator; Python's str.strip() differs
+# (it strips \x1c-\x1f and \x85 but not \ufeff), so the set is spelled out.
+JS_WHITESPACE = (
+    "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+def js_trim(text: str) -> str:
+    return text.strip(JS_WHITESPACE)
+
+
+def js_truthy(value: object) -> bool:
+    """`Boolean(value)` in JavaScript: empty containers are truthy, NaN is falsy."""
+    if value is None or value is False or value is MISSING:
+        return False
+    if value is True:
+        return True
+    if isinstance(value, (int, float)):
+        return value != 0 and not (isinstance(value, float) and math.isnan(value))
+    if isinstance(value, str):
+        return value != ""
+    return True
+
+
+def js_to_number(value: object) -> float:
+    """`Number(value)` for the JSON values a file can hold (used for `version` comparisons)."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        text = js_trim(value)
+        if text == "":
+            return 0.0
+        try:
+            return float(text) if not text.lower().lstrip("+-").startswith(("inf", "nan")) else math.nan
+        except ValueError:
+            return math.nan
+    if isinstance(value, list):
+        if not value:
+            return 0.0
+        if len(value) == 1:
+            return js_to_number(value[0]) if not isinstance(value[0], (list, dict)) else math.nan
+        return math.nan
+    return math.nan
+
+
+_ISO_DATE = re.compile(
+    r"(?P<year>[+-]\d{6}|\d{4})(?:-(?P<month>\d{2})(?:-(?P<day>\d{2}))?)?"
+    r"(?:[T ](?P<hour>\d{2}):(?P<minute>\d{2})(?::(?P<second>\d{2})(?:[.,](?P<frac>\d+))?)?"
+    r"(?P<tz>Z|[+-]\d{2}:?\d{2})?)?",
+    re.ASCII,
+)
+
+
+def js_date_ms(value: object) -> int | None:
+    """`new Date(value).getTime()` for the timestamps Pi writes; None where JavaScript gives NaN.
+
+    Covers the ISO 8601 forms V8 accepts (date-only is UTC, a date-time without an offset is
+    local time). V8's legacy free-form parser ("Dec 3 2024") is not reproduced: such strings
+    give None here.
+    """
+    if isinstance(value, bool) or value is None:
+        return None if value is None else (1 if value else 0)
+    if isinstance(value, (int, float)):
+        if math.isnan(value) or abs(value) > 8.64e15:
+            return None
+        return math.trunc(value)
+    if not isinstance(value, str):
+        return None
+    match = _ISO_DATE.fullmatch(value)
+    if match is None:
+        return None
+    year = int(match["year"])
+    month = int(match["month"] or 1)
+    day = int(match["day"] or 1)
+    hour = int(match["hour"] or 0)
+    minute = int(match["minute"] or 0)
+    second = int(match["second"] or 0)
+    frac = match["frac"]
+    millis = int((frac + "00")[:3]) if frac else 0
+    if " " in value and match["hour"] is not None and "T" not in value and match["tz"] is None:
+        pass  # V8's legacy parser reads "YYYY-MM-DD HH:MM" as local time, like the ISO form
+    if not (1 <= month <= 12 and 1 <= day <= 31 and hour <= 24 and minute <= 59 and second <= 59):
+        return None
+    if hour == 24 and (minute or second or millis):
+        return None
+    if day > calendar.monthrange(year if 1 <= year <= 9999 else 2000, month)[1]:
+        return None
+    days = _days_from_civil(year, month, day)
+    ms = ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis
+    tz = match["tz"]
+    if tz is None and match["hour"] is not None:
+        ms -= _local_offset_ms(ms)
+    elif tz and tz != "Z":
+        sign = 1 if tz[0] == "+" else -1
+        digits = tz[1:].replace(":", "")
+        ms -= sign * (int(digits[:2]) * 60 + int(digits[2:])) * 60_000
+    if abs(ms) > 8.64e15:
+        return None
+    return ms
+
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    year -= month <= 2
+    era = (year if year >= 0 else year - 399) // 400
+    yoe = year - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _local_offset_ms(utc_guess_ms: int) -> int:
+    seconds = utc_guess_ms / 1000
+    try:
+        local = time.localtime(seconds)
+    except (OverflowError, OSError, ValueError):
+        return 0
+    return int(local.tm_gmtoff or 0) * 1000

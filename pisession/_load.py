@@ -1,0 +1,179 @@
+"""Reading session files and migrating old versions, exactly as Pi's loader does (SPEC §2–3).
+
+Everything here works on wire dicts (the parsed JSON of each line). Lines are split on ``\\n``
+only: Pi writes U+2028 and friends raw, so a generic line splitter would cut entries apart.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ._js import js_to_number, js_trim
+from ._json import loads
+
+__all__ = [
+    "CURRENT_SESSION_VERSION",
+    "parse_session_entries",
+    "load_entries_from_file",
+    "migrate_session_entries",
+    "is_session_header",
+    "parse_line",
+    "iter_file_lines",
+]
+
+CURRENT_SESSION_VERSION = 3
+
+WireEntry = dict[str, Any]
+
+_READ_CHUNK = 1 << 20
+
+
+def parse_line(line: bytes | str) -> WireEntry | None:
+    """One line as Pi reads it: malformed, blank and non-object lines give None.
+
+    Pi keeps truthy non-object values (a line holding ``5``) as entries without an id;
+    pisession drops them like malformed lines, since nothing in Pi can write one.
+    """
+    try:
+        value = loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def is_session_header(value: object) -> bool:
+    return isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str)
+
+
+def parse_session_entries(text: str) -> list[WireEntry]:
+    """Pi's ``parseSessionEntries``: every parsable line of ``text``, header included, no validation."""
+    entries: list[WireEntry] = []
+    for line in js_trim(text).split("\n"):
+        if not js_trim(line):
+            continue
+        entry = parse_line(line)
+        if entry is not None:
+            entries.append(entry)
+    return entries
+
+
+def iter_file_lines(fileobj: Any) -> Iterator[bytes]:
+    """Lines of a binary file split on ``\\n`` only, each without its terminator.
+
+    The last element is the text after the final ``\\n`` (possibly empty), so a caller can tell a
+    missing final newline from a complete file.
+    """
+    pending = b""
+    while True:
+        chunk = fileobj.read(_READ_CHUNK)
+        if not chunk:
+            break
+        if pending:
+            chunk = pending + chunk
+        lines = chunk.split(b"\n")
+        pending = lines.pop()
+        yield from lines
+    yield pending
+
+
+def read_entries(path: str | os.PathLike[str]) -> tuple[list[WireEntry], bool, int]:
+    """Parse a session file without writing to it.
+
+    Returns the parsed entries (header first, or ``[]`` when the file is not a session), whether
+    the last line lacks its newline, and the number of bytes read.
+    """
+    entries: list[WireEntry] = []
+    size = 0
+    last = b""
+    with open(path, "rb") as handle:
+        for line in iter_file_lines(handle):
+            size += len(line) + 1
+            last = line
+            entry = parse_line(line) if line else None
+            if entry is not None:
+                entries.append(entry)
+    size -= 1  # the final element carries no newline
+    if not entries or not is_session_header(entries[0]):
+        return [], False, size
+    return entries, last != b"", size
+
+
+def load_entries_from_file(path: str | os.PathLike[str]) -> list[WireEntry]:
+    """Pi's ``loadEntriesFromFile``: parse a session file, repairing a missing final newline.
+
+    A missing file or a file that is not a session gives ``[]`` and is left untouched.
+    """
+    if not os.path.exists(path):
+        return []
+    entries, needs_newline, _ = read_entries(path)
+    if entries and needs_newline:
+        append_newline(path)
+    return entries
+
+
+def append_newline(path: str | os.PathLike[str]) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, b"\n")
+    finally:
+        os.close(fd)
+
+
+def migrate_session_entries(entries: list[WireEntry]) -> bool:
+    """Bring entries to the current version in place, as Pi does; True if anything changed.
+
+    Mirrors the reference step by step, including its quirks: every ``session`` entry gets the
+    new version, ids assigned during v1→v2 are not collision-checked against each other, and
+    ``firstKeptEntryIndex`` resolves against the list as it is being rewritten.
+    """
+    header = next((e for e in entries if e.get("type") == "session"), None)
+    raw_version = header.get("version") if header is not None else None
+    version = js_to_number(1 if raw_version is None else raw_version)
+    if version >= CURRENT_SESSION_VERSION:
+        return False
+    if version < 2:
+        _migrate_v1_to_v2(entries)
+    if version < 3:
+        _migrate_v2_to_v3(entries)
+    return True
+
+
+def _migrate_v1_to_v2(entries: list[WireEntry]) -> None:
+    previous_id: str | None = None
+    for entry in entries:
+        if entry.get("type") == "session":
+            entry["version"] = 2
+            continue
+        entry["id"] = secrets.token_hex(4)
+        entry["parentId"] = previous_id
+        previous_id = entry["id"]
+        if entry.get("type") == "compaction":
+            index = entry.get("firstKeptEntryIndex")
+            if isinstance(index, (int, float)) and not isinstance(index, bool):
+                target = _js_array_get(entries, index)
+                if target is not None and target.get("type") != "session":
+                    if "id" in target:
+                        entry["firstKeptEntryId"] = target["id"]
+                    else:  # a later entry has no id yet: JS assigns undefined, which JSON omits
+                        entry.pop("firstKeptEntryId", None)
+                del entry["firstKeptEntryIndex"]
+
+
+def _js_array_get(entries: list[WireEntry], index: float) -> WireEntry | None:
+    if index != index or index < 0 or index != int(index) or index >= len(entries):
+        return None
+    return entries[int(index)]
+
+
+def _migrate_v2_to_v3(entries: Iterable[WireEntry]) -> None:
+    for entry in entries:
+        kind = entry.get("type")
+        if kind == "session":
+            entry["version"] = 3
+        elif kind == "message":
+            message = entry.get("message")
+            if isinstance(message, dict) and message.get("role") == "hookMessage":
+                message["role"] = "custom"

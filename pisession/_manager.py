@@ -1,0 +1,1031 @@
+"""``SessionManager``: Pi's session operations, in Python, safe across processes (SPEC §7–8).
+
+The manager only orchestrates: the index (``_index``) holds the tree, the context builder
+(``_context``) derives what the model sees, the store (``_store``) owns the file. Internally
+everything is a wire dict, exactly what a line of the file holds; the public methods hand out
+typed models (``_model``) and accept either form.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from ._codec import from_wire, to_wire
+from ._context import WireProjection, context_positions, current_system_message, project_leaf
+from ._errors import EntryNotFoundError, InvalidContextEditError, InvalidSessionError, PisessionError
+from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, iso_from_ms
+from ._index import TreeIndex
+from ._js import MISSING, js_date_ms, js_truthy
+from ._json import dumps
+from ._load import CURRENT_SESSION_VERSION, load_entries_from_file, migrate_session_entries
+from ._model import UNSET, Entry, SessionContext, SessionHeader
+from ._paths import (
+    default_session_dir_path,
+    find_most_recent_session,
+    get_default_session_dir,
+    header_cwd,
+    normalize_path,
+    paths_equal,
+    read_session_header,
+    resolve_path,
+    session_file_name,
+)
+from ._results import (
+    EntryList,
+    SessionProjection,
+    TreeNode,
+    context_from_projection,
+    projection_from_wire,
+)
+from ._store import SessionFile, make_private_dirs
+
+__all__ = ["SessionManager"]
+
+WireEntry = dict[str, Any]
+
+_EDITABLE_ROLES = ("user", "assistant", "toolResult")
+
+
+def _wire(value: Any) -> Any:
+    """A model object, or anything holding them, as plain JSON values."""
+    if value is UNSET:
+        return MISSING
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return to_wire(value)
+
+
+def _put(entry: WireEntry, key: str, value: Any) -> None:
+    """Set a field unless it is undefined (left out by the caller), as JSON.stringify drops it."""
+    if value is not UNSET and value is not MISSING:
+        entry[key] = _wire(value)
+
+
+def _is_conversation(entry: Mapping[str, Any]) -> bool:
+    message = entry.get("message")
+    return (
+        entry.get("type") == "message"
+        and isinstance(message, dict)
+        and message.get("role") in ("user", "assistant")
+    )
+
+
+class SessionManager:
+    """A Pi session: an append-only tree of entries in a JSONL file (or only in memory).
+
+    Open an existing session and read what the model sees::
+
+        manager = SessionManager.open("~/.pi/agent/sessions/--work--/2024-..._0193....jsonl")
+        context = manager.build_session_context()
+        for message in context.messages:
+            print(message.role)
+
+    Every write holds the session's lock file and first reads what other writers appended, so
+    several processes can append to one session. Read methods work on an immutable snapshot
+    (:meth:`snapshot`) and can be called from any thread.
+    """
+
+    def __init__(
+        self,
+        cwd: str,
+        session_dir: str,
+        session_file: str | None,
+        persist: bool,
+        *,
+        new_session: Mapping[str, Any] | None = None,
+        preloaded: list[WireEntry] | None = None,
+        clock: Clock | None = None,
+        ids: IdSource | None = None,
+    ) -> None:
+        """Use the constructors (:meth:`create`, :meth:`open`, :meth:`in_memory`, ...) instead."""
+        self._clock = clock or SystemClock()
+        self._ids = ids or RandomIds()
+        self._mutex = threading.RLock()
+        self._cwd = resolve_path(cwd)
+        self._session_dir = normalize_path(session_dir) if session_dir else ""
+        self._persist = persist
+        self._file: SessionFile | None = None
+        self._session_file: str | None = None
+        self._header: WireEntry = {}
+        self._index = TreeIndex()
+        self._leaf_id: Any = None
+        self._flushed = False
+        self._has_conversation = False
+        self._batch_depth = 0
+        if persist and self._session_dir and not os.path.exists(self._session_dir):
+            make_private_dirs(self._session_dir)
+        if session_file:
+            self._set_session_file(session_file)
+        elif preloaded:
+            self._load_preloaded(preloaded, new_session)
+        else:
+            self._new_session(new_session)
+
+    # ------------------------------------------------------------------ constructors
+
+    @classmethod
+    def create(
+        cls,
+        cwd: str | os.PathLike[str],
+        session_dir: str | os.PathLike[str] | None = None,
+        *,
+        id: str | None = None,  # noqa: A002 - Pi's option name
+        parent_session: str | None = None,
+        clock: Clock | None = None,
+        ids: IdSource | None = None,
+    ) -> SessionManager:
+        """A new session, written to ``session_dir`` (default: Pi's folder for ``cwd``) once it holds
+        a user or assistant message::
+
+            manager = SessionManager.create("/work/project")
+            manager.append_message({"role": "user", "content": "hi", "timestamp": 1733234400000})
+        """
+        directory = normalize_path(os.fspath(session_dir)) if session_dir else get_default_session_dir(cwd)
+        options = _session_options(id, parent_session)
+        return cls(os.fspath(cwd), directory, None, True, new_session=options, clock=clock, ids=ids)
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        session_dir: str | os.PathLike[str] | None = None,
+        cwd_override: str | None = None,
+        *,
+        clock: Clock | None = None,
+        ids: IdSource | None = None,
+    ) -> SessionManager:
+        """Open a session file, migrating it if it is old (the file is then rewritten, as Pi does).
+
+        A missing file gives a new session that will be written to ``path``; an empty file gets a
+        fresh header; a file that is not a session raises :class:`InvalidSessionError` and is left
+        untouched.
+        """
+        resolved = resolve_path(os.fspath(path))
+        if os.path.isdir(resolved):
+            raise InvalidSessionError(f"Session path is a directory: {resolved}")
+        header: dict[str, Any] | None = None
+        if cwd_override is None and os.path.exists(resolved):
+            try:
+                header = read_session_header(resolved)
+            except OSError as error:
+                raise InvalidSessionError(f"Cannot read session file {resolved}: {error}") from error
+            except Exception:
+                header = None  # the full load below is authoritative for huge headers
+        cwd = cwd_override if cwd_override is not None else (header_cwd(header) if header else None)
+        directory = normalize_path(os.fspath(session_dir)) if session_dir else os.path.dirname(resolved)
+        return cls(cwd or os.getcwd(), directory, resolved, True, clock=clock, ids=ids)
+
+    @classmethod
+    def in_memory(
+        cls,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        id: str | None = None,  # noqa: A002 - Pi's option name
+        parent_session: str | None = None,
+        entries: Sequence[Any] | None = None,
+        clock: Clock | None = None,
+        ids: IdSource | None = None,
+    ) -> SessionManager:
+        """A session that is never written to disk, optionally built from ``entries``
+        (wire dicts or models, a header among them or not)::
+
+            manager = SessionManager.in_memory("/work/project")
+        """
+        preloaded = [dict(_wire(e)) for e in entries] if entries else None
+        options = _session_options(id, parent_session)
+        return cls(
+            os.fspath(cwd) if cwd is not None else os.getcwd(),
+            "",
+            None,
+            False,
+            new_session=options,
+            preloaded=preloaded,
+            clock=clock,
+            ids=ids,
+        )
+
+    @classmethod
+    def continue_recent(
+        cls,
+        cwd: str | os.PathLike[str],
+        session_dir: str | os.PathLike[str] | None = None,
+        *,
+        clock: Clock | None = None,
+        ids: IdSource | None = None,
+    ) -> SessionManager:
+        """The most recently modified session of ``cwd``, or a new one when there is none."""
+        directory = normalize_path(os.fspath(session_dir)) if session_dir else get_default_session_dir(cwd)
+        filter_cwd = session_dir is not None and not paths_equal(directory, default_session_dir_path(cwd))
+        recent = find_most_recent_session(directory, os.fspath(cwd) if filter_cwd else None)
+        return cls(os.fspath(cwd), directory, recent, True, clock=clock, ids=ids)
+
+    @classmethod
+    def fork_from(
+        cls,
+        source_path: str | os.PathLike[str],
+        target_cwd: str | os.PathLike[str],
+        session_dir: str | os.PathLike[str] | None = None,
+        *,
+        id: str | None = None,  # noqa: A002 - Pi's option name
+        clock: Clock | None = None,
+        ids: IdSource | None = None,
+    ) -> SessionManager:
+        """Copy a session (every entry) into a new session of ``target_cwd`` whose header's
+        ``parentSession`` names the source."""
+        source = resolve_path(os.fspath(source_path))
+        target = resolve_path(os.fspath(target_cwd))
+        entries = load_entries_from_file(source)
+        if not entries:
+            raise InvalidSessionError(f"Cannot fork: source session file is empty or invalid: {source}")
+        directory = normalize_path(os.fspath(session_dir)) if session_dir else get_default_session_dir(target)
+        if not os.path.exists(directory):
+            make_private_dirs(directory)
+        if id is not None:
+            assert_valid_session_id(id)
+        clock = clock or SystemClock()
+        ids = ids or RandomIds()
+        session_id = id if id is not None else ids.session_id(clock.now_ms())
+        timestamp = iso_from_ms(clock.now_ms())
+        path = os.path.join(directory, session_file_name(timestamp, session_id))
+        header = {
+            "type": "session",
+            "version": CURRENT_SESSION_VERSION,
+            "id": session_id,
+            "timestamp": timestamp,
+            "cwd": target,
+            "parentSession": source,
+        }
+        store = SessionFile(path)
+        with store.lock:
+            store.create(_line(e) for e in [header, *(e for e in entries if e.get("type") != "session")])
+        store.close()
+        return cls(target, directory, path, True, clock=clock, ids=ids)
+
+    @staticmethod
+    def find_by_id(cwd: str, session_id: str, session_dir: str | None = None) -> str | None:
+        """Path of the session with exactly this id in ``cwd``'s session folder (headers only)."""
+        from ._paths import find_by_id
+
+        return find_by_id(cwd, session_id, session_dir)
+
+    @staticmethod
+    def list(
+        cwd: str,
+        session_dir: str | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> list[Any]:
+        """Sessions of ``cwd`` as :class:`SessionInfo`, newest first (Pi's session picker)."""
+        from ._discovery import list_sessions
+
+        return list_sessions(cwd, session_dir, on_progress)
+
+    @staticmethod
+    def list_all(
+        session_dir: str | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> list[Any]:
+        """Sessions of every project (or of one folder), newest first."""
+        from ._discovery import list_all_sessions
+
+        return list_all_sessions(session_dir, on_progress)
+
+    # ------------------------------------------------------------------ loading
+
+    def _set_session_file(self, path: str) -> None:
+        self._session_file = resolve_path(path)
+        self._file = SessionFile(self._session_file)
+        if os.path.exists(self._session_file):
+            with self._file.lock:
+                self._load_file()
+        else:
+            self._new_session(None)
+            self._session_file = resolve_path(path)
+            self._file = SessionFile(self._session_file)
+
+    def _load_file(self) -> None:
+        assert self._file is not None
+        try:
+            entries, needs_newline = self._file.load()
+        except IsADirectoryError as error:
+            raise InvalidSessionError(f"Session path is a directory: {self._file.path}") from error
+        if not entries:
+            if os.path.getsize(self._file.path) > 0:
+                raise InvalidSessionError(f"Session file is not a valid pi session: {self._file.path}")
+            path = self._file.path
+            self._new_session(None)
+            self._session_file = path
+            self._file = SessionFile(path)
+            self._file.rewrite([_line(self._header)])
+            self._flushed = True
+            return
+        if needs_newline:
+            self._file.append_newline()
+            self._file.offset = self._file.size
+        self._adopt(entries, rewrite=True)
+        self._flushed = True
+
+    def _load_preloaded(self, entries: list[WireEntry], options: Mapping[str, Any] | None) -> None:
+        header = next((e for e in entries if e.get("type") == "session"), None)
+        if header is None:
+            self._new_session(options)
+            self._reindex([self._header, *entries])
+        else:
+            self._adopt(entries, rewrite=False)
+
+    def _adopt(self, entries: list[WireEntry], *, rewrite: bool) -> None:
+        """Take ``entries`` (header first) as the session's content, migrating them first."""
+        if migrate_session_entries(entries) and rewrite and self._persist and self._file is not None:
+            self._file.rewrite(_line(e) for e in entries)
+        header = next(e for e in entries if e.get("type") == "session")
+        self._header = header
+        self._reindex(entries)
+
+    def _reindex(self, entries: list[WireEntry]) -> None:
+        body = [e for e in entries if e.get("type") != "session"]
+        header = next((e for e in entries if e.get("type") == "session"), None)
+        if header is not None:
+            self._header = header
+        self._index = TreeIndex.from_entries(body)
+        last = self._index.last_position()
+        self._leaf_id = None if last is None else self._index.entry_at(last).get("id")
+        self._has_conversation = any(_is_conversation(e) for e in body)
+
+    def _new_session(self, options: Mapping[str, Any] | None) -> None:
+        session_id = options.get("id") if options else None
+        if session_id is not None:
+            assert_valid_session_id(session_id)
+        else:
+            session_id = self._ids.session_id(self._clock.now_ms())
+        timestamp = iso_from_ms(self._clock.now_ms())
+        header: WireEntry = {
+            "type": "session",
+            "version": CURRENT_SESSION_VERSION,
+            "id": session_id,
+            "timestamp": timestamp,
+            "cwd": self._cwd,
+        }
+        parent = options.get("parentSession", MISSING) if options else MISSING
+        if parent is not MISSING and parent is not UNSET:
+            header["parentSession"] = parent
+        self._header = header
+        self._index = TreeIndex()
+        self._leaf_id = None
+        self._flushed = False
+        self._has_conversation = False
+        if self._persist:
+            self._session_file = os.path.join(self._session_dir, session_file_name(timestamp, session_id))
+            self._file = SessionFile(self._session_file)
+
+    # ------------------------------------------------------------------ following other writers
+
+    def refresh(self, *, move_leaf: bool = False) -> list[Entry]:
+        """Read entries other writers (Pi included) appended since this manager last looked.
+
+        Returns them typed, in file order. The leaf stays where it is unless ``move_leaf``.
+        A file that was replaced or shrank is read again from the start.
+        """
+        with self._mutex:
+            before = len(self._index)
+            was_tip = self._leaf_is_tip()
+            added = self._sync()
+            if move_leaf or False:
+                last = self._index.last_position()
+                if last is not None and added:
+                    self._leaf_id = self._index.entry_at(last).get("id")
+            elif was_tip is None:
+                pass
+            return [self._index.model_at(p) for p in range(before, len(self._index))] if added else []
+
+    def follow(self, poll_interval: float = 0.25, *, stop: threading.Event | None = None) -> Iterator[Entry]:
+        """Yield entries as other writers append them, polling every ``poll_interval`` seconds::
+
+            for entry in manager.follow():
+                if entry.type == "message":
+                    print(entry.message.role)
+
+        Runs until ``stop`` is set (or forever); the leaf does not move.
+        """
+        event = stop or threading.Event()
+        while not event.is_set():
+            yield from self.refresh()
+            event.wait(poll_interval)
+
+    def _leaf_is_tip(self) -> bool | None:
+        last = self._index.last_position()
+        if last is None:
+            return self._leaf_id is None
+        return self._leaf_id == self._index.entry_at(last).get("id")
+
+    def _sync(self) -> bool:
+        """Absorb what other writers appended; True if the index changed."""
+        if not self._flushed or self._file is None:
+            return False
+        new = self._file.read_new()
+        if new is None:
+            self._reload()
+            return True
+        if not new:
+            return False
+        self._absorb(new)
+        return True
+
+    def _absorb(self, new: list[WireEntry]) -> None:
+        body = [e for e in new if e.get("type") != "session"]
+        self._index = self._index.append(body)
+        if not self._has_conversation:
+            self._has_conversation = any(_is_conversation(e) for e in body)
+
+    def _reload(self) -> None:
+        assert self._file is not None
+        leaf = self._leaf_id
+        was_tip = self._leaf_is_tip()
+        self._file = SessionFile(self._file.path)
+        entries, needs_newline = self._file.load()
+        if not entries:
+            raise InvalidSessionError(f"Session file is no longer a valid pi session: {self._file.path}")
+        self._adopt(entries, rewrite=False)
+        if not was_tip and leaf in self._index:
+            self._leaf_id = leaf
+
+    # ------------------------------------------------------------------ appending
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[SessionManager]:
+        """Hold the session lock across many appends (one lock, one read of other writers)::
+
+            with manager.batch():
+                for message in messages:
+                    manager.append_message(message)
+        """
+        with self._mutex:
+            lock = self._file.lock if self._persist and self._file is not None else None
+            if lock is not None:
+                lock.acquire()
+            self._batch_depth += 1
+            try:
+                yield self
+            finally:
+                self._batch_depth -= 1
+                if lock is not None:
+                    lock.release()
+
+    def _append(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> WireEntry:
+        with self._mutex:
+            lock = self._file.lock if self._persist and self._file is not None else None
+            if lock is None:
+                return self._append_locked(build, stamp_first)
+            with lock:
+                return self._append_locked(build, stamp_first)
+
+    def _append_locked(self, build: Callable[[Any, str, str], WireEntry], stamp_first: bool) -> WireEntry:
+        if self._flushed:
+            was_tip = self._leaf_is_tip()
+            if self._sync() and was_tip:
+                # Another writer continued the conversation we were at the end of: follow it,
+                # so our entry does not fork the session behind its back.
+                last = self._index.last_position()
+                if last is not None:
+                    self._leaf_id = self._index.entry_at(last).get("id")
+        if stamp_first:
+            timestamp = iso_from_ms(self._clock.now_ms())
+            entry_id = self._ids.entry_id(self._index)
+        else:
+            entry_id = self._ids.entry_id(self._index)
+            timestamp = iso_from_ms(self._clock.now_ms())
+        entry = build(self._leaf_id, entry_id, timestamp)
+        previous = (self._index, self._leaf_id, self._has_conversation)
+        self._index = self._index.append([entry])
+        self._leaf_id = entry.get("id")
+        self._has_conversation = self._has_conversation or _is_conversation(entry)
+        try:
+            self._persist_entry(entry)
+        except BaseException:
+            # An entry that was not written must not become the parent of later entries.
+            self._index, self._leaf_id, self._has_conversation = previous
+            raise
+        return entry
+
+    def _persist_entry(self, entry: WireEntry) -> None:
+        if not self._persist or self._file is None:
+            return
+        if not self._flushed:
+            if not self._has_conversation:
+                return
+            lines = [_line(self._header), *(_line(e) for e in self._index.wire_entries())]
+            self._file.create(lines)
+            self._flushed = True
+            return
+        result = self._file.append(_line(entry))
+        if result.interleaved:
+            # A writer without the lock (Pi) appended between our look and our write: the file
+            # order differs from ours, so read the file again rather than guess.
+            self._reload_keeping_leaf(entry.get("id"))
+
+    def _reload_keeping_leaf(self, leaf: Any) -> None:
+        self._reload()
+        if leaf in self._index:
+            self._leaf_id = leaf
+
+    # -- the operations ------------------------------------------------------------------------
+
+    def append_message(self, message: Any) -> str:
+        """Append a message (wire dict or model) as a child of the leaf; returns the entry id::
+
+            manager.append_message({"role": "user", "content": "hello", "timestamp": 1733234400000})
+        """
+        wire_message = _wire(message)
+        return self._append(lambda parent, eid, ts: _entry("message", eid, parent, ts, message=wire_message))[
+            "id"
+        ]
+
+    def append_thinking_level_change(self, thinking_level: str) -> str:
+        """Record a thinking-level change (``"off"``, ``"low"``, ``"high"``, ...); returns the id."""
+        return self._append(
+            lambda parent, eid, ts: _entry("thinking_level_change", eid, parent, ts, thinkingLevel=thinking_level)
+        )["id"]
+
+    def append_model_change(self, provider: str, model_id: str) -> str:
+        """Record a model switch; returns the entry id."""
+        return self._append(
+            lambda parent, eid, ts: _entry("model_change", eid, parent, ts, provider=provider, modelId=model_id)
+        )["id"]
+
+    def append_usage(
+        self, kind: str, provider: str, model: str, usage: Any, note: str | None = None
+    ) -> Entry:
+        """Record usage outside the model context (e.g. ``kind="cache_warm"``); returns the entry.
+
+        ``note`` is written only when it is non-empty, as in Pi.
+        """
+        wire_usage = _wire(usage)
+
+        def build(parent: Any, eid: str, ts: str) -> WireEntry:
+            entry = _entry("usage", eid, parent, ts, kind=kind, provider=provider, model=model, usage=wire_usage)
+            if js_truthy(note):
+                entry["note"] = note
+            return entry
+
+        entry = self._append(build)
+        return from_wire(entry)  # type: ignore[return-value]
+
+    def append_compaction(
+        self,
+        summary: str,
+        first_kept_entry_id: str | None,
+        tokens_before: int,
+        details: Any = UNSET,
+        from_hook: Any = UNSET,
+        usage: Any = UNSET,
+    ) -> str:
+        """Append a compaction: the model context restarts from ``summary`` plus the entries from
+        ``first_kept_entry_id`` on (``None`` keeps none). The replayed system prompt and tools are
+        stored as the entry's ``systemMessage`` checkpoint. Returns the entry id."""
+
+        def build(parent: Any, eid: str, ts: str) -> WireEntry:
+            projection = project_leaf(self._index, self._index.resolve_leaf(self._leaf_id))
+            system = current_system_message(projection.messages)
+            entry = _entry(
+                "compaction",
+                eid,
+                parent,
+                ts,
+                summary=summary,
+                firstKeptEntryId=eid if first_kept_entry_id is None else first_kept_entry_id,
+                tokensBefore=tokens_before,
+            )
+            _put(entry, "details", details)
+            _put(entry, "usage", usage)
+            _put(entry, "fromHook", from_hook)
+            if system is not None:
+                entry["systemMessage"] = {**system, "timestamp": _ms_or_null(ts)}
+            return entry
+
+        return self._append(build, stamp_first=True)["id"]
+
+    def append_custom_entry(self, custom_type: str, data: Any = UNSET) -> str:
+        """Persist extension state that stays out of the model context; returns the entry id.
+
+        ``append_custom_entry("x")`` writes no ``data`` key, ``append_custom_entry("x", None)``
+        writes ``"data": null``, as in Pi.
+        """
+
+        def build(parent: Any, eid: str, ts: str) -> WireEntry:
+            entry: WireEntry = {"type": "custom", "customType": custom_type}
+            _put(entry, "data", data)
+            entry.update(id=eid, parentId=parent, timestamp=ts)
+            return entry
+
+        return self._append(build)["id"]
+
+    def append_custom_message_entry(
+        self, custom_type: str, content: Any, display: bool, details: Any = UNSET
+    ) -> str:
+        """Inject an extension message that the model sees (``display`` controls the TUI)."""
+        wire_content = _wire(content)
+
+        def build(parent: Any, eid: str, ts: str) -> WireEntry:
+            entry: WireEntry = {"type": "custom_message", "customType": custom_type, "content": wire_content}
+            _put(entry, "display", display)
+            _put(entry, "details", details)
+            entry.update(id=eid, parentId=parent, timestamp=ts)
+            return entry
+
+        return self._append(build)["id"]
+
+    def append_session_info(self, name: str) -> str:
+        """Name the session (runs of CR/LF become one space, then trimmed); returns the entry id."""
+        clean = re.sub(r"[\r\n]+", " ", name).strip(_JS_SPACE)
+        return self._append(lambda parent, eid, ts: _entry("session_info", eid, parent, ts, name=clean))["id"]
+
+    def set_session_name(self, name: str) -> str:
+        """Alias of :meth:`append_session_info`."""
+        return self.append_session_info(name)
+
+    def append_context_edit(self, target_id: str, replacement: Any) -> str:
+        """Change what the model sees of an earlier entry on the active branch without touching it:
+        ``None`` omits it, ``{"content": ...}`` replaces its content. Returns the entry id.
+
+        Raises :class:`InvalidContextEditError` or :class:`EntryNotFoundError` as Pi would.
+        """
+        wire_replacement = _wire(replacement)
+        with self._mutex:
+            lock = self._file.lock if self._persist and self._file is not None and self._flushed else None
+            with lock if lock is not None else contextlib.nullcontext():
+                if self._flushed:
+                    self._sync_for_check()
+                normalized = self._check_context_edit(target_id, wire_replacement)
+                return self._append(
+                    lambda parent, eid, ts: _entry(
+                        "context_edit", eid, parent, ts, targetId=target_id, replacement=normalized
+                    )
+                )["id"]
+
+    def _sync_for_check(self) -> None:
+        was_tip = self._leaf_is_tip()
+        if self._sync() and was_tip:
+            last = self._index.last_position()
+            if last is not None:
+                self._leaf_id = self._index.entry_at(last).get("id")
+
+    def _check_context_edit(self, target_id: str, replacement: Any) -> Any:
+        if replacement is not None and not (
+            isinstance(replacement, dict)
+            and "content" in replacement
+            and isinstance(replacement["content"], (str, list))
+        ):
+            raise InvalidContextEditError("Context edit replacement must be null or contain string/array content")
+        target = self._index.get(target_id)
+        if target is None:
+            raise EntryNotFoundError(f"Entry {target_id} not found")
+        if not any(e.get("id") == target_id for e in self._branch_wire(self._leaf_id)):
+            raise InvalidContextEditError(f"Entry {target_id} is not on the active branch")
+        message = target.get("message")
+        role = message.get("role") if isinstance(message, dict) else None
+        editable = target.get("type") == "custom_message" or (
+            target.get("type") == "message" and role in _EDITABLE_ROLES
+        )
+        if not editable:
+            raise InvalidContextEditError(f"Entry {target_id} does not contribute editable model content")
+        target_role = role if target.get("type") == "message" else "custom"
+        if replacement is not None and target_role in ("assistant", "toolResult") and isinstance(
+            replacement["content"], str
+        ):
+            return {"content": [{"type": "text", "text": replacement["content"]}]}
+        return replacement
+
+    def append_label_change(self, target_id: str, label: str | None = UNSET) -> str:  # type: ignore[assignment]
+        """Set (or, with no label or an empty one, clear) a bookmark label on an entry."""
+        with self._mutex:
+            lock = self._file.lock if self._persist and self._file is not None and self._flushed else None
+            with lock if lock is not None else contextlib.nullcontext():
+                if self._flushed:
+                    self._sync_for_check()
+                if target_id not in self._index:
+                    raise EntryNotFoundError(f"Entry {target_id} not found")
+
+                def build(parent: Any, eid: str, ts: str) -> WireEntry:
+                    entry = _entry("label", eid, parent, ts, targetId=target_id)
+                    _put(entry, "label", label)
+                    return entry
+
+                return self._append(build)["id"]
+
+    def branch(self, branch_from_id: str) -> None:
+        """Move the leaf to an earlier entry; the next append starts a new branch there."""
+        with self._mutex:
+            if branch_from_id not in self._index:
+                raise EntryNotFoundError(f"Entry {branch_from_id} not found")
+            self._leaf_id = branch_from_id
+
+    def reset_leaf(self) -> None:
+        """Move the leaf before the first entry: the next append is a new root."""
+        with self._mutex:
+            self._leaf_id = None
+
+    def branch_with_summary(
+        self,
+        branch_from_id: str | None,
+        summary: str,
+        details: Any = UNSET,
+        from_hook: Any = UNSET,
+        usage: Any = UNSET,
+    ) -> str:
+        """Branch from ``branch_from_id`` (``None``: a new root) and record a summary of the path
+        being left; returns the new ``branch_summary`` entry's id."""
+        with self._mutex:
+            lock = self._file.lock if self._persist and self._file is not None and self._flushed else None
+            with lock if lock is not None else contextlib.nullcontext():
+                if self._flushed:
+                    self._sync_for_check()
+                if branch_from_id is not None and branch_from_id not in self._index:
+                    raise EntryNotFoundError(f"Entry {branch_from_id} not found")
+                from_id = self._leaf_id if self._leaf_id is not None else "root"
+                previous_leaf = self._leaf_id
+                self._leaf_id = branch_from_id
+
+                def build(parent: Any, eid: str, ts: str) -> WireEntry:
+                    entry = _entry(
+                        "branch_summary", eid, branch_from_id, ts, fromId=from_id, summary=summary
+                    )
+                    _put(entry, "details", details)
+                    _put(entry, "usage", usage)
+                    _put(entry, "fromHook", from_hook)
+                    return entry
+
+                try:
+                    return self._append(build)["id"]
+                except BaseException:
+                    self._leaf_id = previous_leaf
+                    raise
+
+    def create_branched_session(self, leaf_id: str) -> str | None:
+        """Replace this manager's session with a new one holding only the path to ``leaf_id``
+        (labels re-created at the end). Returns the new file's path (None in memory)."""
+        with self._mutex:
+            path = self._branch_wire(leaf_id)
+            if not path:
+                raise EntryNotFoundError(f"Entry {leaf_id} not found")
+            previous_file = self._session_file
+            kept: list[WireEntry] = []
+            replacement: dict[Any, Any] = {}
+            pending_labels: list[Any] = []
+            parent_id: Any = None
+            for entry in path:
+                if entry.get("type") == "label":
+                    pending_labels.append(entry.get("id"))
+                    continue
+                for label_id in pending_labels:
+                    replacement[label_id] = entry.get("id")
+                pending_labels.clear()
+                copy = {**entry, "parentId": parent_id}
+                if entry.get("type") == "compaction":
+                    first = entry.get("firstKeptEntryId", MISSING)
+                    if first != entry.get("id"):
+                        first = replacement.get(first, first) if _hashable(first) else first
+                    if first is MISSING:
+                        copy.pop("firstKeptEntryId", None)
+                    else:
+                        copy["firstKeptEntryId"] = first
+                kept.append(copy)
+                parent_id = entry.get("id")
+            session_id = self._ids.session_id(self._clock.now_ms())
+            timestamp = iso_from_ms(self._clock.now_ms())
+            header: WireEntry = {
+                "type": "session",
+                "version": CURRENT_SESSION_VERSION,
+                "id": session_id,
+                "timestamp": timestamp,
+                "cwd": self._cwd,
+            }
+            if self._persist and previous_file is not None:
+                header["parentSession"] = previous_file
+            kept_ids = {e.get("id") for e in kept if _hashable(e.get("id"))}
+            labels = [
+                (target, label, self._index.label_timestamp(target))
+                for target, label in self._index.labels().items()
+                if target in kept_ids
+            ]
+            taken = set(kept_ids)
+            label_entries: list[WireEntry] = []
+            parent = kept[-1].get("id") if kept and js_truthy(kept[-1].get("id")) else None
+            for target, label, label_ts in labels:
+                entry = {"type": "label", "id": self._ids.entry_id(taken), "parentId": parent}
+                _put(entry, "timestamp", label_ts if label_ts is not None else MISSING)
+                entry.update(targetId=target, label=label)
+                taken.add(entry["id"])
+                label_entries.append(entry)
+                parent = entry["id"]
+            entries = [header, *kept, *label_entries]
+            if not self._persist:
+                self._header = header
+                self._reindex(entries)
+                return None
+            new_file = os.path.join(self._session_dir, session_file_name(timestamp, session_id))
+            self._header = header
+            self._reindex(entries)
+            self._session_file = new_file
+            self._file = SessionFile(new_file)
+            if self._has_conversation:
+                with self._file.lock:
+                    self._file.create(_line(e) for e in entries)
+                self._flushed = True
+            else:
+                self._flushed = False
+            return new_file
+
+    # ------------------------------------------------------------------ reading
+
+    def snapshot(self) -> TreeIndex:
+        """The current immutable index: later appends never change it."""
+        return self._index
+
+    def is_persisted(self) -> bool:
+        return self._persist
+
+    def get_cwd(self) -> str:
+        return self._cwd
+
+    def get_session_dir(self) -> str:
+        return self._session_dir
+
+    def get_session_id(self) -> str:
+        return str(self._header.get("id", ""))
+
+    def get_session_file(self) -> str | None:
+        return self._session_file
+
+    def uses_default_session_dir(self) -> bool:
+        return paths_equal(self._session_dir, default_session_dir_path(self._cwd)) if self._session_dir else False
+
+    def get_header(self) -> SessionHeader | None:
+        return from_wire(self._header) if self._header else None  # type: ignore[return-value]
+
+    def get_entries(self) -> Sequence[Entry]:
+        """Every entry in file order (header excluded), typed as each is read."""
+        return EntryList(self._index)
+
+    def get_entry_count(self) -> int:
+        return len(self._index)
+
+    def get_entry(self, entry_id: str) -> Entry | None:
+        pos = self._index.position(entry_id)
+        return None if pos is None else self._index.model_at(pos)  # type: ignore[no-any-return]
+
+    def get_leaf_id(self) -> str | None:
+        return self._leaf_id  # type: ignore[no-any-return]
+
+    def get_leaf_entry(self) -> Entry | None:
+        return None if self._leaf_id is None else self.get_entry(self._leaf_id)
+
+    def get_children(self, parent_id: str) -> list[Entry]:
+        index = self._index
+        return [index.model_at(p) for p in index.children_positions(parent_id)]
+
+    def get_label(self, entry_id: str) -> str | None:
+        return self._index.label(entry_id)  # type: ignore[no-any-return]
+
+    def get_session_name(self) -> str | None:
+        return self._index.session_name()
+
+    def get_branch(self, from_id: str | None = None) -> list[Entry]:
+        """The path from the root to ``from_id`` (default: the leaf), root first; unknown → []."""
+        index = self._index
+        start = from_id if from_id is not None else self._leaf_id
+        pos = index.position(start) if js_truthy(start) else None
+        return [index.model_at(p) for p in index.path_positions(pos)] if pos is not None else []
+
+    def _branch_wire(self, from_id: Any) -> list[WireEntry]:
+        index = self._index
+        pos = index.position(from_id) if js_truthy(from_id) else None
+        return [index.entry_at(p) for p in index.path_positions(pos)] if pos is not None else []
+
+    def get_tree(self) -> list[TreeNode]:
+        """The whole session as a tree: roots (and orphans) with children sorted by time."""
+        index = self._index
+        cache = index.cache()
+        key = ("tree", len(index))
+        cached = cache.get(key)
+        if cached is None:
+            cached = _build_tree(index)
+            cache[key] = cached
+        return list(cached)
+
+    def _leaf_position(self) -> int | None:
+        return self._index.resolve_leaf(self._leaf_id)
+
+    def build_context_entries(self) -> list[Entry]:
+        """The entries the model context is built from at the leaf (compaction-aware)."""
+        index = self._index
+        return [index.model_at(p) for p in context_positions(index, self._leaf_position())]
+
+    def build_session_projection(self) -> SessionProjection:
+        """The model context with, for each message, the entry it came from."""
+        index = self._index
+        return projection_from_wire(index, self._wire_projection())
+
+    def build_session_context(self) -> SessionContext:
+        """What the model receives at the leaf: messages, thinking level, model."""
+        index = self._index
+        leaf = self._leaf_position()
+        cache = index.cache()
+        key = ("context", leaf) if index.is_regular else ("context", leaf, len(index))
+        cached = cache.get(key)
+        if cached is None:
+            cached = context_from_projection(project_leaf(index, leaf))
+            cache[key] = cached
+        return cached  # type: ignore[no-any-return]
+
+    def _wire_projection(self) -> WireProjection:
+        return project_leaf(self._index, self._leaf_position())
+
+    def __repr__(self) -> str:
+        where = self._session_file or "in memory"
+        return f"<SessionManager {self.get_session_id()} {where} entries={len(self._index)}>"
+
+    def close(self) -> None:
+        """Release file descriptors (the manager stays readable)."""
+        if self._file is not None:
+            self._file.close()
+
+    def __enter__(self) -> SessionManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_JS_SPACE = (
+    "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _ms_or_null(iso: str) -> Any:
+    value = js_date_ms(iso)
+    return None if value is None else int(value)
+
+
+def _entry(kind: str, entry_id: str, parent: Any, timestamp: str, **fields: Any) -> WireEntry:
+    entry: WireEntry = {"type": kind, "id": entry_id, "parentId": parent, "timestamp": timestamp}
+    for key, value in fields.items():
+        _put(entry, key, value)
+    return entry
+
+
+def _line(entry: Mapping[str, Any]) -> bytes:
+    return (dumps(entry) + "\n").encode("utf-8", "surrogatepass")
+
+
+def _session_options(session_id: str | None, parent_session: str | None) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if session_id is not None:
+        options["id"] = session_id
+    if parent_session is not None:
+        options["parentSession"] = parent_session
+    return options
+
+
+def _build_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
+    roots, children = index.tree_order()
+    label = index.label
+    label_timestamp = index.label_timestamp
+    entries = index.wire_entries()
+    built: dict[int, TreeNode] = {}
+    # Children before parents, without recursion (sessions can be 100,000 entries deep).
+    on_stack: set[int] = set()
+    for root in roots:
+        stack: list[tuple[int, bool]] = [(root, False)]
+        while stack:
+            pos, expanded = stack.pop()
+            if pos in built and not expanded:
+                continue
+            if not expanded:
+                if pos in on_stack:
+                    continue  # a duplicated id can make a node its own ancestor; stop there
+                on_stack.add(pos)
+                stack.append((pos, True))
+                for child in children.get(pos, ()):
+                    if child not in built and child not in on_stack:
+                        stack.append((child, False))
+                continue
+            on_stack.discard(pos)
+            kids = tuple(built[c] for c in children.get(pos, ()) if c in built)
+            entry_id = entries[pos].get("id")
+            built[pos] = TreeNode(index, pos, kids, label(entry_id), label_timestamp(entry_id))
+    return tuple(built[r] for r in roots if r in built)
+
+
+__all__ += ["PisessionError"]

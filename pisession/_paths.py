@@ -1,0 +1,186 @@
+"""Where sessions live and how their files are found (SPEC §1, §7 discovery)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from ._load import is_session_header, parse_line
+from ._store import make_private_dirs
+
+__all__ = [
+    "ENV_AGENT_DIR",
+    "ENV_SESSION_DIR",
+    "resolve_path",
+    "normalize_path",
+    "get_agent_dir",
+    "get_sessions_dir",
+    "default_session_dir_path",
+    "get_default_session_dir",
+    "session_file_name",
+    "read_session_header",
+    "find_most_recent_session",
+    "find_by_id",
+    "paths_equal",
+    "HEADER_SCAN_LIMIT",
+]
+
+ENV_AGENT_DIR = "PI_CODING_AGENT_DIR"
+ENV_SESSION_DIR = "PI_CODING_AGENT_SESSION_DIR"
+HEADER_SCAN_LIMIT = 1024 * 1024
+
+
+def normalize_path(value: str | os.PathLike[str]) -> str:
+    """Pi's ``normalizePath``: expand ``~`` and ``file://`` URLs, nothing else."""
+    text = os.fspath(value)
+    if text == "~":
+        return str(Path.home())
+    if text.startswith("~/"):
+        return os.path.join(str(Path.home()), text[2:])
+    if re.match(r"file://", text):
+        return unquote(urlparse(text).path)
+    return text
+
+
+def resolve_path(value: str | os.PathLike[str], base: str | None = None) -> str:
+    """Pi's ``resolvePath``: absolute and normalised, symlinks not resolved."""
+    text = normalize_path(value)
+    if not os.path.isabs(text):
+        text = os.path.join(normalize_path(base) if base else os.getcwd(), text)
+    resolved = os.path.normpath(text)
+    if resolved.startswith("//"):  # node's path.resolve collapses the POSIX double slash
+        resolved = "/" + resolved.lstrip("/")
+    return resolved
+
+
+def paths_equal(left: str, right: str) -> bool:
+    return resolve_path(left) == resolve_path(right)
+
+
+def get_agent_dir() -> str:
+    env = os.environ.get(ENV_AGENT_DIR)
+    if env:
+        return normalize_path(env)
+    return os.path.join(str(Path.home()), ".pi", "agent")
+
+
+def get_sessions_dir(agent_dir: str | None = None) -> str:
+    return os.path.join(agent_dir if agent_dir is not None else get_agent_dir(), "sessions")
+
+
+def default_session_dir_path(cwd: str | os.PathLike[str], agent_dir: str | None = None) -> str:
+    resolved_cwd = resolve_path(cwd)
+    resolved_agent = resolve_path(agent_dir if agent_dir is not None else get_agent_dir())
+    safe = "--" + re.sub(r"[/\\:]", "-", re.sub(r"^[/\\]", "", resolved_cwd)) + "--"
+    return os.path.join(resolved_agent, "sessions", safe)
+
+
+def get_default_session_dir(cwd: str | os.PathLike[str], agent_dir: str | None = None) -> str:
+    """``<agentDir>/sessions/--<cwd>--``, created (mode 0700) if missing, as Pi does."""
+    directory = default_session_dir_path(cwd, agent_dir)
+    if not os.path.exists(directory):
+        make_private_dirs(directory)
+    return directory
+
+
+def session_file_name(iso_timestamp: str, session_id: str) -> str:
+    return re.sub(r"[:.]", "-", iso_timestamp) + "_" + session_id + ".jsonl"
+
+
+class HeaderScanLimitError(Exception):
+    pass
+
+
+def read_session_header(path: str) -> dict[str, Any] | None:
+    """The header, if the first parsed line of ``path`` is one, reading at most 1 MiB.
+
+    Raises OSError for unreadable files and HeaderScanLimitError past the bound.
+    """
+    scanned = 0
+    with open(path, "rb") as handle:
+        pending = b""
+        while scanned < HEADER_SCAN_LIMIT:
+            chunk = handle.read(min(4096, HEADER_SCAN_LIMIT - scanned))
+            if not chunk:
+                return _header_candidate(pending) or None
+            scanned += len(chunk)
+            pending += chunk
+            while True:
+                cut = pending.find(b"\n")
+                if cut < 0:
+                    break
+                line, pending = pending[:cut], pending[cut + 1 :]
+                found = _header_candidate(line)
+                if found is not None:
+                    return found or None
+        if not handle.read(1):
+            return _header_candidate(pending) or None
+    raise HeaderScanLimitError(f"Session header exceeds {HEADER_SCAN_LIMIT}-byte scan limit: {path}")
+
+
+def _header_candidate(line: bytes) -> dict[str, Any] | None:
+    """None: keep scanning; {}: a non-header entry came first; else the header."""
+    if not line.strip():
+        return None
+    entry = parse_line(line)
+    if entry is None:
+        return None
+    return entry if is_session_header(entry) else {}
+
+
+def read_header_for_discovery(path: str) -> dict[str, Any] | None:
+    try:
+        return read_session_header(path)
+    except (OSError, HeaderScanLimitError):
+        # Discovery is best effort: one unreadable or odd file must not hide the others.
+        return None
+
+
+def header_cwd(header: dict[str, Any]) -> str | None:
+    cwd = header.get("cwd")
+    return cwd if isinstance(cwd, str) else None
+
+
+def cwd_matches(cwd: str | None, resolved_cwd: str) -> bool:
+    return cwd is not None and cwd != "" and resolve_path(cwd) == resolved_cwd
+
+
+def find_most_recent_session(session_dir: str, cwd: str | None = None) -> str | None:
+    """Newest ``.jsonl`` by mtime whose header is valid (and whose cwd matches, if given)."""
+    directory = normalize_path(session_dir)
+    resolved_cwd = resolve_path(cwd) if cwd else None
+    try:
+        files = [os.path.join(directory, name) for name in os.listdir(directory) if name.endswith(".jsonl")]
+        stamped = sorted(((os.stat(p).st_mtime_ns, p) for p in files), key=lambda item: -item[0])
+    except OSError:
+        return None
+    for _, path in stamped:
+        header = read_header_for_discovery(path)
+        if header and (resolved_cwd is None or cwd_matches(header_cwd(header), resolved_cwd)):
+            return path
+    return None
+
+
+def find_by_id(cwd: str, session_id: str, session_dir: str | None = None) -> str | None:
+    """The file of the session with exactly this id, reading headers only."""
+    directory = normalize_path(session_dir) if session_dir else get_default_session_dir(cwd)
+    filter_cwd = session_dir is not None and not paths_equal(directory, default_session_dir_path(cwd))
+    resolved_cwd = resolve_path(cwd)
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return None
+    for name in names:
+        if not name.endswith(".jsonl"):
+            continue
+        path = os.path.join(directory, name)
+        header = read_header_for_discovery(path)
+        if not header or header.get("id") != session_id:
+            continue
+        if filter_cwd and not cwd_matches(header_cwd(header), resolved_cwd):
+            continue
+        return path
+    return None

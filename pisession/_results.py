@@ -1,0 +1,242 @@
+"""Typed results built lazily from the wire-level index and projections.
+
+Converting every entry of a 20,000-entry session into attrs objects costs far more than Pi's
+whole open, so results hold wire dicts and convert an item the first time it is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, overload
+
+import attrs
+
+from ._codec import from_wire, to_wire
+from ._js import MISSING
+from ._model import UNSET, Entry, Message, ModelRef, SessionContext
+
+if TYPE_CHECKING:
+    from ._context import WireProjection
+    from ._index import TreeIndex
+
+__all__ = [
+    "LazyMessages",
+    "EntryList",
+    "TreeNode",
+    "ProjectedEntry",
+    "SessionProjection",
+    "context_from_projection",
+    "projection_from_wire",
+    "model_ref",
+]
+
+
+class LazyMessages(Sequence[Message]):
+    """An immutable sequence of messages, each converted from its wire dict on first access."""
+
+    __slots__ = ("_wire", "_models")
+
+    def __init__(self, wire: Sequence[dict[str, Any]]) -> None:
+        self._wire = wire
+        self._models: list[Message | None] = [None] * len(wire)
+
+    @property
+    def wire(self) -> Sequence[dict[str, Any]]:
+        return self._wire
+
+    def __len__(self) -> int:
+        return len(self._wire)
+
+    @overload
+    def __getitem__(self, i: int) -> Message: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Message]: ...
+    def __getitem__(self, i: int | slice) -> Message | Sequence[Message]:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        model = self._models[i]
+        if model is None:
+            model = from_wire(self._wire[i])  # type: ignore[assignment]
+            self._models[i] = model
+        return model  # type: ignore[return-value]
+
+    def __iter__(self) -> Iterator[Message]:
+        for i in range(len(self._wire)):
+            yield self[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyMessages):
+            return list(self._wire) == list(other._wire)
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"LazyMessages({list(self)!r})"
+
+
+class EntryList(Sequence[Entry]):
+    """Entries of an index snapshot (file order, header excluded), typed on access."""
+
+    __slots__ = ("_index", "_positions")
+
+    def __init__(self, index: TreeIndex, positions: Sequence[int] | None = None) -> None:
+        self._index = index
+        self._positions = positions
+
+    def __len__(self) -> int:
+        return len(self._index) if self._positions is None else len(self._positions)
+
+    @overload
+    def __getitem__(self, i: int) -> Entry: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Entry]: ...
+    def __getitem__(self, i: int | slice) -> Entry | Sequence[Entry]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        pos = i if self._positions is None else self._positions[i]
+        return self._index.model_at(pos)  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[Entry]:
+        model_at = self._index.model_at
+        positions = range(len(self._index)) if self._positions is None else self._positions
+        for pos in positions:
+            yield model_at(pos)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"EntryList(<{len(self)} entries>)"
+
+
+class TreeNode:
+    """One node of :meth:`SessionManager.get_tree`: ``entry``, ``children``, ``label``, ``label_timestamp``.
+
+    Nodes are immutable; ``entry`` is typed on first access.
+    """
+
+    __slots__ = ("_index", "_pos", "children", "label", "label_timestamp")
+
+    def __init__(
+        self, index: TreeIndex, pos: int, children: tuple[TreeNode, ...], label: Any, label_timestamp: Any
+    ) -> None:
+        object.__setattr__(self, "_index", index)
+        object.__setattr__(self, "_pos", pos)
+        object.__setattr__(self, "children", children)
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "label_timestamp", label_timestamp)
+
+    children: tuple[TreeNode, ...]
+    label: str | None
+    label_timestamp: str | None
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise attrs.exceptions.FrozenInstanceError()
+
+    @property
+    def entry(self) -> Entry:
+        return self._index.model_at(self._pos)  # type: ignore[no-any-return]
+
+    @property
+    def wire_entry(self) -> dict[str, Any]:
+        return self._index.entry_at(self._pos)
+
+    def __repr__(self) -> str:
+        return f"TreeNode(id={self.wire_entry.get('id')!r}, label={self.label!r}, children={len(self.children)})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TreeNode):
+            return NotImplemented
+        return (
+            self.wire_entry == other.wire_entry
+            and self.label == other.label
+            and self.label_timestamp == other.label_timestamp
+            and self.children == other.children
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"entry": self.wire_entry, "children": [c.to_wire() for c in self.children]}
+        if self.label is not None:
+            out["label"] = self.label
+        if self.label_timestamp is not None:
+            out["labelTimestamp"] = self.label_timestamp
+        return out
+
+
+@attrs.frozen
+class ProjectedEntry:
+    """An entry of the context and the messages it contributes (after context edits)."""
+
+    source_entry: Entry
+    messages: Sequence[Message]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"sourceEntry": to_wire(self.source_entry), "messages": _messages_wire(self.messages)}
+
+
+@attrs.frozen
+class SessionProjection:
+    """Pi's ``buildSessionProjection`` result: provenance-preserving model context."""
+
+    entries: Sequence[ProjectedEntry]
+    messages: Sequence[Message]
+    thinking_level: str
+    model: ModelRef | None
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "entries": [e.to_wire() for e in self.entries],
+            "messages": _messages_wire(self.messages),
+        }
+        if self.thinking_level is not UNSET:
+            out["thinkingLevel"] = self.thinking_level
+        out["model"] = None if self.model is None else to_wire(self.model)
+        return out
+
+
+def _messages_wire(messages: Sequence[Message]) -> list[Any]:
+    if isinstance(messages, LazyMessages):
+        return list(messages.wire)
+    return [to_wire(m) for m in messages]
+
+
+def model_ref(wire: dict[str, Any] | None) -> ModelRef | None:
+    return None if wire is None else from_wire(wire, ModelRef)
+
+
+def _thinking(value: Any) -> Any:
+    return UNSET if value is MISSING else value
+
+
+def context_from_projection(projection: WireProjection) -> SessionContext:
+    return SessionContext(
+        messages=LazyMessages(projection.messages),
+        thinking_level=_thinking(projection.thinking_level),
+        model=model_ref(projection.model),
+    )
+
+
+def projection_from_wire(index: TreeIndex, projection: WireProjection) -> SessionProjection:
+    return SessionProjection(
+        entries=tuple(
+            ProjectedEntry(index.model_at(pos), LazyMessages(list(messages))) for pos, messages in projection.entries
+        ),
+        messages=LazyMessages(projection.messages),
+        thinking_level=_thinking(projection.thinking_level),
+        model=model_ref(projection.model),
+    )

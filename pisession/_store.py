@@ -1,0 +1,244 @@
+"""One session file on disk: what has been read of it, and the careful ways to write it.
+
+Appends go through one ``O_APPEND`` descriptor, one ``os.write`` per entry, so a line is never
+interleaved with another writer's, even one that takes no lock (Pi itself). Reads after the first
+start from the byte offset where the previous read stopped; a file that shrank or was replaced
+(another inode at the path) is reported so the caller reloads it. Whole-file rewrites
+(migration) go to a temporary file renamed into place, so a crash leaves the old file or the new.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from typing import Any
+
+from ._errors import InvalidSessionError, SessionExistsError
+from ._load import is_session_header, iter_file_lines, parse_line
+from ._lock import SessionLock
+
+__all__ = ["SessionFile", "Appended", "FILE_MODE", "DIR_MODE", "make_private_dirs"]
+
+WireEntry = dict[str, Any]
+
+FILE_MODE = 0o600  # sessions hold prompts and tool output
+DIR_MODE = 0o700
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def make_private_dirs(path: str) -> None:
+    """Create ``path`` and its missing parents with mode 0700 (existing ones are left alone)."""
+    os.makedirs(path, mode=DIR_MODE, exist_ok=True)
+
+
+class Appended:
+    """What one append learned: whether another writer's lines landed next to ours."""
+
+    __slots__ = ("interleaved",)
+
+    def __init__(self, interleaved: bool) -> None:
+        self.interleaved = interleaved
+
+
+class SessionFile:
+    """A session file plus our read position in it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.lock = SessionLock(path + ".lock")
+        self._fd: int | None = None
+        self._identity: tuple[int, int] | None = None
+        self.offset = 0  # bytes of complete lines already parsed
+        self.size = 0  # file size when last looked at
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def exists(self) -> bool:
+        return os.path.exists(self.path)
+
+    def load(self) -> tuple[list[WireEntry], bool]:
+        """Read the whole file as Pi does; returns (entries with header first, needs newline).
+
+        Entries are ``[]`` when the file is not a session. Nothing is written here.
+        """
+        self._close()
+        fd = os.open(self.path, os.O_RDONLY | _CLOEXEC)
+        try:
+            info = os.fstat(fd)
+            entries: list[WireEntry] = []
+            consumed = 0
+            last = b""
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                for line in iter_file_lines(handle):
+                    consumed += len(line) + 1
+                    last = line
+                    if line:
+                        entry = parse_line(line)
+                        if entry is not None:
+                            entries.append(entry)
+            consumed -= 1
+        finally:
+            os.close(fd)
+        if not entries or not is_session_header(entries[0]):
+            return [], False
+        self._identity = (info.st_dev, info.st_ino)
+        self.size = consumed
+        pending = last != b""
+        if pending and parse_line(last) is None:
+            # An unfinished last line may still be growing: read it again next time.
+            self.offset = consumed - len(last)
+        else:
+            self.offset = consumed
+        return entries, pending
+
+    def read_new(self) -> list[WireEntry] | None:
+        """Entries appended since the last read; None when the file was replaced or shrank."""
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            return None if self._identity is not None else []
+        if self._identity is not None and (info.st_dev, info.st_ino) != self._identity:
+            return None
+        if info.st_size < self.offset:
+            return None
+        self.size = info.st_size
+        if info.st_size == self.offset:
+            return []
+        fd = self._descriptor() if self._identity is not None else None
+        if fd is None:
+            return None
+        data = os.pread(fd, info.st_size - self.offset, self.offset)
+        end = data.rfind(b"\n")
+        if end < 0:
+            return []
+        entries = []
+        for line in data[:end].split(b"\n"):
+            if line:
+                entry = parse_line(line)
+                if entry is not None:
+                    entries.append(entry)
+        self.offset += end + 1
+        return entries
+
+    @property
+    def has_partial_line(self) -> bool:
+        """The file ends with bytes after the last newline (a torn or unfinished line)."""
+        return self.size > self.offset
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def create(self, lines: Iterable[bytes]) -> None:
+        """Write a new file exclusively (fail if it exists), mode 0600, in one write."""
+        data = b"".join(lines)
+        try:
+            fd = os.open(
+                self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _CLOEXEC | _NOFOLLOW, FILE_MODE
+            )
+        except FileExistsError as error:
+            raise SessionExistsError(f"Session file already exists: {self.path}") from error
+        try:
+            _write_all(fd, data)
+        except BaseException:
+            os.close(fd)
+            os.unlink(self.path)
+            raise
+        os.close(fd)
+        info = os.stat(self.path)
+        self._identity = (info.st_dev, info.st_ino)
+        self.offset = self.size = len(data)
+
+    def append(self, data: bytes) -> Appended:
+        """Append whole lines with one write; a torn line left by a crash is closed first."""
+        if self.has_partial_line:
+            data = b"\n" + data
+        fd = self._descriptor()
+        if fd is None:
+            raise InvalidSessionError(f"Session file disappeared: {self.path}")
+        before = self.size
+        written = os.write(fd, data)
+        if written != len(data):
+            # A short write (disk full) leaves a torn line; the next append closes it.
+            self.size = os.fstat(fd).st_size
+            raise OSError(f"short write to {self.path}: {written} of {len(data)} bytes")
+        end = os.lseek(fd, 0, os.SEEK_CUR)
+        interleaved = end - len(data) != before
+        self.size = end
+        if not interleaved:
+            self.offset = end
+        return Appended(interleaved)
+
+    def append_newline(self) -> None:
+        fd = self._descriptor()
+        if fd is None:
+            raise InvalidSessionError(f"Session file disappeared: {self.path}")
+        os.write(fd, b"\n")
+        self.size = os.lseek(fd, 0, os.SEEK_CUR)
+
+    def rewrite(self, lines: Iterable[bytes]) -> None:
+        """Replace the file's content atomically: temp file in the same folder, then rename."""
+        directory = os.path.dirname(self.path) or "."
+        try:
+            mode = os.stat(self.path).st_mode & 0o777
+        except FileNotFoundError:
+            mode = FILE_MODE
+        fd, temp = tempfile.mkstemp(prefix=".pisession-", suffix=".tmp", dir=directory)
+        try:
+            os.fchmod(fd, mode)
+            data = b"".join(lines)
+            _write_all(fd, data)
+            os.fsync(fd)
+            os.close(fd)
+            fd = -1
+            os.replace(temp, self.path)
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            try:
+                os.unlink(temp)
+            except FileNotFoundError:
+                pass
+            raise
+        self._close()
+        info = os.stat(self.path)
+        self._identity = (info.st_dev, info.st_ino)
+        self.offset = self.size = len(data)
+
+    def close(self) -> None:
+        self._close()
+        self.lock.close()
+
+    def _close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _descriptor(self) -> int | None:
+        if self._fd is None:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | _CLOEXEC | _NOFOLLOW)
+            except FileNotFoundError:
+                return None
+            info = os.fstat(fd)
+            if self._identity is not None and (info.st_dev, info.st_ino) != self._identity:
+                os.close(fd)
+                return None
+            self._identity = (info.st_dev, info.st_ino)
+            self._fd = fd
+        return self._fd
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd", None)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
