@@ -50,20 +50,18 @@ def context_positions(index: TreeIndex, leaf: int | None) -> list[int]:
     """Pi's ``buildContextEntries``: the path, cut at the latest compaction's kept region."""
     if leaf is None:
         return []
-    entries = index.wire_entries()
     compaction = index.latest_compaction_on_path(leaf)
     if compaction is None:
         return index.path_positions(leaf)
     path = index.path_positions(leaf)
     cut = path.index(compaction)
-    first_kept = entries[compaction].get("firstKeptEntryId", MISSING)
+    first_kept = index.entry_at(compaction).get("firstKeptEntryId", MISSING)
     result = [compaction]
     found = False
     for pos in path[:cut]:
-        entry = entries[pos]
-        if not found and first_kept is not MISSING and entry.get("id", MISSING) == first_kept:
+        if not found and first_kept is not MISSING and index.id_at(pos) == first_kept:
             found = True
-        if found and not _is_system_message(entry):
+        if found and not (index.type_at(pos) == "message" and _is_system_message(index.entry_at(pos))):
             result.append(pos)
     result.extend(path[cut + 1 :])
     return result
@@ -123,7 +121,7 @@ def entry_to_messages(entry: Mapping[str, Any]) -> list[WireMessage]:
                     "content": [] if content is None else content,
                     "display": entry.get("display", MISSING),
                     "details": entry.get("details", MISSING),
-                    "timestamp": js_date_ms(entry.get("timestamp")),
+                    "timestamp": js_date_ms(entry.get("timestamp", MISSING)),
                 }
             )
         ]
@@ -134,7 +132,7 @@ def entry_to_messages(entry: Mapping[str, Any]) -> list[WireMessage]:
                     "role": "branchSummary",
                     "summary": entry.get("summary"),
                     "fromId": entry.get("fromId", MISSING),
-                    "timestamp": js_date_ms(entry.get("timestamp")),
+                    "timestamp": js_date_ms(entry.get("timestamp", MISSING)),
                 }
             )
         ]
@@ -144,7 +142,7 @@ def entry_to_messages(entry: Mapping[str, Any]) -> list[WireMessage]:
                 "role": "compactionSummary",
                 "summary": entry.get("summary", MISSING),
                 "tokensBefore": entry.get("tokensBefore", MISSING),
-                "timestamp": js_date_ms(entry.get("timestamp")),
+                "timestamp": js_date_ms(entry.get("timestamp", MISSING)),
             }
         )
         system = entry.get("systemMessage")
@@ -187,11 +185,11 @@ def project_leaf(index: TreeIndex, leaf: int | None) -> WireProjection:
     if cached is not None:
         return cached  # type: ignore[no-any-return]
     positions = context_positions(index, leaf)
-    entries = index.wire_entries()
+    entry_at = index.entry_at
     edits: dict[Any, WireEntry] = {}
     for pos in positions:
-        entry = entries[pos]
-        if entry.get("type") == "context_edit":
+        if index.type_at(pos) == "context_edit":
+            entry = entry_at(pos)
             target = entry.get("targetId", MISSING)
             try:
                 edits[target] = entry
@@ -199,7 +197,7 @@ def project_leaf(index: TreeIndex, leaf: int | None) -> WireProjection:
                 pass
     pairs: list[tuple[int, Sequence[WireMessage]]] = []
     for i, pos in enumerate(positions):
-        entry = entries[pos]
+        entry = entry_at(pos)
         if i > 0 and entry.get("type") == "compaction":
             # An older compaction inside the kept range: only the newest one, at index 0,
             # contributes its checkpoint and summary.

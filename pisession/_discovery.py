@@ -153,7 +153,7 @@ def build_session_info(path: str) -> SessionInfo | None:
         activity = (
             float(stamp)
             if isinstance(stamp, (int, float)) and not isinstance(stamp, bool)
-            else js_date_ms(entry.get("timestamp"))
+            else js_date_ms(entry.get("timestamp", MISSING))
         )
         if activity is not None:
             last_activity = max(last_activity or 0.0, activity)
@@ -175,7 +175,7 @@ def build_session_info(path: str) -> SessionInfo | None:
         modified = datetime.fromtimestamp(stats.st_mtime, tz=timezone.utc)
     cwd = header.get("cwd")
     parent = header.get("parentSession")
-    created = js_date_ms(header.get("timestamp"))
+    created = js_date_ms(header.get("timestamp", MISSING))
     return SessionInfo(
         path=path,
         id=header.get("id"),  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 from ._js import MISSING, js_date_ms, js_trim, js_truthy
+from ._load import Head, Record, head_of, parse_raw, scan_raw
 
 __all__ = ["TreeIndex", "WireEntry"]
 
@@ -28,14 +29,31 @@ NO_PARENT = -1
 
 def _key(value: object) -> Hashable:
     """A dict key for an id or parentId value; unhashable JSON values never match anything."""
-    return value if isinstance(value, Hashable) else ("<unhashable>", id(value))
+    if type(value) is str:
+        return value
+    try:
+        hash(value)
+    except TypeError:
+        return ("<unhashable>", id(value))
+    return value  # type: ignore[return-value]
+
+
+def _role(head: Head) -> Any:
+    message = head.message
+    return MISSING if message is None else message.role
 
 
 class _Store:
     """Append-only arrays shared by successive snapshots of one session."""
 
     __slots__ = (
-        "entries",
+        "dicts",
+        "raws",
+        "ids",
+        "types",
+        "parent_ids",
+        "stamps",
+        "roles",
         "parents",
         "by_id",
         "children",
@@ -53,7 +71,15 @@ class _Store:
     )
 
     def __init__(self) -> None:
-        self.entries: list[WireEntry] = []
+        # An entry is its raw line until first read (dicts[pos] None, raws[pos] the bytes);
+        # the index itself needs only the head fields kept in the parallel arrays below.
+        self.dicts: list[WireEntry | None] = []
+        self.raws: list[bytes | None] = []
+        self.ids: list[Any] = []
+        self.types: list[Any] = []
+        self.parent_ids: list[Any] = []
+        self.stamps: list[Any] = []
+        self.roles: list[Any] = []
         self.parents: list[int] = []
         self.by_id: dict[Hashable, int] = {}
         self.children: dict[Hashable, list[int]] = {}
@@ -71,99 +97,167 @@ class _Store:
         self.models: list[Any] = []
         self.cache: dict[Any, Any] = {}
 
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def entry(self, pos: int) -> WireEntry:
+        entry = self.dicts[pos]
+        if entry is None:
+            raw = self.raws[pos]
+            entry = parse_raw(raw) if raw is not None else None
+            if entry is None:  # pragma: no cover - the scanner accepted this line
+                entry = {"type": self.types[pos], "id": self.ids[pos], "parentId": self.parent_ids[pos]}
+            self.dicts[pos] = entry
+            self.raws[pos] = None
+        return entry
+
     # -- building ---------------------------------------------------------------------------
 
-    def can_extend_with(self, entry: WireEntry) -> bool:
-        key = _key(entry.get("id", MISSING))
-        return key not in self.by_id and key not in self.waiting
+    def extend(self, records: Iterable[Record]) -> list[Record]:
+        """Append records while they keep the store regular; returns the ones left over.
 
-    def push(self, entry: WireEntry) -> None:
-        """Append one entry whose arrival does not change how earlier entries resolve."""
-        pos = len(self.entries)
-        self.entries.append(entry)
-        self.models.append(None)
-        key = _key(entry.get("id", MISSING))
-        self.by_id[key] = pos
-        parent_id = entry.get("parentId", MISSING)
-        parent = NO_PARENT
-        if js_truthy(parent_id):
-            found = self.by_id.get(_key(parent_id))
-            if found is None:
-                self.waiting.setdefault(_key(parent_id), []).append(pos)
+        This is the open path for 20,000-entry sessions, so it is one loop over local names.
+        """
+        dicts, raws, models = self.dicts, self.raws, self.models
+        ids, types, parent_ids, stamps, roles = self.ids, self.types, self.parent_ids, self.stamps, self.roles
+        parents, by_id, waiting, children = self.parents, self.by_id, self.waiting, self.children
+        latest_compaction, latest_thinking, latest_model = (
+            self.latest_compaction,
+            self.latest_thinking,
+            self.latest_model,
+        )
+        pending = records if isinstance(records, list) else list(records)
+        pos = len(ids)
+        for i, (head, raw, entry) in enumerate(pending):
+            entry_id = head.id
+            key = entry_id if type(entry_id) is str else _key(entry_id)
+            if key in by_id or key in waiting:
+                return pending[i:]
+            parent_id = head.parentId
+            kind = head.type
+            message = head.message
+            role = MISSING if message is None else message.role
+            dicts.append(entry)
+            raws.append(raw if entry is None else None)
+            models.append(None)
+            ids.append(entry_id)
+            types.append(kind)
+            parent_ids.append(parent_id)
+            stamps.append(head.timestamp)
+            roles.append(role)
+            by_id[key] = pos
+            if type(parent_id) is str and parent_id:
+                parent = by_id.get(parent_id, NO_PARENT)
+                if parent == NO_PARENT:
+                    waiting.setdefault(parent_id, []).append(pos)
+                children_key: Hashable = parent_id
             else:
-                parent = found
-        self.parents.append(parent)
-        self._note_facts(pos, entry)
-        if parent == pos:
-            self.has_cycles = True
-            self.regular = False
-            self.cycles.append((entry.get("id"),))
-        if self.regular:
-            self._derive(pos, entry, parent)
+                parent = NO_PARENT
+                if js_truthy(parent_id):
+                    found = by_id.get(_key(parent_id))
+                    if found is None:
+                        waiting.setdefault(_key(parent_id), []).append(pos)
+                    else:
+                        parent = found
+                elif parent_id is not None and parent_id is not MISSING:
+                    self.regular = False  # a falsy parentId such as "" resolves differently in getTree
+                children_key = _key(parent_id)
+            parents.append(parent)
+            kids = children.get(children_key)
+            if kids is None:
+                children[children_key] = [pos]
+            else:
+                kids.append(pos)
+            if kind == "label" or kind == "session_info":
+                self._note_facts(pos, head)
+            if parent == pos:
+                self.has_cycles = True
+                self.regular = False
+                self.cycles.append((entry_id,))
+                return pending[i + 1 :]
+            if parent == NO_PARENT:
+                compaction = thinking = model = NO_PARENT
+            else:
+                compaction = latest_compaction[parent]
+                thinking = latest_thinking[parent]
+                model = latest_model[parent]
+            if kind == "message":
+                if role == "assistant":
+                    model = pos
+            elif kind == "compaction":
+                compaction = pos
+            elif kind == "thinking_level_change":
+                thinking = pos
+            elif kind == "model_change":
+                model = pos
+            latest_compaction.append(compaction)
+            latest_thinking.append(thinking)
+            latest_model.append(model)
+            pos += 1
+            if not self.regular:
+                return pending[i + 1 :]
+        return []
 
-    def _note_facts(self, pos: int, entry: WireEntry) -> None:
-        kind = entry.get("type")
-        self.children.setdefault(_key(entry.get("parentId", MISSING)), []).append(pos)
+    def _note_facts(self, pos: int, head: Head) -> None:
+        kind = head.type
         if kind == "label":
-            label = entry.get("label", MISSING)
-            target = _key(entry.get("targetId", MISSING))
-            change = (pos, label, entry.get("timestamp", MISSING)) if js_truthy(label) else (pos, None, None)
+            label = head.label
+            target = _key(head.targetId)
+            change = (pos, label, head.timestamp) if js_truthy(label) else (pos, None, None)
             self.label_changes.setdefault(target, []).append(change)
         elif kind == "session_info":
-            name = entry.get("name")
+            name = head.name
             self.name_changes.append((pos, (js_trim(name) or None) if isinstance(name, str) else None))
 
-    def _derive(self, pos: int, entry: WireEntry, parent: int) -> None:
-        if parent == NO_PARENT:
-            compaction = thinking = model = NO_PARENT
-        else:
-            compaction = self.latest_compaction[parent]
-            thinking = self.latest_thinking[parent]
-            model = self.latest_model[parent]
-        kind = entry.get("type")
-        if kind == "compaction":
-            compaction = pos
-        elif kind == "thinking_level_change":
-            thinking = pos
-        elif kind == "model_change":
-            model = pos
-        elif kind == "message":
-            message = entry.get("message")
-            if isinstance(message, dict) and message.get("role") == "assistant":
-                model = pos
-        self.latest_compaction.append(compaction)
-        self.latest_thinking.append(thinking)
-        self.latest_model.append(model)
-
     @classmethod
-    def build(cls, entries: Iterable[WireEntry]) -> _Store:
+    def build(cls, records: Iterable[Record]) -> _Store:
         store = cls()
-        pending = list(entries)
-        for entry in pending:
-            if not store.regular or not store.can_extend_with(entry):
-                break
-            store.push(entry)
-        else:
+        pending = records if isinstance(records, list) else list(records)
+        rest = store.extend(pending)
+        if not rest and store.regular:
             return store
-        return cls._build_irregular(pending)
+        return cls._build_irregular(store, pending)
 
     @classmethod
-    def _build_irregular(cls, entries: list[WireEntry]) -> _Store:
+    def _build_irregular(cls, partial: _Store, records: list[Record]) -> _Store:
         store = cls()
         store.regular = False
-        store.entries = entries
-        store.models = [None] * len(entries)
-        for pos, entry in enumerate(entries):
-            store.by_id[_key(entry.get("id", MISSING))] = pos
-        for pos, entry in enumerate(entries):
-            parent_id = entry.get("parentId", MISSING)
+        for pos, (head, raw, entry) in enumerate(records):
+            if pos < len(partial):  # keep what the regular pass already parsed
+                entry, raw = partial.dicts[pos], partial.raws[pos]
+            store.dicts.append(entry)
+            store.raws.append(raw if entry is None else None)
+            store.models.append(None)
+            store.ids.append(head.id)
+            store.types.append(head.type)
+            store.parent_ids.append(head.parentId)
+            store.stamps.append(head.timestamp)
+            store.roles.append(_role(head))
+            store.by_id[_key(head.id)] = pos
+        for pos, (head, _, _) in enumerate(records):
+            parent_id = head.parentId
             parent = NO_PARENT
             if js_truthy(parent_id):
                 parent = store.by_id.get(_key(parent_id), NO_PARENT)
             store.parents.append(parent)
-            store._note_facts(pos, entry)
+            store.children.setdefault(_key(parent_id), []).append(pos)
+            store._note_facts(pos, head)
         store._find_cycles()
         return store
+
+    def records(self, n: int) -> list[Record]:
+        out: list[Record] = []
+        for pos in range(n):
+            entry = self.dicts[pos]
+            if entry is not None:
+                out.append((head_of(entry), None, entry))
+            else:
+                raw = self.raws[pos]
+                assert raw is not None
+                scanned = scan_raw(raw)
+                assert scanned is not None
+                out.append((scanned[0], raw, None))
+        return out
 
     def _find_cycles(self) -> None:
         # Each entry has at most one parent, so cycles are found by one colouring walk.
@@ -177,7 +271,7 @@ class _Store:
                 node = self.parents[node]
             if node != NO_PARENT and state[node] == 1:
                 loop = walk[walk.index(node) :]
-                self.cycles.append(tuple(self.entries[p].get("id") for p in loop))
+                self.cycles.append(tuple(self.ids[p] for p in loop))
                 self.has_cycles = True
             for p in walk:
                 state[p] = 2
@@ -202,23 +296,34 @@ class TreeIndex:
 
     @classmethod
     def from_entries(cls, entries: Iterable[WireEntry]) -> TreeIndex:
-        store = _Store.build(entries)
-        return cls(store, len(store.entries))
+        """An index over parsed entries (wire dicts, header excluded)."""
+        return cls.from_records((head_of(e), None, e) for e in entries)
+
+    @classmethod
+    def from_records(cls, records: Iterable[Record]) -> TreeIndex:
+        """An index over scanned lines: (head, raw line, parsed dict or None)."""
+        store = _Store.build(records)
+        return cls(store, len(store))
 
     def append(self, entries: Iterable[WireEntry]) -> TreeIndex:
-        new = list(entries)
+        return self.append_records((head_of(e), None, e) for e in entries)
+
+    def append_records(self, records: Iterable[Record]) -> TreeIndex:
+        new = list(records)
         if not new:
             return self
         store = self._store
-        if len(store.entries) == self._n and store.regular:
-            for i, entry in enumerate(new):
-                if not store.can_extend_with(entry):
-                    store = _Store.build([*store.entries, *new[i:]])
-                    return TreeIndex(store, len(store.entries))
-                store.push(entry)
-            return TreeIndex(store, len(store.entries))
-        store = _Store.build([*store.entries[: self._n], *new])
-        return TreeIndex(store, len(store.entries))
+        if len(store) == self._n and store.regular:
+            rest = store.extend(new)
+            if not rest and store.regular:
+                return TreeIndex(store, len(store))
+            # The arrival changes how earlier entries resolve: a fresh store keeps old
+            # snapshots' view intact (they only read positions below their own length).
+            done = len(new) - len(rest)
+            store = _Store.build([*store.records(len(store) - done), *new])
+            return TreeIndex(store, len(store))
+        store = _Store.build([*store.records(self._n), *new])
+        return TreeIndex(store, len(store))
 
     # -- size and access ----------------------------------------------------------------------
 
@@ -240,13 +345,30 @@ class TreeIndex:
         return tuple(self._store.cycles) if self._store.has_cycles else ()
 
     def entry_at(self, pos: int) -> WireEntry:
+        """The wire dict of the entry at ``pos`` (parsed from its line on first use)."""
         if not 0 <= pos < self._n:
             raise IndexError(pos)
-        return self._store.entries[pos]
+        return self._store.entry(pos)
 
-    def wire_entries(self) -> Sequence[WireEntry]:
-        entries = self._store.entries
-        return entries if len(entries) == self._n else entries[: self._n]
+    def has_conversation(self) -> bool:
+        """Whether any entry is a user or assistant message (Pi writes nothing before one)."""
+        store = self._store
+        types, roles = store.types, store.roles
+        return any(types[p] == "message" and roles[p] in ("user", "assistant") for p in range(self._n))
+
+    def id_at(self, pos: int) -> Any:
+        return self._store.ids[pos]
+
+    def type_at(self, pos: int) -> Any:
+        return self._store.types[pos]
+
+    def timestamp_at(self, pos: int) -> Any:
+        return self._store.stamps[pos]
+
+    def wire_entries(self) -> list[WireEntry]:
+        """Every entry as a wire dict (parses all lines not read yet)."""
+        entry = self._store.entry
+        return [entry(p) for p in range(self._n)]
 
     def model_at(self, pos: int) -> Any:
         """The typed model of the entry at ``pos``, built on first use and then shared."""
@@ -270,14 +392,15 @@ class TreeIndex:
         if pos < self._n:
             return pos
         # The id's latest holder arrived after this snapshot; an earlier holder may exist.
+        ids = self._store.ids
         for earlier in range(self._n - 1, -1, -1):
-            if _key(self._store.entries[earlier].get("id", MISSING)) == _key(entry_id):
+            if _key(ids[earlier]) == _key(entry_id):
                 return earlier
         return None
 
     def get(self, entry_id: object) -> WireEntry | None:
         pos = self.position(entry_id)
-        return None if pos is None else self._store.entries[pos]
+        return None if pos is None else self._store.entry(pos)
 
     def __contains__(self, entry_id: object) -> bool:
         return self.position(entry_id) is not None
@@ -287,7 +410,7 @@ class TreeIndex:
         return parent if parent < self._n else self._late_parent(pos)
 
     def _late_parent(self, pos: int) -> int:
-        parent_id = self._store.entries[pos].get("parentId", MISSING)
+        parent_id = self._store.parent_ids[pos]
         if not js_truthy(parent_id):
             return NO_PARENT
         found = self.position(parent_id)
@@ -338,8 +461,9 @@ class TreeIndex:
         if self._store.regular:
             pos = self._store.latest_compaction[leaf]
             return None if pos == NO_PARENT else pos
+        types = self._store.types
         for pos in reversed(self.path_positions(leaf)):
-            if self._store.entries[pos].get("type") == "compaction":
+            if types[pos] == "compaction":
                 return pos
         return None
 
@@ -350,14 +474,13 @@ class TreeIndex:
             return store.latest_thinking[leaf], store.latest_model[leaf]
         thinking = model = NO_PARENT
         for pos in self.path_positions(leaf):
-            entry = store.entries[pos]
-            kind = entry.get("type")
+            kind = store.types[pos]
             if kind == "thinking_level_change":
                 thinking = pos
             elif kind == "model_change":
                 model = pos
             elif kind == "message":
-                message = entry.get("message")
+                message = store.entry(pos).get("message")
                 if isinstance(message, dict) and message.get("role") == "assistant":
                     model = pos
         return thinking, model
@@ -428,14 +551,14 @@ class TreeIndex:
         for pos in candidates:
             if pos >= self._n:
                 continue
-            holder = self.position(self._store.entries[pos].get("id", MISSING))
+            holder = self.position(self._store.ids[pos])
             if holder == pos:
                 result.append(pos)
         # byId iterates keys in first-insertion order while the value is the latest holder.
         first_seen: dict[Hashable, int] = {}
         for pos in range(self._n):
-            first_seen.setdefault(_key(self._store.entries[pos].get("id", MISSING)), pos)
-        result.sort(key=lambda p: first_seen[_key(self._store.entries[p].get("id", MISSING))])
+            first_seen.setdefault(_key(self._store.ids[pos]), pos)
+        result.sort(key=lambda p: first_seen[_key(self._store.ids[p])])
         return result
 
     def tree_order(self) -> tuple[list[int], dict[int, list[int]]]:
@@ -446,35 +569,39 @@ class TreeIndex:
         """
         store = self._store
         n = self._n
-        entries = store.entries
+        ids, parent_ids, parents = store.ids, store.parent_ids, store.parents
         roots: list[int] = []
         children: dict[int, list[int]] = {}
-        for pos in range(n):
-            entry = entries[pos]
-            node = self.position(entry.get("id", MISSING)) if not store.regular else pos
-            if node is None:
-                continue
-            parent_id = entry.get("parentId", MISSING)
-            if parent_id is None or (parent_id is not MISSING and parent_id == entry.get("id", MISSING)):
-                roots.append(node)
-                continue
-            parent = self.position(parent_id) if parent_id is not MISSING else None
-            if parent is None:
-                roots.append(node)
-            else:
-                children.setdefault(parent, []).append(node)
+        if store.regular:
+            # Every parent precedes its child and resolves as getTree's nodeMap would.
+            for pos in range(n):
+                parent = parents[pos]
+                if parent == NO_PARENT:
+                    roots.append(pos)
+                else:
+                    children.setdefault(parent, []).append(pos)
+        else:
+            for pos in range(n):
+                node = self.position(ids[pos])
+                if node is None:
+                    continue
+                parent_id = parent_ids[pos]
+                if parent_id is None or (parent_id is not MISSING and parent_id == ids[pos]):
+                    roots.append(node)
+                    continue
+                parent = self.position(parent_id) if parent_id is not MISSING else None
+                if parent is None:
+                    roots.append(node)
+                else:
+                    children.setdefault(parent, []).append(node)
         for kids in children.values():
             if len(kids) > 1:
-                _sort_by_time(kids, entries)
+                _sort_by_time(kids, store.stamps)
         return roots, children
 
 
-def _time_key(entries: list[WireEntry], pos: int) -> float | None:
-    return js_date_ms(entries[pos].get("timestamp"))
-
-
-def _sort_by_time(positions: list[int], entries: list[WireEntry]) -> None:
-    times = {p: js_date_ms(entries[p].get("timestamp")) for p in positions}
+def _sort_by_time(positions: list[int], stamps: list[Any]) -> None:
+    times = {p: js_date_ms(stamps[p]) for p in positions}
     if all(t is not None for t in times.values()):
         positions.sort(key=lambda p: times[p])  # type: ignore[arg-type, return-value]
         return

@@ -7,6 +7,7 @@ whatever these JavaScript primitives do. Reproducing them in one place keeps the
 from __future__ import annotations
 
 import calendar
+import email.utils
 import math
 import re
 import time
@@ -32,7 +33,12 @@ class _Missing:
         return False
 
 
-MISSING: Any = _Missing()
+try:  # one sentinel for "absent" everywhere: msgspec's, when the fast scanner is in use
+    from msgspec import UNSET as _UNSET
+
+    MISSING: Any = _UNSET
+except ImportError:  # pragma: no cover - exercised by tests that hide msgspec
+    MISSING = _Missing()
 
 # String.prototype.trim strips WhiteSpace and LineTerminator; Python's str.strip() differs
 # (it strips \x1c-\x1f and \x85 but not \ufeff), so the set is spelled out.
@@ -99,8 +105,10 @@ def js_date_ms(value: object) -> int | None:
     local time). V8's legacy free-form parser ("Dec 3 2024") is not reproduced: such strings
     give None here.
     """
-    if isinstance(value, bool) or value is None:
-        return None if value is None else (1 if value else 0)
+    if value is None:
+        return 0  # new Date(null) is the epoch; an absent value (MISSING) is NaN
+    if isinstance(value, bool):
+        return 1 if value else 0
     if isinstance(value, (int, float)):
         if math.isnan(value) or abs(value) > 8.64e15:
             return None
@@ -109,7 +117,7 @@ def js_date_ms(value: object) -> int | None:
         return None
     match = _ISO_DATE.fullmatch(value)
     if match is None:
-        return None
+        return _legacy_date_ms(value)
     year = int(match["year"])
     month = int(match["month"] or 1)
     day = int(match["day"] or 1)
@@ -138,6 +146,18 @@ def js_date_ms(value: object) -> int | None:
     if abs(ms) > 8.64e15:
         return None
     return ms
+
+
+def _legacy_date_ms(value: str) -> int | None:
+    """The RFC 2822 forms (``Tue, 03 Dec 2024 14:00:06 GMT``) of V8's fallback parser."""
+    parsed = email.utils.parsedate_tz(value)
+    if parsed is None:
+        return None
+    year, month, day, hour, minute, second = parsed[:6]
+    days = _days_from_civil(year, month, day)
+    ms = ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000
+    offset = parsed[9]
+    return ms - (offset * 1000 if offset is not None else _local_offset_ms(ms))
 
 
 def _days_from_civil(year: int, month: int, day: int) -> int:

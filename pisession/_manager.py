@@ -20,9 +20,9 @@ from ._context import WireProjection, context_positions, current_system_message,
 from ._errors import EntryNotFoundError, InvalidContextEditError, InvalidSessionError, PisessionError
 from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, iso_from_ms
 from ._index import TreeIndex
-from ._js import MISSING, js_date_ms, js_truthy
+from ._js import MISSING, js_date_ms, js_to_number, js_truthy
 from ._json import dumps
-from ._load import CURRENT_SESSION_VERSION, load_entries_from_file, migrate_session_entries
+from ._load import CURRENT_SESSION_VERSION, Record, load_entries_from_file, migrate_session_entries, parse_raw
 from ._model import UNSET, Entry, SessionContext, SessionHeader
 from ._paths import (
     default_session_dir_path,
@@ -310,10 +310,10 @@ class SessionManager:
     def _load_file(self) -> None:
         assert self._file is not None
         try:
-            entries, needs_newline = self._file.load()
+            header, records, needs_newline = self._file.load()
         except IsADirectoryError as error:
             raise InvalidSessionError(f"Session path is a directory: {self._file.path}") from error
-        if not entries:
+        if header is None:
             if os.path.getsize(self._file.path) > 0:
                 raise InvalidSessionError(f"Session file is not a valid pi session: {self._file.path}")
             path = self._file.path
@@ -326,7 +326,7 @@ class SessionManager:
         if needs_newline:
             self._file.append_newline()
             self._file.offset = self._file.size
-        self._adopt(entries, rewrite=True)
+        self._adopt_records(header, records, rewrite=True)
         self._flushed = True
 
     def _load_preloaded(self, entries: list[WireEntry], options: Mapping[str, Any] | None) -> None:
@@ -337,12 +337,24 @@ class SessionManager:
         else:
             self._adopt(entries, rewrite=False)
 
+    def _adopt_records(self, header: WireEntry, records: list[Record], *, rewrite: bool) -> None:
+        """Take a scanned file as the session's content; old versions are migrated first."""
+        if js_to_number(header.get("version", 1) if header.get("version") is not None else 1) >= (
+            CURRENT_SESSION_VERSION
+        ):
+            self._header = header
+            self._index = TreeIndex.from_records(r for r in records if r[0].type != "session")
+            self._after_index()
+            return
+        entries = [header, *(r[2] if r[2] is not None else parse_raw(r[1] or b"") or {} for r in records)]
+        self._adopt(entries, rewrite=rewrite)
+
     def _adopt(self, entries: list[WireEntry], *, rewrite: bool) -> None:
         """Take ``entries`` (header first) as the session's content, migrating them first."""
-        if migrate_session_entries(entries) and rewrite and self._persist and self._file is not None:
+        # Pi draws these ids against an empty set: no collision check among them.
+        migrated = migrate_session_entries(entries, new_id=lambda: self._ids.entry_id(()))
+        if migrated and rewrite and self._persist and self._file is not None:
             self._file.rewrite(_line(e) for e in entries)
-        header = next(e for e in entries if e.get("type") == "session")
-        self._header = header
         self._reindex(entries)
 
     def _reindex(self, entries: list[WireEntry]) -> None:
@@ -351,9 +363,13 @@ class SessionManager:
         if header is not None:
             self._header = header
         self._index = TreeIndex.from_entries(body)
-        last = self._index.last_position()
-        self._leaf_id = None if last is None else self._index.entry_at(last).get("id")
-        self._has_conversation = any(_is_conversation(e) for e in body)
+        self._after_index()
+
+    def _after_index(self) -> None:
+        index = self._index
+        last = index.last_position()
+        self._leaf_id = None if last is None else index.id_at(last)
+        self._has_conversation = index.has_conversation()
 
     def _new_session(self, options: Mapping[str, Any] | None) -> None:
         session_id = options.get("id") if options else None
@@ -391,15 +407,15 @@ class SessionManager:
         """
         with self._mutex:
             before = len(self._index)
-            was_tip = self._leaf_is_tip()
-            added = self._sync()
-            if move_leaf or False:
+            if not self._sync():
+                return []
+            if move_leaf:
                 last = self._index.last_position()
-                if last is not None and added:
-                    self._leaf_id = self._index.entry_at(last).get("id")
-            elif was_tip is None:
-                pass
-            return [self._index.model_at(p) for p in range(before, len(self._index))] if added else []
+                if last is not None:
+                    self._leaf_id = self._index.id_at(last)
+            if len(self._index) < before:
+                before = 0  # the file was replaced by a shorter one: everything is new to us
+            return [self._index.model_at(p) for p in range(before, len(self._index))]
 
     def follow(self, poll_interval: float = 0.25, *, stop: threading.Event | None = None) -> Iterator[Entry]:
         """Yield entries as other writers append them, polling every ``poll_interval`` seconds::
@@ -419,7 +435,7 @@ class SessionManager:
         last = self._index.last_position()
         if last is None:
             return self._leaf_id is None
-        return self._leaf_id == self._index.entry_at(last).get("id")
+        return self._leaf_id == self._index.id_at(last)
 
     def _sync(self) -> bool:
         """Absorb what other writers appended; True if the index changed."""
@@ -434,21 +450,21 @@ class SessionManager:
         self._absorb(new)
         return True
 
-    def _absorb(self, new: list[WireEntry]) -> None:
-        body = [e for e in new if e.get("type") != "session"]
-        self._index = self._index.append(body)
+    def _absorb(self, new: list[Record]) -> None:
+        body = [r for r in new if r[0].type != "session"]
+        self._index = self._index.append_records(body)
         if not self._has_conversation:
-            self._has_conversation = any(_is_conversation(e) for e in body)
+            self._has_conversation = any(r[0].type == "message" and r[0].message is not None and r[0].message.role in ("user", "assistant") for r in body)
 
     def _reload(self) -> None:
         assert self._file is not None
         leaf = self._leaf_id
         was_tip = self._leaf_is_tip()
         self._file = SessionFile(self._file.path)
-        entries, needs_newline = self._file.load()
-        if not entries:
+        header, records, _ = self._file.load()
+        if header is None:
             raise InvalidSessionError(f"Session file is no longer a valid pi session: {self._file.path}")
-        self._adopt(entries, rewrite=False)
+        self._adopt_records(header, records, rewrite=False)
         if not was_tip and leaf in self._index:
             self._leaf_id = leaf
 
@@ -490,7 +506,7 @@ class SessionManager:
                 # so our entry does not fork the session behind its back.
                 last = self._index.last_position()
                 if last is not None:
-                    self._leaf_id = self._index.entry_at(last).get("id")
+                    self._leaf_id = self._index.id_at(last)
         if stamp_first:
             timestamp = iso_from_ms(self._clock.now_ms())
             entry_id = self._ids.entry_id(self._index)
@@ -670,7 +686,7 @@ class SessionManager:
         if self._sync() and was_tip:
             last = self._index.last_position()
             if last is not None:
-                self._leaf_id = self._index.entry_at(last).get("id")
+                self._leaf_id = self._index.id_at(last)
 
     def _check_context_edit(self, target_id: str, replacement: Any) -> Any:
         if replacement is not None and not (
@@ -1002,7 +1018,7 @@ def _build_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
     roots, children = index.tree_order()
     label = index.label
     label_timestamp = index.label_timestamp
-    entries = index.wire_entries()
+    ids = index._store.ids
     built: dict[int, TreeNode] = {}
     # Children before parents, without recursion (sessions can be 100,000 entries deep).
     on_stack: set[int] = set()
@@ -1023,7 +1039,7 @@ def _build_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
                 continue
             on_stack.discard(pos)
             kids = tuple(built[c] for c in children.get(pos, ()) if c in built)
-            entry_id = entries[pos].get("id")
+            entry_id = ids[pos]
             built[pos] = TreeNode(index, pos, kids, label(entry_id), label_timestamp(entry_id))
     return tuple(built[r] for r in roots if r in built)
 

@@ -44,6 +44,9 @@ class LazyMessages(Sequence[Message]):
     def wire(self) -> Sequence[dict[str, Any]]:
         return self._wire
 
+    def to_wire(self) -> list[Any]:
+        return list(self._wire)
+
     def __len__(self) -> int:
         return len(self._wire)
 
@@ -216,7 +219,12 @@ def _messages_wire(messages: Sequence[Message]) -> list[Any]:
 
 
 def model_ref(wire: dict[str, Any] | None) -> ModelRef | None:
-    return None if wire is None else from_wire(wire, ModelRef)
+    if wire is None:
+        return None
+    if isinstance(wire.get("provider"), str) and isinstance(wire.get("modelId"), str) and len(wire) == 2:
+        return from_wire(wire, ModelRef)
+    # An assistant message without provider or model gives Pi a partial model object.
+    return ModelRef(provider=wire.get("provider", UNSET), model_id=wire.get("modelId", UNSET))
 
 
 def _thinking(value: Any) -> Any:

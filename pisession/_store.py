@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ._errors import InvalidSessionError, SessionExistsError
-from ._load import is_session_header, iter_file_lines, parse_line
+from ._load import Record, is_session_header, iter_file_lines, parse_line, scan_raw
 from ._lock import SessionLock
 
 __all__ = ["SessionFile", "Appended", "FILE_MODE", "DIR_MODE", "make_private_dirs"]
@@ -58,42 +58,59 @@ class SessionFile:
     def exists(self) -> bool:
         return os.path.exists(self.path)
 
-    def load(self) -> tuple[list[WireEntry], bool]:
-        """Read the whole file as Pi does; returns (entries with header first, needs newline).
+    def load(self) -> tuple[WireEntry | None, list[Record], bool]:
+        """Read the whole file as Pi does: (header, the other entries, needs a final newline).
 
-        Entries are ``[]`` when the file is not a session. Nothing is written here.
+        The header is None (and nothing else returned) when the file is not a session. Entry
+        bodies stay raw bytes until read. Nothing is written here.
         """
         self._close()
         fd = os.open(self.path, os.O_RDONLY | _CLOEXEC)
+        header: WireEntry | None = None
+        records: list[Record] = []
+        append = records.append
+        consumed = 0
+        last = b""
+        last_parsed = False
         try:
             info = os.fstat(fd)
-            entries: list[WireEntry] = []
-            consumed = 0
-            last = b""
             with os.fdopen(fd, "rb", closefd=False) as handle:
                 for line in iter_file_lines(handle):
                     consumed += len(line) + 1
                     last = line
-                    if line:
+                    last_parsed = False
+                    if not line:
+                        continue
+                    if header is None:
                         entry = parse_line(line)
-                        if entry is not None:
-                            entries.append(entry)
+                        if entry is None:
+                            continue
+                        if not is_session_header(entry):
+                            return None, [], False
+                        header = entry
+                        last_parsed = True
+                        continue
+                    scanned = scan_raw(line)
+                    if scanned is not None:
+                        head, parsed = scanned
+                        append((head, line if parsed is None else None, parsed))
+                        last_parsed = True
             consumed -= 1
         finally:
             os.close(fd)
-        if not entries or not is_session_header(entries[0]):
-            return [], False
+        if header is None:
+            return None, [], False
         self._identity = (info.st_dev, info.st_ino)
         self.size = consumed
         pending = last != b""
-        if pending and parse_line(last) is None:
+        if pending and not last_parsed:
             # An unfinished last line may still be growing: read it again next time.
             self.offset = consumed - len(last)
         else:
             self.offset = consumed
-        return entries, pending
+        return header, records, pending
 
-    def read_new(self) -> list[WireEntry] | None:
+    def read_new(self) -> list[Record] | None:
         """Entries appended since the last read; None when the file was replaced or shrank."""
         try:
             info = os.stat(self.path)
@@ -113,14 +130,15 @@ class SessionFile:
         end = data.rfind(b"\n")
         if end < 0:
             return []
-        entries = []
+        records: list[Record] = []
         for line in data[:end].split(b"\n"):
             if line:
-                entry = parse_line(line)
-                if entry is not None:
-                    entries.append(entry)
+                scanned = scan_raw(line)
+                if scanned is not None:
+                    head, parsed = scanned
+                    records.append((head, line if parsed is None else None, parsed))
         self.offset += end + 1
-        return entries
+        return records
 
     @property
     def has_partial_line(self) -> bool:
