@@ -397,6 +397,18 @@ class SessionManager:
             self._session_file = os.path.join(self._session_dir, session_file_name(timestamp, session_id))
             self._file = SessionFile(self._session_file)
 
+    def new_session(self, *, id: str | None = None, parent_session: str | None = None) -> str | None:  # noqa: A002
+        """Start a fresh, empty session in the same folder (Pi's ``newSession``); returns its
+        file path (None in memory). The new file is written once it has a conversation."""
+        with self._mutex:
+            self._new_session(_session_options(id, parent_session))
+            return self._session_file
+
+    def set_session_file(self, path: str | os.PathLike[str]) -> None:
+        """Switch this manager to another session file (Pi's ``setSessionFile``)."""
+        with self._mutex:
+            self._set_session_file(os.fspath(path))
+
     # ------------------------------------------------------------------ following other writers
 
     def refresh(self, *, move_leaf: bool = False) -> list[Entry]:
@@ -639,7 +651,7 @@ class SessionManager:
         return self._append(build)["id"]
 
     def append_custom_message_entry(
-        self, custom_type: str, content: Any, display: bool, details: Any = UNSET
+        self, custom_type: str, content: Any, display: bool = UNSET, details: Any = UNSET  # type: ignore[assignment]
     ) -> str:
         """Inject an extension message that the model sees (``display`` controls the TUI)."""
         wire_content = _wire(content)
@@ -994,8 +1006,8 @@ def _ms_or_null(iso: str) -> Any:
     return None if value is None else int(value)
 
 
-def _entry(kind: str, entry_id: str, parent: Any, timestamp: str, **fields: Any) -> WireEntry:
-    entry: WireEntry = {"type": kind, "id": entry_id, "parentId": parent, "timestamp": timestamp}
+def _entry(entry_type: str, entry_id: str, parent: Any, timestamp: str, **fields: Any) -> WireEntry:
+    entry: WireEntry = {"type": entry_type, "id": entry_id, "parentId": parent, "timestamp": timestamp}
     for key, value in fields.items():
         _put(entry, key, value)
     return entry

@@ -124,6 +124,11 @@ class EntryList(Sequence[Entry]):
     def __repr__(self) -> str:
         return f"EntryList(<{len(self)} entries>)"
 
+    def to_wire(self) -> list[dict[str, Any]]:
+        index = self._index
+        positions = range(len(index)) if self._positions is None else self._positions
+        return [index.entry_at(p) for p in positions]
+
 
 class TreeNode:
     """One node of :meth:`SessionManager.get_tree`: ``entry``, ``children``, ``label``, ``label_timestamp``.
