@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._index import TreeIndex, WireEntry
-from ._js import MISSING, js_date_ms, js_truthy
+from ._js import MISSING, bulk, js_date_ms, js_truthy
 
 __all__ = [
     "WireProjection",
@@ -184,6 +184,13 @@ def project_leaf(index: TreeIndex, leaf: int | None) -> WireProjection:
     cached = cache.get(key)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
+    with bulk():
+        projection = _project(index, leaf)
+    cache[key] = projection
+    return projection
+
+
+def _project(index: TreeIndex, leaf: int | None) -> WireProjection:
     positions = context_positions(index, leaf)
     entry_at = index.entry_at
     edits: dict[Any, WireEntry] = {}
@@ -206,9 +213,7 @@ def project_leaf(index: TreeIndex, leaf: int | None) -> WireProjection:
         edit = edits.get(entry.get("id", MISSING)) if edits else None
         pairs.append((pos, project_entry(entry, edit) if edit is not None else entry_to_messages(entry)))
     thinking, model = wire_settings(index, leaf)
-    projection = WireProjection(pairs, thinking, model)
-    cache[key] = projection
-    return projection
+    return WireProjection(pairs, thinking, model)
 
 
 def current_system_message(messages: Iterable[Any], *, honour_replace: bool = True) -> WireMessage | None:

@@ -356,6 +356,10 @@ class TreeIndex:
         types, roles = store.types, store.roles
         return any(types[p] == "message" and roles[p] in ("user", "assistant") for p in range(self._n))
 
+    def ids(self) -> Sequence[Any]:
+        """Entry ids by position (shared storage: do not modify)."""
+        return self._store.ids
+
     def id_at(self, pos: int) -> Any:
         return self._store.ids[pos]
 

@@ -7,13 +7,34 @@ whatever these JavaScript primitives do. Reproducing them in one place keeps the
 from __future__ import annotations
 
 import calendar
+import contextlib
+import gc
 import email.utils
 import math
 import re
 import time
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["JS_WHITESPACE", "js_trim", "js_truthy", "js_date_ms", "js_to_number", "MISSING"]
+__all__ = ["JS_WHITESPACE", "js_trim", "js_truthy", "js_date_ms", "js_to_number", "MISSING", "bulk"]
+
+
+@contextlib.contextmanager
+def bulk() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many acyclic objects at once.
+
+    Opening a 20,000-entry session allocates a few hundred thousand small objects; each
+    generation-2 pass walks all of them again, which measured as 25-75% of open, tree and
+    context time. Nothing built inside is cyclic, so nothing is lost by collecting later.
+    """
+    was_enabled = gc.isenabled()
+    if was_enabled:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class _Missing:

@@ -87,10 +87,10 @@ def head_of(entry: WireEntry) -> Head:
 if msgspec is not None:
     _UNSET = msgspec.UNSET
 
-    class _MessageHead(msgspec.Struct):
+    class _MessageHead(msgspec.Struct, gc=False):
         role: Any = _UNSET
 
-    class _EntryHead(msgspec.Struct):
+    class _EntryHead(msgspec.Struct, gc=False):  # heads hold scalars only: nothing to collect
         type: Any = _UNSET
         id: Any = _UNSET
         parentId: Any = _UNSET  # noqa: N815 - wire name

@@ -20,9 +20,9 @@ from ._context import WireProjection, context_positions, current_system_message,
 from ._errors import EntryNotFoundError, InvalidContextEditError, InvalidSessionError, PisessionError
 from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, iso_from_ms
 from ._index import TreeIndex
-from ._js import MISSING, js_date_ms, js_to_number, js_truthy
+from ._js import MISSING, bulk, js_date_ms, js_to_number, js_truthy
 from ._json import dumps
-from ._load import CURRENT_SESSION_VERSION, Record, load_entries_from_file, migrate_session_entries, parse_raw
+from ._load import CURRENT_SESSION_VERSION, Record, head_of, load_entries_from_file, migrate_session_entries, parse_raw
 from ._model import UNSET, Entry, SessionContext, SessionHeader
 from ._paths import (
     default_session_dir_path,
@@ -300,7 +300,7 @@ class SessionManager:
         self._session_file = resolve_path(path)
         self._file = SessionFile(self._session_file)
         if os.path.exists(self._session_file):
-            with self._file.lock:
+            with self._file.lock, bulk():
                 self._load_file()
         else:
             self._new_session(None)
@@ -328,6 +328,9 @@ class SessionManager:
             self._file.offset = self._file.size
         self._adopt_records(header, records, rewrite=True)
         self._flushed = True
+        # Entry bodies are parsed lazily; the ones the current context needs are parsed now,
+        # while the file is hot, so the first build_session_context() costs nothing more.
+        project_leaf(self._index, self._index.resolve_leaf(self._leaf_id))
 
     def _load_preloaded(self, entries: list[WireEntry], options: Mapping[str, Any] | None) -> None:
         header = next((e for e in entries if e.get("type") == "session"), None)
@@ -526,19 +529,22 @@ class SessionManager:
             entry_id = self._ids.entry_id(self._index)
             timestamp = iso_from_ms(self._clock.now_ms())
         entry = build(self._leaf_id, entry_id, timestamp)
+        # Pi keeps the object it wrote; its JSON round trip is what Pi holds (array-index keys
+        # first, numbers as doubles), so the index keeps the line and parses it when read.
+        line = _line(entry)
         previous = (self._index, self._leaf_id, self._has_conversation)
-        self._index = self._index.append([entry])
+        self._index = self._index.append_records([(head_of(entry), line[:-1], None)])
         self._leaf_id = entry.get("id")
         self._has_conversation = self._has_conversation or _is_conversation(entry)
         try:
-            self._persist_entry(entry)
+            self._persist_entry(entry, line)
         except BaseException:
             # An entry that was not written must not become the parent of later entries.
             self._index, self._leaf_id, self._has_conversation = previous
             raise
         return entry
 
-    def _persist_entry(self, entry: WireEntry) -> None:
+    def _persist_entry(self, entry: WireEntry, line: bytes) -> None:
         if not self._persist or self._file is None:
             return
         if not self._flushed:
@@ -548,7 +554,7 @@ class SessionManager:
             self._file.create(lines)
             self._flushed = True
             return
-        result = self._file.append(_line(entry))
+        result = self._file.append(line)
         if result.interleaved:
             # A writer without the lock (Pi) appended between our look and our write: the file
             # order differs from ours, so read the file again rather than guess.
@@ -599,7 +605,7 @@ class SessionManager:
             return entry
 
         entry = self._append(build)
-        return from_wire(entry)  # type: ignore[return-value]
+        return self.get_entry(entry["id"])  # type: ignore[return-value]
 
     def append_compaction(
         self,
@@ -939,7 +945,8 @@ class SessionManager:
         key = ("tree", len(index))
         cached = cache.get(key)
         if cached is None:
-            cached = _build_tree(index)
+            with bulk():
+                cached = _build_tree(index)
             cache[key] = cached
         return list(cached)
 
@@ -1028,11 +1035,21 @@ def _session_options(session_id: str | None, parent_session: str | None) -> dict
 
 def _build_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
     roots, children = index.tree_order()
-    label = index.label
-    label_timestamp = index.label_timestamp
-    ids = index._store.ids
+    labels = index.labels()
+    label_info = {target: (label, index.label_timestamp(target)) for target, label in labels.items()}
+    ids = index.ids()
     built: dict[int, TreeNode] = {}
-    # Children before parents, without recursion (sessions can be 100,000 entries deep).
+    if index.is_regular:
+        # Children come after their parents in the file, so building from the end needs no stack.
+        no_label = (None, None)
+        for pos in range(len(index) - 1, -1, -1):
+            kids = children.get(pos)
+            label, stamp = label_info.get(ids[pos], no_label) if label_info else no_label
+            built[pos] = TreeNode(index, pos, tuple(built[c] for c in kids) if kids else (), label, stamp)
+        return tuple(built[r] for r in roots)
+    # Irregular files (forward references, duplicate ids): children before parents, without
+    # recursion, and never through a node already on the way down (a duplicated id can make a
+    # node its own ancestor).
     on_stack: set[int] = set()
     for root in roots:
         stack: list[tuple[int, bool]] = [(root, False)]
@@ -1042,7 +1059,7 @@ def _build_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
                 continue
             if not expanded:
                 if pos in on_stack:
-                    continue  # a duplicated id can make a node its own ancestor; stop there
+                    continue
                 on_stack.add(pos)
                 stack.append((pos, True))
                 for child in children.get(pos, ()):
@@ -1051,8 +1068,8 @@ def _build_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
                 continue
             on_stack.discard(pos)
             kids = tuple(built[c] for c in children.get(pos, ()) if c in built)
-            entry_id = ids[pos]
-            built[pos] = TreeNode(index, pos, kids, label(entry_id), label_timestamp(entry_id))
+            label, stamp = label_info.get(ids[pos], (None, None))
+            built[pos] = TreeNode(index, pos, kids, label, stamp)
     return tuple(built[r] for r in roots if r in built)
 
 

@@ -130,37 +130,39 @@ class EntryList(Sequence[Entry]):
         return [index.entry_at(p) for p in positions]
 
 
-class TreeNode:
+class TreeNode(tuple):  # type: ignore[type-arg]
     """One node of :meth:`SessionManager.get_tree`: ``entry``, ``children``, ``label``, ``label_timestamp``.
 
-    Nodes are immutable; ``entry`` is typed on first access.
+    Nodes are immutable (a tuple underneath, so 20,000 of them cost little); ``entry`` is typed
+    on first access, ``wire_entry`` is the entry's JSON.
     """
 
-    __slots__ = ("_index", "_pos", "children", "label", "label_timestamp")
+    __slots__ = ()
 
-    def __init__(
-        self, index: TreeIndex, pos: int, children: tuple[TreeNode, ...], label: Any, label_timestamp: Any
-    ) -> None:
-        object.__setattr__(self, "_index", index)
-        object.__setattr__(self, "_pos", pos)
-        object.__setattr__(self, "children", children)
-        object.__setattr__(self, "label", label)
-        object.__setattr__(self, "label_timestamp", label_timestamp)
-
-    children: tuple[TreeNode, ...]
-    label: str | None
-    label_timestamp: str | None
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise attrs.exceptions.FrozenInstanceError()
+    def __new__(
+        cls, index: TreeIndex, pos: int, children: tuple[TreeNode, ...], label: Any, label_timestamp: Any
+    ) -> TreeNode:
+        return tuple.__new__(cls, (index, pos, children, label, label_timestamp))
 
     @property
     def entry(self) -> Entry:
-        return self._index.model_at(self._pos)  # type: ignore[no-any-return]
+        return self[0].model_at(self[1])  # type: ignore[no-any-return]
 
     @property
     def wire_entry(self) -> dict[str, Any]:
-        return self._index.entry_at(self._pos)
+        return self[0].entry_at(self[1])  # type: ignore[no-any-return]
+
+    @property
+    def children(self) -> tuple[TreeNode, ...]:
+        return self[2]  # type: ignore[no-any-return]
+
+    @property
+    def label(self) -> str | None:
+        return self[3]  # type: ignore[no-any-return]
+
+    @property
+    def label_timestamp(self) -> str | None:
+        return self[4]  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         return f"TreeNode(id={self.wire_entry.get('id')!r}, label={self.label!r}, children={len(self.children)})"
@@ -174,6 +176,10 @@ class TreeNode:
             and self.label_timestamp == other.label_timestamp
             and self.children == other.children
         )
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
 
     __hash__ = None  # type: ignore[assignment]
 
