@@ -52,10 +52,12 @@ _EDITABLE_ROLES = ("user", "assistant", "toolResult")
 
 
 def _wire(value: Any) -> Any:
-    """A model object, or anything holding them, as plain JSON values."""
+    """A model object as plain JSON values; dicts and lists are taken as they are (a model
+    object nested inside one is converted when the entry is serialised)."""
     if value is UNSET:
         return MISSING
-    if isinstance(value, (str, int, float, bool)) or value is None:
+    t = type(value)
+    if t is dict or t is list or t is str or t is int or t is float or t is bool or value is None:
         return value
     return to_wire(value)
 
@@ -64,6 +66,16 @@ def _put(entry: WireEntry, key: str, value: Any) -> None:
     """Set a field unless it is undefined (left out by the caller), as JSON.stringify drops it."""
     if value is not UNSET and value is not MISSING:
         entry[key] = _wire(value)
+
+
+def _serialise(entry: WireEntry) -> tuple[WireEntry, bytes]:
+    """The entry as plain JSON and its line (model objects nested in dicts converted)."""
+    try:
+        text = dumps(entry)
+    except TypeError:
+        entry = to_wire(entry)
+        text = dumps(entry)
+    return entry, (text + "\n").encode("utf-8", "surrogatepass")
 
 
 def _is_conversation(entry: Mapping[str, Any]) -> bool:
@@ -371,7 +383,8 @@ class SessionManager:
     def _after_index(self) -> None:
         index = self._index
         last = index.last_position()
-        self._leaf_id = None if last is None else index.id_at(last)
+        # An entry without an id (Pi's undefined) leaves no leaf id: None, as Pi prints it.
+        self._leaf_id = None if last is None or index.id_at(last) is MISSING else index.id_at(last)
         self._has_conversation = index.has_conversation()
 
     def _new_session(self, options: Mapping[str, Any] | None) -> None:
@@ -514,7 +527,9 @@ class SessionManager:
                 return self._append_locked(build, stamp_first)
 
     def _append_locked(self, build: Callable[[Any, str, str], WireEntry], stamp_first: bool) -> WireEntry:
-        if self._flushed:
+        # Inside batch() the lock was never released: only a writer that takes no lock could
+        # have written since, and SessionFile.append notices that from the write position.
+        if self._flushed and not self._batch_depth:
             was_tip = self._leaf_is_tip()
             if self._sync() and was_tip:
                 # Another writer continued the conversation we were at the end of: follow it,
@@ -528,10 +543,9 @@ class SessionManager:
         else:
             entry_id = self._ids.entry_id(self._index)
             timestamp = iso_from_ms(self._clock.now_ms())
-        entry = build(self._leaf_id, entry_id, timestamp)
         # Pi keeps the object it wrote; its JSON round trip is what Pi holds (array-index keys
         # first, numbers as doubles), so the index keeps the line and parses it when read.
-        line = _line(entry)
+        entry, line = _serialise(build(self._leaf_id, entry_id, timestamp))
         previous = (self._index, self._leaf_id, self._has_conversation)
         self._index = self._index.append_records([(head_of(entry), line[:-1], None)])
         self._leaf_id = entry.get("id")

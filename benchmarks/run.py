@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""pisession against the reference Pi SessionManager, side by side, on the same files.
+
+    python benchmarks/run.py [--reps 7] [--metrics open,context_first,...] [--json OUT]
+
+Needs node and the reference installed by ../shared/pi-oracle/setup.sh. Sessions are written
+by the reference itself (benchmarks/make_sessions.mjs) into benchmarks/data/ on first use.
+Each metric alternates one Pi sample (a fresh `node pi_bench.mjs --reps 1` process) and one
+pisession sample, --reps times, and reports medians and the ratio pisession/Pi.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data"
+sys.path.insert(0, str(HERE.parent))
+
+import pisession  # noqa: E402
+from pisession import SessionManager  # noqa: E402
+
+# metric -> target ratio (pisession / Pi), from the performance issue
+TARGETS = {
+    "open": 1.0,
+    "context_first": 1.0,
+    "context_repeat": 0.1,
+    "get_tree": 1.0,
+    "get_branch": None,
+    "append": 3.0,
+    "append_batch": 1.0,
+    "list": 1.0,
+    "open_memory": None,
+}
+PI_METRIC = {"append_batch": "append"}  # Pi has one append path (unlocked); both ours compare to it
+
+
+def ensure_data() -> None:
+    if (DATA / "large.jsonl").exists() and (DATA / "dir300").is_dir():
+        return
+    subprocess.run(["node", str(HERE / "make_sessions.mjs"), "--out", str(DATA)], check=True)
+
+
+def pi_sample(metric: str, extra: list[str]) -> dict:
+    out = subprocess.run(
+        ["node", str(HERE / "pi_bench.mjs"), "--data", str(DATA), "--metric", metric, "--reps", "1", *extra],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return json.loads(out)["metrics"][metric]
+
+
+def timed(fn: Callable[[], object]) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000
+
+
+def user(i: int) -> dict:
+    return {"role": "user", "content": f"message {i}: " + "lorem ipsum " * 20, "timestamp": 1733234400000 + i}
+
+
+def assistant(i: int) -> dict:
+    return {
+        "role": "assistant",
+        "content": [{"type": "text", "text": f"reply {i}: " + "dolor sit amet " * 20}],
+        "api": "anthropic-messages",
+        "provider": "anthropic",
+        "model": "claude-sonnet-4-5",
+        "usage": {"input": 1200, "output": 350, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1550,
+                  "cost": {"input": 0.0036, "output": 0.00525, "cacheRead": 0, "cacheWrite": 0, "total": 0.00885}},
+        "stopReason": "stop",
+        "timestamp": 1733234400000 + i,
+    }
+
+
+def py_sample(metric: str, large: Path, branch_ids: list[str], list_cwd: str) -> float:
+    """One pisession sample of ``metric`` in milliseconds (per call for per-call metrics)."""
+    if metric == "open":
+        return timed(lambda: SessionManager.open(large))
+    if metric == "context_first":
+        manager = SessionManager.open(large)
+        return timed(manager.build_session_context)
+    if metric == "context_repeat":
+        manager = SessionManager.open(large)
+        manager.build_session_context()
+        return timed(manager.build_session_context)
+    if metric == "get_tree":
+        manager = SessionManager.open(large)
+        return timed(manager.get_tree)  # the first call on a fresh manager builds the whole tree
+    if metric == "get_branch":
+        manager = SessionManager.open(large)
+        return timed(lambda: [manager.get_branch(i) for i in branch_ids]) / len(branch_ids)
+    if metric in ("append", "append_batch"):
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = Path(tmp) / large.name
+            shutil.copyfile(large, copy)
+            manager = SessionManager.open(copy)
+            messages = [user(i) if i % 2 == 0 else assistant(i) for i in range(3000)]
+
+            def one_by_one() -> None:
+                for message in messages:
+                    manager.append_message(message)
+
+            def batched() -> None:
+                with manager.batch():
+                    for message in messages:
+                        manager.append_message(message)
+
+            return timed(one_by_one if metric == "append" else batched) / len(messages)
+    if metric == "list":
+        return timed(lambda: SessionManager.list(list_cwd, str(DATA / "dir300")))
+    if metric == "open_memory":
+        code = (
+            "import resource,sys,pisession\n"
+            "before=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            f"m=pisession.SessionManager.open({str(large)!r})\n"
+            "after=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "print((after-before)*1024)\n"
+        )
+        out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+        return float(out.strip())
+    raise ValueError(metric)
+
+
+def pi_value(metric: str, sample: dict) -> float:
+    if metric == "open_memory":
+        return float(sample["peak_rss_delta_bytes"])
+    return float(sample["median_ms"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--metrics", default=",".join(TARGETS))
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args(argv)
+    ensure_data()
+    large = DATA / "large.jsonl"
+    ids = [json.loads(line).get("id") for line in large.open(encoding="utf-8") if line.strip()][1:]
+    rng = random.Random(1)
+    branch_ids = [rng.choice(ids) for _ in range(1000)]
+    ids_file = DATA / "branch_ids.txt"
+    ids_file.write_text("\n".join(branch_ids) + "\n")
+    counts: dict[str, int] = {}
+    for line in (DATA / "dir300").glob("*.jsonl"):
+        cwd = json.loads(line.open(encoding="utf-8").readline()).get("cwd")
+        counts[cwd] = counts.get(cwd, 0) + 1
+    list_cwd = max(counts, key=lambda c: counts[c])
+    extra = ["--branch-ids", str(ids_file), "--list-cwd", list_cwd]
+
+    results = {}
+    print(f"{'metric':<16}{'pisession':>14}{'Pi 1.6.0':>14}{'ratio':>8}{'target':>8}")
+    for metric in args.metrics.split(","):
+        ours, theirs = [], []
+        for _ in range(args.reps):
+            theirs.append(pi_value(metric, pi_sample(PI_METRIC.get(metric, metric), extra)))
+            ours.append(py_sample(metric, large, branch_ids, list_cwd))
+        a, b = statistics.median(ours), statistics.median(theirs)
+        ratio = a / b if b else float("inf")
+        target = TARGETS.get(metric)
+        results[metric] = {"pisession": ours, "pi": theirs, "median_pisession": a, "median_pi": b, "ratio": ratio,
+                           "target": target}
+        unit = "MB" if metric == "open_memory" else "ms"
+        scale = 1 / 1e6 if metric == "open_memory" else 1
+        mark = "" if target is None else ("ok" if ratio <= target else "MISS")
+        print(f"{metric:<16}{a * scale:>11.4f} {unit}{b * scale:>11.4f} {unit}{ratio:>8.3f}"
+              f"{'' if target is None else target:>8} {mark}", flush=True)
+    size = large.stat().st_size
+    if "open_memory" in results:
+        print(f"peak memory opening {size / 1e6:.1f} MB: {results['open_memory']['median_pisession'] / size:.2f} x file size")
+    if args.json:
+        meta = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+                "pisession": pisession.__version__, "file_bytes": size}
+        args.json.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
