@@ -577,13 +577,18 @@ class TreeIndex:
         roots: list[int] = []
         children: dict[int, list[int]] = {}
         if store.regular:
-            # Every parent precedes its child and resolves as getTree's nodeMap would.
+            # Every parent precedes its child and resolves as getTree's nodeMap would; ids are
+            # unique, so the children recorded under a parent's id are that parent's.
+            roots = [pos for pos, parent in enumerate(parents[:n]) if parent == NO_PARENT]
+            by_parent_id = store.children
             for pos in range(n):
-                parent = parents[pos]
-                if parent == NO_PARENT:
-                    roots.append(pos)
-                else:
-                    children.setdefault(parent, []).append(pos)
+                kids = by_parent_id.get(ids[pos])
+                if kids:
+                    if kids[-1] >= n:
+                        kids = [k for k in kids if k < n]
+                        if not kids:
+                            continue
+                    children[pos] = list(kids) if len(kids) > 1 else kids
         else:
             for pos in range(n):
                 node = self.position(ids[pos])

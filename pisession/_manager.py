@@ -383,8 +383,9 @@ class SessionManager:
     def _after_index(self) -> None:
         index = self._index
         last = index.last_position()
-        # An entry without an id (Pi's undefined) leaves no leaf id: None, as Pi prints it.
-        self._leaf_id = None if last is None or index.id_at(last) is MISSING else index.id_at(last)
+        # An id-less last entry leaves the leaf undefined (MISSING): Pi then builds the context
+        # of the last entry, while get_leaf_id() reports None.
+        self._leaf_id = None if last is None else index.id_at(last)
         self._has_conversation = index.has_conversation()
 
     def _new_session(self, options: Mapping[str, Any] | None) -> None:
@@ -925,7 +926,8 @@ class SessionManager:
         return None if pos is None else self._index.model_at(pos)  # type: ignore[no-any-return]
 
     def get_leaf_id(self) -> str | None:
-        return self._leaf_id  # type: ignore[no-any-return]
+        leaf = self._leaf_id
+        return None if leaf is MISSING else leaf  # type: ignore[no-any-return]
 
     def get_leaf_entry(self) -> Entry | None:
         return None if self._leaf_id is None else self.get_entry(self._leaf_id)
@@ -1047,20 +1049,36 @@ def _session_options(session_id: str | None, parent_session: str | None) -> dict
     return options
 
 
-def _build_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
+def _build_regular_tree(index: TreeIndex, label_info: dict[Any, tuple[Any, Any]]) -> tuple[TreeNode, ...]:
+    """The tree of a regular index: children come after their parents in the file, so one
+    pass from the end builds every node after its children, with no stack and no recursion."""
+    n = len(index)
     roots, children = index.tree_order()
+    ids = index.ids()
+    built: list[Any] = [None] * n
+    new = tuple.__new__
+    no_label = (None, None)
+    for pos in range(n - 1, -1, -1):
+        kids = children.get(pos)
+        if kids is None:
+            nodes: tuple[TreeNode, ...] = ()
+        elif len(kids) == 1:
+            nodes = (built[kids[0]],)
+        else:
+            nodes = tuple([built[c] for c in kids])
+        label, stamp = label_info.get(ids[pos], no_label) if label_info else no_label
+        built[pos] = new(TreeNode, (index, pos, nodes, label, stamp))
+    return tuple(built[r] for r in roots)
+
+
+def _build_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
     labels = index.labels()
     label_info = {target: (label, index.label_timestamp(target)) for target, label in labels.items()}
     ids = index.ids()
-    built: dict[int, TreeNode] = {}
     if index.is_regular:
-        # Children come after their parents in the file, so building from the end needs no stack.
-        no_label = (None, None)
-        for pos in range(len(index) - 1, -1, -1):
-            kids = children.get(pos)
-            label, stamp = label_info.get(ids[pos], no_label) if label_info else no_label
-            built[pos] = TreeNode(index, pos, tuple(built[c] for c in kids) if kids else (), label, stamp)
-        return tuple(built[r] for r in roots)
+        return _build_regular_tree(index, label_info)
+    roots, children = index.tree_order()
+    built: dict[int, TreeNode] = {}
     # Irregular files (forward references, duplicate ids): children before parents, without
     # recursion, and never through a node already on the way down (a duplicated id can make a
     # node its own ancestor).
