@@ -59,8 +59,8 @@ def build_session_projection(entries: EntriesLike, leaf_id: str | None | Unset =
 def build_session_context(entries: EntriesLike, leaf_id: str | None | Unset = UNSET) -> SessionContext:
     """What the model receives at ``leaf_id``::
 
-        context = build_session_context(manager.get_entries(), leaf_id="a1b2c3d4")
-        print(len(context.messages), context.thinking_level, context.model)
+    context = build_session_context(manager.get_entries(), leaf_id="a1b2c3d4")
+    print(len(context.messages), context.thinking_level, context.model)
     """
     index = _index(entries)
     return context_from_projection(_context.project_leaf(index, _leaf(index, leaf_id)))

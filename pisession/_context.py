@@ -7,6 +7,7 @@ a leaf are memoised on the index, whose entries never change, so an unchanged le
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -146,7 +147,7 @@ def entry_to_messages(entry: Mapping[str, Any]) -> list[WireMessage]:
             }
         )
         system = entry.get("systemMessage")
-        return [system, summary] if js_truthy(system) else [summary]
+        return [system, summary] if isinstance(system, dict) and js_truthy(system) else [summary]
     return []
 
 
@@ -169,7 +170,11 @@ def project_entry(entry: Mapping[str, Any], edit: Mapping[str, Any] | None = Non
         if role not in _EDITABLE_ROLES:
             projected.append(message)
             continue
-        new_content = [{"type": "text", "text": content}] if role in _BLOCK_ROLES and isinstance(content, str) else content
+        new_content = (
+            [{"type": "text", "text": content}]
+            if role in _BLOCK_ROLES and isinstance(content, str)
+            else content
+        )
         copy = {**message, "content": new_content}
         if new_content is MISSING:
             del copy["content"]
@@ -198,10 +203,8 @@ def _project(index: TreeIndex, leaf: int | None) -> WireProjection:
         if index.type_at(pos) == "context_edit":
             entry = entry_at(pos)
             target = entry.get("targetId", MISSING)
-            try:
+            with contextlib.suppress(TypeError):  # an unhashable targetId names nothing
                 edits[target] = entry
-            except TypeError:
-                pass
     pairs: list[tuple[int, Sequence[WireMessage]]] = []
     for i, pos in enumerate(positions):
         entry = entry_at(pos)

@@ -144,7 +144,11 @@ def build_session_info(path: str) -> SessionInfo | None:
             continue
         message_count += 1
         message = entry.get("message")
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str) or "content" not in message:
+        if (
+            not isinstance(message, dict)
+            or not isinstance(message.get("role"), str)
+            or "content" not in message
+        ):
             continue
         role = message["role"]
         if role not in ("user", "assistant"):

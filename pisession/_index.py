@@ -35,7 +35,7 @@ def _key(value: object) -> Hashable:
         hash(value)
     except TypeError:
         return ("<unhashable>", id(value))
-    return value  # type: ignore[return-value]
+    return value
 
 
 def _role(head: Head) -> Any:

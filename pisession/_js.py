@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import calendar
 import contextlib
-import gc
 import email.utils
+import gc
 import math
 import re
 import time

@@ -17,7 +17,7 @@ from ._json import loads
 try:  # msgspec validates a whole line and extracts a few fields ~5x faster than a full parse
     import msgspec
 except ImportError:  # pragma: no cover - exercised by tests that hide it
-    msgspec = None
+    msgspec = None  # type: ignore[assignment]
 
 __all__ = [
     "CURRENT_SESSION_VERSION",
@@ -48,10 +48,10 @@ class _Role(NamedTuple):
 class _DictHead(NamedTuple):
     type: Any
     id: Any
-    parentId: Any  # noqa: N815 - wire name
+    parentId: Any
     timestamp: Any
     message: _Role | None
-    targetId: Any  # noqa: N815 - wire name
+    targetId: Any
     label: Any
     name: Any
 
@@ -93,10 +93,10 @@ if msgspec is not None:
     class _EntryHead(msgspec.Struct, gc=False):  # heads hold scalars only: nothing to collect
         type: Any = _UNSET
         id: Any = _UNSET
-        parentId: Any = _UNSET  # noqa: N815 - wire name
+        parentId: Any = _UNSET
         timestamp: Any = _UNSET
         message: _MessageHead | None = None
-        targetId: Any = _UNSET  # noqa: N815 - wire name
+        targetId: Any = _UNSET
         label: Any = _UNSET
         name: Any = _UNSET
 

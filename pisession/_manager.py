@@ -8,6 +8,7 @@ typed models (``_model``) and accept either form.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import re
@@ -22,8 +23,15 @@ from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_
 from ._index import TreeIndex
 from ._js import MISSING, bulk, js_date_ms, js_to_number, js_truthy
 from ._json import dumps
-from ._load import CURRENT_SESSION_VERSION, Record, head_of, load_entries_from_file, migrate_session_entries, parse_raw
-from ._model import UNSET, Entry, SessionContext, SessionHeader
+from ._load import (
+    CURRENT_SESSION_VERSION,
+    Record,
+    head_of,
+    load_entries_from_file,
+    migrate_session_entries,
+    parse_raw,
+)
+from ._model import UNSET, Entry, SessionContext, SessionHeader, Unset
 from ._paths import (
     default_session_dir_path,
     find_most_recent_session,
@@ -47,6 +55,10 @@ from ._store import SessionFile, make_private_dirs
 __all__ = ["SessionManager"]
 
 WireEntry = dict[str, Any]
+_WireEntries = list[WireEntry]
+_Records = list[Record]
+_Entries = list[Entry]
+_TreeNodes = list[TreeNode]
 
 _EDITABLE_ROLES = ("user", "assistant", "toolResult")
 
@@ -110,7 +122,7 @@ class SessionManager:
         persist: bool,
         *,
         new_session: Mapping[str, Any] | None = None,
-        preloaded: list[WireEntry] | None = None,
+        preloaded: _WireEntries | None = None,
         clock: Clock | None = None,
         ids: IdSource | None = None,
     ) -> None:
@@ -146,7 +158,7 @@ class SessionManager:
         cwd: str | os.PathLike[str],
         session_dir: str | os.PathLike[str] | None = None,
         *,
-        id: str | None = None,  # noqa: A002 - Pi's option name
+        id: str | None = None,
         parent_session: str | None = None,
         clock: Clock | None = None,
         ids: IdSource | None = None,
@@ -197,7 +209,7 @@ class SessionManager:
         cls,
         cwd: str | os.PathLike[str] | None = None,
         *,
-        id: str | None = None,  # noqa: A002 - Pi's option name
+        id: str | None = None,
         parent_session: str | None = None,
         entries: Sequence[Any] | None = None,
         clock: Clock | None = None,
@@ -243,7 +255,7 @@ class SessionManager:
         target_cwd: str | os.PathLike[str],
         session_dir: str | os.PathLike[str] | None = None,
         *,
-        id: str | None = None,  # noqa: A002 - Pi's option name
+        id: str | None = None,
         clock: Clock | None = None,
         ids: IdSource | None = None,
     ) -> SessionManager:
@@ -290,7 +302,7 @@ class SessionManager:
         cwd: str,
         session_dir: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
-    ) -> list[Any]:
+    ) -> builtins.list[Any]:
         """Sessions of ``cwd`` as :class:`SessionInfo`, newest first (Pi's session picker)."""
         from ._discovery import list_sessions
 
@@ -300,7 +312,7 @@ class SessionManager:
     def list_all(
         session_dir: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
-    ) -> list[Any]:
+    ) -> builtins.list[Any]:
         """Sessions of every project (or of one folder), newest first."""
         from ._discovery import list_all_sessions
 
@@ -344,7 +356,7 @@ class SessionManager:
         # while the file is hot, so the first build_session_context() costs nothing more.
         project_leaf(self._index, self._index.resolve_leaf(self._leaf_id))
 
-    def _load_preloaded(self, entries: list[WireEntry], options: Mapping[str, Any] | None) -> None:
+    def _load_preloaded(self, entries: _WireEntries, options: Mapping[str, Any] | None) -> None:
         header = next((e for e in entries if e.get("type") == "session"), None)
         if header is None:
             self._new_session(options)
@@ -352,7 +364,7 @@ class SessionManager:
         else:
             self._adopt(entries, rewrite=False)
 
-    def _adopt_records(self, header: WireEntry, records: list[Record], *, rewrite: bool) -> None:
+    def _adopt_records(self, header: WireEntry, records: _Records, *, rewrite: bool) -> None:
         """Take a scanned file as the session's content; old versions are migrated first."""
         if js_to_number(header.get("version", 1) if header.get("version") is not None else 1) >= (
             CURRENT_SESSION_VERSION
@@ -364,7 +376,7 @@ class SessionManager:
         entries = [header, *(r[2] if r[2] is not None else parse_raw(r[1] or b"") or {} for r in records)]
         self._adopt(entries, rewrite=rewrite)
 
-    def _adopt(self, entries: list[WireEntry], *, rewrite: bool) -> None:
+    def _adopt(self, entries: _WireEntries, *, rewrite: bool) -> None:
         """Take ``entries`` (header first) as the session's content, migrating them first."""
         # Pi draws these ids against an empty set: no collision check among them.
         migrated = migrate_session_entries(entries, new_id=lambda: self._ids.entry_id(()))
@@ -372,7 +384,7 @@ class SessionManager:
             self._file.rewrite(_line(e) for e in entries)
         self._reindex(entries)
 
-    def _reindex(self, entries: list[WireEntry]) -> None:
+    def _reindex(self, entries: _WireEntries) -> None:
         body = [e for e in entries if e.get("type") != "session"]
         header = next((e for e in entries if e.get("type") == "session"), None)
         if header is not None:
@@ -414,7 +426,7 @@ class SessionManager:
             self._session_file = os.path.join(self._session_dir, session_file_name(timestamp, session_id))
             self._file = SessionFile(self._session_file)
 
-    def new_session(self, *, id: str | None = None, parent_session: str | None = None) -> str | None:  # noqa: A002
+    def new_session(self, *, id: str | None = None, parent_session: str | None = None) -> str | None:
         """Start a fresh, empty session in the same folder (Pi's ``newSession``); returns its
         file path (None in memory). The new file is written once it has a conversation."""
         with self._mutex:
@@ -428,7 +440,7 @@ class SessionManager:
 
     # ------------------------------------------------------------------ following other writers
 
-    def refresh(self, *, move_leaf: bool = False) -> list[Entry]:
+    def refresh(self, *, move_leaf: bool = False) -> _Entries:
         """Read entries other writers (Pi included) appended since this manager last looked.
 
         Returns them typed, in file order. The leaf stays where it is unless ``move_leaf``.
@@ -460,11 +472,11 @@ class SessionManager:
             yield from self.refresh()
             event.wait(poll_interval)
 
-    def _leaf_is_tip(self) -> bool | None:
+    def _leaf_is_tip(self) -> bool:
         last = self._index.last_position()
         if last is None:
             return self._leaf_id is None
-        return self._leaf_id == self._index.id_at(last)
+        return bool(self._leaf_id == self._index.id_at(last))
 
     def _sync(self) -> bool:
         """Absorb what other writers appended; True if the index changed."""
@@ -479,11 +491,16 @@ class SessionManager:
         self._absorb(new)
         return True
 
-    def _absorb(self, new: list[Record]) -> None:
+    def _absorb(self, new: _Records) -> None:
         body = [r for r in new if r[0].type != "session"]
         self._index = self._index.append_records(body)
         if not self._has_conversation:
-            self._has_conversation = any(r[0].type == "message" and r[0].message is not None and r[0].message.role in ("user", "assistant") for r in body)
+            self._has_conversation = any(
+                r[0].type == "message"
+                and r[0].message is not None
+                and r[0].message.role in ("user", "assistant")
+                for r in body
+            )
 
     def _reload(self) -> None:
         assert self._file is not None
@@ -503,9 +520,9 @@ class SessionManager:
     def batch(self) -> Iterator[SessionManager]:
         """Hold the session lock across many appends (one lock, one read of other writers)::
 
-            with manager.batch():
-                for message in messages:
-                    manager.append_message(message)
+        with manager.batch():
+            for message in messages:
+                manager.append_message(message)
         """
         with self._mutex:
             lock = self._file.lock if self._persist and self._file is not None else None
@@ -526,6 +543,9 @@ class SessionManager:
                 return self._append_locked(build, stamp_first)
             with lock:
                 return self._append_locked(build, stamp_first)
+
+    def _append_id(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> str:
+        return str(self._append(build, stamp_first=stamp_first)["id"])
 
     def _append_locked(self, build: Callable[[Any, str, str], WireEntry], stamp_first: bool) -> WireEntry:
         # Inside batch() the lock was never released: only a writer that takes no lock could
@@ -585,24 +605,28 @@ class SessionManager:
     def append_message(self, message: Any) -> str:
         """Append a message (wire dict or model) as a child of the leaf; returns the entry id::
 
-            manager.append_message({"role": "user", "content": "hello", "timestamp": 1733234400000})
+        manager.append_message({"role": "user", "content": "hello", "timestamp": 1733234400000})
         """
         wire_message = _wire(message)
-        return self._append(lambda parent, eid, ts: _entry("message", eid, parent, ts, message=wire_message))[
-            "id"
-        ]
+        return self._append_id(
+            lambda parent, eid, ts: _entry("message", eid, parent, ts, message=wire_message)
+        )
 
     def append_thinking_level_change(self, thinking_level: str) -> str:
         """Record a thinking-level change (``"off"``, ``"low"``, ``"high"``, ...); returns the id."""
-        return self._append(
-            lambda parent, eid, ts: _entry("thinking_level_change", eid, parent, ts, thinkingLevel=thinking_level)
-        )["id"]
+        return self._append_id(
+            lambda parent, eid, ts: _entry(
+                "thinking_level_change", eid, parent, ts, thinkingLevel=thinking_level
+            )
+        )
 
     def append_model_change(self, provider: str, model_id: str) -> str:
         """Record a model switch; returns the entry id."""
-        return self._append(
-            lambda parent, eid, ts: _entry("model_change", eid, parent, ts, provider=provider, modelId=model_id)
-        )["id"]
+        return self._append_id(
+            lambda parent, eid, ts: _entry(
+                "model_change", eid, parent, ts, provider=provider, modelId=model_id
+            )
+        )
 
     def append_usage(
         self, kind: str, provider: str, model: str, usage: Any, note: str | None = None
@@ -614,7 +638,9 @@ class SessionManager:
         wire_usage = _wire(usage)
 
         def build(parent: Any, eid: str, ts: str) -> WireEntry:
-            entry = _entry("usage", eid, parent, ts, kind=kind, provider=provider, model=model, usage=wire_usage)
+            entry = _entry(
+                "usage", eid, parent, ts, kind=kind, provider=provider, model=model, usage=wire_usage
+            )
             if js_truthy(note):
                 entry["note"] = note
             return entry
@@ -654,7 +680,7 @@ class SessionManager:
                 entry["systemMessage"] = {**system, "timestamp": _ms_or_null(ts)}
             return entry
 
-        return self._append(build, stamp_first=True)["id"]
+        return self._append_id(build, stamp_first=True)
 
     def append_custom_entry(self, custom_type: str, data: Any = UNSET) -> str:
         """Persist extension state that stays out of the model context; returns the entry id.
@@ -669,10 +695,14 @@ class SessionManager:
             entry.update(id=eid, parentId=parent, timestamp=ts)
             return entry
 
-        return self._append(build)["id"]
+        return self._append_id(build)
 
     def append_custom_message_entry(
-        self, custom_type: str, content: Any, display: bool = UNSET, details: Any = UNSET  # type: ignore[assignment]
+        self,
+        custom_type: str,
+        content: Any,
+        display: bool | Unset = UNSET,
+        details: Any = UNSET,
     ) -> str:
         """Inject an extension message that the model sees (``display`` controls the TUI)."""
         wire_content = _wire(content)
@@ -684,12 +714,12 @@ class SessionManager:
             entry.update(id=eid, parentId=parent, timestamp=ts)
             return entry
 
-        return self._append(build)["id"]
+        return self._append_id(build)
 
     def append_session_info(self, name: str) -> str:
         """Name the session (runs of CR/LF become one space, then trimmed); returns the entry id."""
         clean = re.sub(r"[\r\n]+", " ", name).strip(_JS_SPACE)
-        return self._append(lambda parent, eid, ts: _entry("session_info", eid, parent, ts, name=clean))["id"]
+        return self._append_id(lambda parent, eid, ts: _entry("session_info", eid, parent, ts, name=clean))
 
     def set_session_name(self, name: str) -> str:
         """Alias of :meth:`append_session_info`."""
@@ -708,11 +738,11 @@ class SessionManager:
                 if self._flushed:
                     self._sync_for_check()
                 normalized = self._check_context_edit(target_id, wire_replacement)
-                return self._append(
+                return self._append_id(
                     lambda parent, eid, ts: _entry(
                         "context_edit", eid, parent, ts, targetId=target_id, replacement=normalized
                     )
-                )["id"]
+                )
 
     def _sync_for_check(self) -> None:
         was_tip = self._leaf_is_tip()
@@ -727,7 +757,9 @@ class SessionManager:
             and "content" in replacement
             and isinstance(replacement["content"], (str, list))
         ):
-            raise InvalidContextEditError("Context edit replacement must be null or contain string/array content")
+            raise InvalidContextEditError(
+                "Context edit replacement must be null or contain string/array content"
+            )
         target = self._index.get(target_id)
         if target is None:
             raise EntryNotFoundError(f"Entry {target_id} not found")
@@ -741,13 +773,15 @@ class SessionManager:
         if not editable:
             raise InvalidContextEditError(f"Entry {target_id} does not contribute editable model content")
         target_role = role if target.get("type") == "message" else "custom"
-        if replacement is not None and target_role in ("assistant", "toolResult") and isinstance(
-            replacement["content"], str
+        if (
+            replacement is not None
+            and target_role in ("assistant", "toolResult")
+            and isinstance(replacement["content"], str)
         ):
             return {"content": [{"type": "text", "text": replacement["content"]}]}
         return replacement
 
-    def append_label_change(self, target_id: str, label: str | None = UNSET) -> str:  # type: ignore[assignment]
+    def append_label_change(self, target_id: str, label: str | Unset | None = UNSET) -> str:
         """Set (or, with no label or an empty one, clear) a bookmark label on an entry."""
         with self._mutex:
             lock = self._file.lock if self._persist and self._file is not None and self._flushed else None
@@ -762,7 +796,7 @@ class SessionManager:
                     _put(entry, "label", label)
                     return entry
 
-                return self._append(build)["id"]
+                return self._append_id(build)
 
     def branch(self, branch_from_id: str) -> None:
         """Move the leaf to an earlier entry; the next append starts a new branch there."""
@@ -798,16 +832,14 @@ class SessionManager:
                 self._leaf_id = branch_from_id
 
                 def build(parent: Any, eid: str, ts: str) -> WireEntry:
-                    entry = _entry(
-                        "branch_summary", eid, branch_from_id, ts, fromId=from_id, summary=summary
-                    )
+                    entry = _entry("branch_summary", eid, branch_from_id, ts, fromId=from_id, summary=summary)
                     _put(entry, "details", details)
                     _put(entry, "usage", usage)
                     _put(entry, "fromHook", from_hook)
                     return entry
 
                 try:
-                    return self._append(build)["id"]
+                    return self._append_id(build)
                 except BaseException:
                     self._leaf_id = previous_leaf
                     raise
@@ -820,9 +852,9 @@ class SessionManager:
             if not path:
                 raise EntryNotFoundError(f"Entry {leaf_id} not found")
             previous_file = self._session_file
-            kept: list[WireEntry] = []
+            kept: _WireEntries = []
             replacement: dict[Any, Any] = {}
-            pending_labels: list[Any] = []
+            pending_labels: builtins.list[Any] = []
             parent_id: Any = None
             for entry in path:
                 if entry.get("type") == "label":
@@ -860,7 +892,7 @@ class SessionManager:
                 if target in kept_ids
             ]
             taken = set(kept_ids)
-            label_entries: list[WireEntry] = []
+            label_entries: _WireEntries = []
             parent = kept[-1].get("id") if kept and js_truthy(kept[-1].get("id")) else None
             for target, label, label_ts in labels:
                 entry = {"type": "label", "id": self._ids.entry_id(taken), "parentId": parent}
@@ -909,7 +941,11 @@ class SessionManager:
         return self._session_file
 
     def uses_default_session_dir(self) -> bool:
-        return paths_equal(self._session_dir, default_session_dir_path(self._cwd)) if self._session_dir else False
+        return (
+            paths_equal(self._session_dir, default_session_dir_path(self._cwd))
+            if self._session_dir
+            else False
+        )
 
     def get_header(self) -> SessionHeader | None:
         return from_wire(self._header) if self._header else None  # type: ignore[return-value]
@@ -923,16 +959,16 @@ class SessionManager:
 
     def get_entry(self, entry_id: str) -> Entry | None:
         pos = self._index.position(entry_id)
-        return None if pos is None else self._index.model_at(pos)  # type: ignore[no-any-return]
+        return None if pos is None else self._index.model_at(pos)
 
     def get_leaf_id(self) -> str | None:
         leaf = self._leaf_id
-        return None if leaf is MISSING else leaf  # type: ignore[no-any-return]
+        return None if leaf is MISSING else leaf
 
     def get_leaf_entry(self) -> Entry | None:
         return None if self._leaf_id is None else self.get_entry(self._leaf_id)
 
-    def get_children(self, parent_id: str) -> list[Entry]:
+    def get_children(self, parent_id: str) -> _Entries:
         index = self._index
         return [index.model_at(p) for p in index.children_positions(parent_id)]
 
@@ -942,19 +978,19 @@ class SessionManager:
     def get_session_name(self) -> str | None:
         return self._index.session_name()
 
-    def get_branch(self, from_id: str | None = None) -> list[Entry]:
+    def get_branch(self, from_id: str | None = None) -> _Entries:
         """The path from the root to ``from_id`` (default: the leaf), root first; unknown → []."""
         index = self._index
         start = from_id if from_id is not None else self._leaf_id
         pos = index.position(start) if js_truthy(start) else None
         return [index.model_at(p) for p in index.path_positions(pos)] if pos is not None else []
 
-    def _branch_wire(self, from_id: Any) -> list[WireEntry]:
+    def _branch_wire(self, from_id: Any) -> _WireEntries:
         index = self._index
         pos = index.position(from_id) if js_truthy(from_id) else None
         return [index.entry_at(p) for p in index.path_positions(pos)] if pos is not None else []
 
-    def get_tree(self) -> list[TreeNode]:
+    def get_tree(self) -> _TreeNodes:
         """The whole session as a tree: roots (and orphans) with children sorted by time."""
         index = self._index
         cache = index.cache()
@@ -969,7 +1005,7 @@ class SessionManager:
     def _leaf_position(self) -> int | None:
         return self._index.resolve_leaf(self._leaf_id)
 
-    def build_context_entries(self) -> list[Entry]:
+    def build_context_entries(self) -> _Entries:
         """The entries the model context is built from at the leaf (compaction-aware)."""
         index = self._index
         return [index.model_at(p) for p in context_positions(index, self._leaf_position())]
@@ -989,7 +1025,7 @@ class SessionManager:
         if cached is None:
             cached = context_from_projection(project_leaf(index, leaf))
             cache[key] = cached
-        return cached  # type: ignore[no-any-return]
+        return cached
 
     def _wire_projection(self) -> WireProjection:
         return project_leaf(self._index, self._leaf_position())

@@ -71,7 +71,7 @@ class LazyMessages(Sequence[Message]):
         if isinstance(other, LazyMessages):
             return list(self._wire) == list(other._wire)
         if isinstance(other, Sequence) and not isinstance(other, str):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
     def __hash__(self) -> int:
@@ -115,7 +115,7 @@ class EntryList(Sequence[Entry]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence) and not isinstance(other, str):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
     def __hash__(self) -> int:
@@ -165,7 +165,9 @@ class TreeNode(tuple):  # type: ignore[type-arg]
         return self[4]  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
-        return f"TreeNode(id={self.wire_entry.get('id')!r}, label={self.label!r}, children={len(self.children)})"
+        return (
+            f"TreeNode(id={self.wire_entry.get('id')!r}, label={self.label!r}, children={len(self.children)})"
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TreeNode):
@@ -217,7 +219,7 @@ class SessionProjection:
             "entries": [e.to_wire() for e in self.entries],
             "messages": _messages_wire(self.messages),
         }
-        if self.thinking_level is not UNSET:
+        if self.thinking_level is not UNSET:  # type: ignore[comparison-overlap]
             out["thinkingLevel"] = self.thinking_level
         out["model"] = None if self.model is None else to_wire(self.model)
         return out
@@ -253,7 +255,8 @@ def context_from_projection(projection: WireProjection) -> SessionContext:
 def projection_from_wire(index: TreeIndex, projection: WireProjection) -> SessionProjection:
     return SessionProjection(
         entries=tuple(
-            ProjectedEntry(index.model_at(pos), LazyMessages(list(messages))) for pos, messages in projection.entries
+            ProjectedEntry(index.model_at(pos), LazyMessages(list(messages)))
+            for pos, messages in projection.entries
         ),
         messages=LazyMessages(projection.messages),
         thinking_level=_thinking(projection.thinking_level),
