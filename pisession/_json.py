@@ -1,0 +1,622 @@
+"""JSON text exactly as JavaScript's ``JSON.parse`` / ``JSON.stringify`` handle it.
+
+Pi writes every session-file line with ``JSON.stringify(entry)`` and reads it back with
+``JSON.parse(line)``.  A line pisession writes must be byte-identical to the line Pi would write
+for the same value, and every line Pi can read must read the same here, so this module pins down
+each place where Python's ``json`` differs from JavaScript:
+
+``dumps(value)``
+    Returns ``JSON.stringify(value)`` for JSON-like values (dict, list/tuple, str, int, float,
+    bool, None and their subclasses):
+
+    * compact separators; non-ASCII (U+2028/U+2029 included) written raw; ``"`` ``\\`` and
+      ``\\b \\f \\n \\r \\t`` as short escapes, the other controls below U+0020 as ``\\u00xx``
+      (lowercase), DEL raw;
+    * lone surrogates (a Python ``str`` holds them after parsing ``"\\ud800"``) as lowercase
+      ``\\udxxx`` escapes, as the well-formed ``JSON.stringify`` of ES2019 does; a high surrogate
+      followed by a low one is the UTF-16 pair JavaScript would see, so it is written as the one
+      character it encodes;
+    * numbers in Number::toString form (``5.0`` -> ``5``, ``1e-05`` -> ``0.00001``,
+      ``1e16`` -> ``10000000000000000``, ``1e21`` -> ``1e+21``, ``-0.0`` -> ``0``), NaN and
+      infinities as ``null``.  An int is a double in JavaScript, so an int beyond +-2**53 is
+      written as JavaScript prints the nearest double (``12345678901234567890`` ->
+      ``12345678901234567000``), and one beyond the double range as ``null`` (Infinity);
+    * object keys in JavaScript's property order: array-index keys (canonical integers below
+      2**32 - 1) first in ascending numeric order, then the rest in insertion order.  Non-str
+      keys become ``String(key)`` as in a JavaScript object literal (``1.0`` -> ``"1"``,
+      ``True`` -> ``"true"``, ``None`` -> ``"null"``); keys that collide then keep the first
+      key's position and the last value, as repeated assignment does in JavaScript.
+
+    Other types raise ``TypeError``; circular or too deeply nested values raise ``ValueError``
+    (JavaScript throws too, though its depth limit is higher).
+
+``loads(text)``
+    ``JSON.parse`` semantics: only JSON whitespace (space, tab, LF, CR) around the value; the
+    ``NaN``/``Infinity`` literals Python's json accepts are rejected; a repeated key keeps its
+    last value in the first key's position; escaped lone surrogates are accepted.  Every failure
+    is a ``ValueError`` (``json.JSONDecodeError`` where the parser reports a position), never a
+    ``RecursionError``.  Bytes are decoded by :func:`decode_utf8`.
+
+    JavaScript parses every number as a double.  Integers are returned as Python ints while they
+    lie in [-2**63, 2**64) -- the range orjson keeps exact, mirrored by the json fallback so the
+    result does not depend on which parser ran -- and otherwise as the double JavaScript holds
+    (``inf`` past the double range, where JavaScript holds Infinity).  An exact int beyond 2**53
+    is more precise than JavaScript's value, but :func:`dumps` rounds it to the same double, so
+    ``dumps(loads(line)) == JSON.stringify(JSON.parse(line))`` for every line both accept.
+
+Not reproduced: JavaScript parses nesting of any depth and stringifies a few thousand levels;
+here nesting deeper than about 1000 levels (orjson stops at 1024, Python's recursion limit
+around 1000) raises ``ValueError`` -- in ``loads``, and in ``dumps`` a little earlier, since
+the walk below recurses once per level on top of the caller's frames.
+
+Speed.  The obvious design -- ``json.dumps``, then one regex over its output for anything that
+may differ -- was measured and dropped: Python's regex engine scans an alternation of such
+patterns several times slower than the C encoder writes the text, so the check alone cost
+about six times ``json.dumps`` on a 2 KB entry.  Instead ``dumps`` walks the value (cost per
+node, not per character: long strings are free) to find out whether it is *plain*, i.e. holds
+nothing a fast encoder would write differently, and then:
+
+* with orjson (one that has ``orjson.Fragment``): hands orjson the value itself, or a copy of
+  just the containers on the way down to what needs care, with keys put in JavaScript's order
+  and numbers pre-formatted as Fragments -- a fraction of the time of ``json.dumps``;
+* without it: lets the C encoder of the json module write a plain value (the usual case), at
+  about the cost of ``json.dumps``; anything else goes to a Python encoder that still hands
+  every plain sub-container to the C encoder.
+
+Surrogates are the one thing the walk does not look for: orjson refuses them (and the Python
+encoder takes over), and the json route scans its output for them with a UTF-16 encode.
+``loads`` uses orjson when it is importable and falls back to the json module when orjson is
+absent or refuses the input (it refuses escaped lone surrogates, numbers that overflow to
+infinity and nesting past 1024 levels, all of which JavaScript accepts).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - exercised only where orjson is not installed
+    _orjson = None  # type: ignore[assignment]
+
+__all__ = ["HAVE_ORJSON", "decode_utf8", "dumps", "loads"]
+
+HAVE_ORJSON: bool = _orjson is not None
+
+# --------------------------------------------------------------------------------------------
+# JavaScript's text for numbers, keys and strings
+# --------------------------------------------------------------------------------------------
+
+_MAX_SAFE = 2**53
+_MAX_INDEX = 2**32 - 2  # the largest array index; 2**32 - 1 is an ordinary key in JavaScript
+
+_encode_str = json.encoder.encode_basestring  # C version where available; non-ASCII stays raw
+
+
+def _not_serializable(o: object) -> NoReturn:
+    raise TypeError(f"Object of type {type(o).__name__} is not JSON serializable")
+
+
+def _js_float(x: float) -> str:
+    """Number::toString(x): the same shortest digits as repr, laid out the JavaScript way."""
+    r = float.__repr__(x)
+    if "e" not in r:
+        if r.endswith(".0"):
+            r = r[:-2]
+            return "0" if r == "-0" else r
+        if r[-1] in "fn":  # inf, -inf, nan
+            return "null"
+        return r  # repr uses fixed notation only for 1e-4 <= |x| < 1e16: same as JavaScript
+    mantissa, exp = r.split("e")
+    sign = ""
+    if mantissa[0] == "-":
+        sign = "-"
+        mantissa = mantissa[1:]
+    digits = mantissa.replace(".", "")
+    k = len(digits)
+    n = int(exp) + 1  # x = 0.digits * 10**n
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * -n + digits
+    e = n - 1
+    es = f"e+{e}" if e >= 0 else f"e-{-e}"
+    if k == 1:
+        return sign + digits + es
+    return sign + digits[0] + "." + digits[1:] + es
+
+
+def _js_int(n: int) -> str:
+    if -_MAX_SAFE <= n <= _MAX_SAFE:
+        return int.__repr__(n)
+    try:
+        return _js_float(float(n))  # int -> float rounds to nearest, ties to even, like JS
+    except OverflowError:
+        return "null"  # Infinity in JavaScript
+
+
+def _js_key(k: object) -> str:
+    """String(k) for the non-str keys the json module also accepts."""
+    if isinstance(k, str):
+        return str.__str__(k)  # an exact str, whatever a subclass's __str__ says
+    if k is True:
+        return "true"
+    if k is False:
+        return "false"
+    if k is None:
+        return "null"
+    if isinstance(k, int):
+        if -_MAX_SAFE <= k <= _MAX_SAFE:
+            return int.__repr__(k)
+        try:
+            return _js_float(float(k))
+        except OverflowError:
+            return "-Infinity" if k < 0 else "Infinity"
+    if isinstance(k, float):
+        if k != k:
+            return "NaN"
+        if k in (float("inf"), float("-inf")):
+            return "Infinity" if k > 0 else "-Infinity"
+        return _js_float(k)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
+
+
+def _index_of(k: str) -> int:
+    """The array index k names, or -1 if JavaScript treats k as an ordinary property name."""
+    if k.isdigit() and k.isascii() and (k[0] != "0" or k == "0") and len(k) <= 10:
+        i = int(k)
+        if i <= _MAX_INDEX:
+            return i
+    return -1
+
+
+def _ordered_items(d: dict[Any, Any]) -> list[tuple[str, Any]]:
+    """d's items with JavaScript's keys (exact str), in JavaScript's property order."""
+    source: dict[Any, Any] = d
+    for k in d:
+        if type(k) is not str:
+            source = {}
+            for k2, v in d.items():
+                source[_js_key(k2)] = v  # a collision keeps the first position, the last value
+            break
+    items: list[tuple[str, Any]] = []
+    indexed: list[tuple[int, str, Any]] = []
+    for k, v in source.items():
+        if "0" <= k[:1] <= "9":
+            i = _index_of(k)
+            if i >= 0:
+                indexed.append((i, k, v))
+                continue
+        items.append((k, v))
+    if indexed:
+        indexed.sort(key=lambda t: t[0])
+        items[:0] = [(k, v) for _, k, v in indexed]
+    return items
+
+
+_SURROGATES = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+
+
+def _fix_surrogate(m: re.Match[str]) -> str:
+    s = m.group()
+    if len(s) == 2:  # a UTF-16 pair in JavaScript: one astral character
+        return chr(0x10000 + ((ord(s[0]) - 0xD800) << 10) + (ord(s[1]) - 0xDC00))
+    return f"\\u{ord(s):04x}"
+
+
+def _fix_surrogates(out: str) -> str:
+    """Write the surrogates of encoder output as JavaScript does.
+
+    Raw surrogates can only stand inside strings in JSON text, so the whole text can be fixed
+    at once.  Encoding to UTF-16 is the fastest scan for them (a regex is ten times slower).
+    """
+    if out.isascii():
+        return out
+    try:
+        out.encode("utf-16-le")
+    except UnicodeEncodeError:
+        return _SURROGATES.sub(_fix_surrogate, out)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# What the fast encoders get right
+# --------------------------------------------------------------------------------------------
+
+# Keys already known to be str and not array-index-like.  Entries reuse a small vocabulary of
+# keys, and a subset test on this set runs in C: much cheaper than looking at each key.
+_PLAIN_KEYS: set[str] = set()
+_PLAIN_KEYS_MAX = 4096  # bounds the memory held; past it keys are still checked, just slower
+
+
+def _plain_keys(d: dict[Any, Any]) -> bool:
+    if d.keys() <= _PLAIN_KEYS:
+        return True
+    for k in d:
+        if type(k) is not str or "0" <= k[:1] <= "9":
+            return False
+    if len(_PLAIN_KEYS) < _PLAIN_KEYS_MAX and max(map(len, d)) <= 64:
+        _PLAIN_KEYS.update(d)
+    return True
+
+
+# A value is "plain" when the json module and orjson write it exactly as JSON.stringify does,
+# surrogates aside: every key is a str that cannot be an array index (it does not start with
+# a digit), every int is within +-2**53, every float is one repr lays out as JavaScript does
+# (not integral, 1e-4 <= |x| < 1e16), and every value is of an exact JSON type.  The three
+# walkers below test that same condition inline (a call per node would cost more than the
+# test); the tests check that they agree.
+
+
+def _plain(o: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> bool:
+    if type(o) is dict:
+        if not _plain_keys(o):
+            return False
+        o = o.values()  # type: ignore[assignment]
+    for v in o:
+        t = type(v)
+        if t is str or v is None or t is bool:
+            continue
+        if t is int:
+            if -_MAX_SAFE <= v <= _MAX_SAFE:
+                continue
+            return False
+        if t is float:
+            if (1e-4 <= v < 1e16 or -1e16 < v <= -1e-4) and not v.is_integer():
+                continue
+            return False
+        if (t is dict or t is list or t is tuple) and _plain(v):
+            continue
+        return False
+    return True
+
+
+def _mark_plain(o: dict[Any, Any] | list[Any] | tuple[Any, ...], plain_ids: set[int]) -> bool:
+    """_plain(o), also adding the id of every plain container within o to plain_ids.
+
+    The Python encoder hands those containers to the C encoder whole, so only the containers
+    on the way down to something that needs care are written in Python.
+    """
+    plain = True
+    if isinstance(o, dict):
+        plain = _plain_keys(o)
+        values: Any = o.values()
+    else:
+        values = o
+    for v in values:
+        t = type(v)
+        if t is str or v is None or t is bool:
+            continue
+        if t is int:
+            if not -_MAX_SAFE <= v <= _MAX_SAFE:
+                plain = False
+        elif t is float:
+            if not ((1e-4 <= v < 1e16 or -1e16 < v <= -1e-4) and not v.is_integer()):
+                plain = False
+        elif t is dict or t is list or t is tuple:
+            if not _mark_plain(v, plain_ids):
+                plain = False
+        else:
+            plain = False  # a subclass or a foreign type: the C encoder never sees its contents
+    if plain and (type(o) is dict or type(o) is list or type(o) is tuple):
+        plain_ids.add(id(o))
+    return plain
+
+
+# --------------------------------------------------------------------------------------------
+# The encoders
+# --------------------------------------------------------------------------------------------
+
+# Floats of every layout repr uses in the plain range, every ASCII character, the line
+# separators and an astral character: what the fast encoders must agree on.
+_PROBE: dict[str, object] = {
+    "floats": [
+        0.0001,
+        0.00012345,
+        0.1,
+        0.30000000000000004,
+        1.5,
+        -2.5,
+        1234.5678,
+        5e-4,
+        123456789012345.67,
+        999999999999999.9,
+        1000000000000000.5,
+        0.003702,
+        -0.0001,
+    ],
+    "ints": [0, -1, 2**53, -(2**53), 1736937000000],
+    "text": "".join(map(chr, range(128))) + "\u00e9\u2028\u2029\ufeff\U0001f600",
+    "nested": {"a": [True, False, None, {}, []], "b": ()},
+}
+
+
+def _make_c_encoder() -> Callable[[object], str]:
+    """The C encoder of the json module with JavaScript's separators, or the public API.
+
+    Calling the C encoder (``json.encoder.c_make_encoder``) directly skips the per-call setup
+    of ``json.dumps`` (a noticeable share on small entries).  It is a private interface, so it
+    is used only if it exists and encodes the probe exactly as the public API does.
+    """
+    public: Callable[[object], str] = json.JSONEncoder(
+        ensure_ascii=False,
+        check_circular=False,  # the value has been walked already: it is not circular
+        allow_nan=False,
+        separators=(",", ":"),
+        default=_not_serializable,
+    ).encode
+    make_encoder = getattr(json.encoder, "c_make_encoder", None)  # None without the C module
+    if make_encoder is None:  # pragma: no cover - other Pythons
+        return public
+    try:
+        c_encoder = make_encoder(None, _not_serializable, _encode_str, None, ":", ",", False, False, False)
+    except TypeError:  # pragma: no cover - a changed private signature
+        return public
+
+    def encode(value: object) -> str:
+        return "".join(c_encoder(value, 0))
+
+    try:
+        if encode(_PROBE) == public(_PROBE):
+            return encode
+    except Exception:  # pragma: no cover - a changed private signature
+        pass
+    return public  # pragma: no cover
+
+
+_c_encode = _make_c_encoder()
+
+
+def _make_orjson_encoder() -> tuple[Callable[[object], bytes] | None, Any]:
+    """(orjson.dumps, orjson.Fragment) as far as they write the probe as JavaScript does.
+
+    The probe guards against an orjson release that formats floats or escapes strings
+    differently; Fragment (recent orjson releases) is what lets values that are not plain use orjson.
+    """
+    if _orjson is None:  # pragma: no cover - exercised only where orjson is not installed
+        return None, None
+    dumps_bytes: Callable[[object], bytes] = _orjson.dumps
+    try:
+        if dumps_bytes(_PROBE).decode() != _c_encode(_PROBE):  # pragma: no cover
+            return None, None
+    except Exception:  # pragma: no cover - an incompatible orjson
+        return None, None
+    fragment = getattr(_orjson, "Fragment", None)
+    try:
+        if (
+            fragment is not None
+            and dumps_bytes([fragment("1e+21"), {"a": fragment("0")}]) != b'[1e+21,{"a":0}]'
+        ):
+            fragment = None  # pragma: no cover
+    except Exception:  # pragma: no cover
+        fragment = None
+    return dumps_bytes, fragment
+
+
+_orjson_dumps, _Fragment = _make_orjson_encoder()
+_OrjsonEncodeError: type[Exception] = _orjson.JSONEncodeError if _orjson is not None else TypeError
+
+
+def _js_ready(o: Any) -> object:
+    """A value orjson writes exactly as JSON.stringify writes o, surrogates aside.
+
+    That is o itself when it is plain (the usual case: nothing is copied), else a copy of the
+    containers on the way down to what needs care: keys in JavaScript's order and numbers
+    pre-formatted as orjson Fragments.
+    """
+    t = type(o)
+    if t is dict:
+        new: Any = None
+        if _plain_keys(o):
+            items: Any = o.items()
+        else:
+            new = dict(_ordered_items(o))
+            items = list(new.items())
+        for k, v in items:
+            t = type(v)
+            if t is str or v is None or t is bool:
+                continue
+            if t is int:
+                if -_MAX_SAFE <= v <= _MAX_SAFE:
+                    continue
+                r: object = _Fragment(_js_int(v))
+            elif t is float:
+                if (1e-4 <= v < 1e16 or -1e16 < v <= -1e-4) and not v.is_integer():
+                    continue
+                r = _Fragment(_js_float(v))
+            elif t is dict or t is list or t is tuple:
+                r = _js_ready(v)
+                if r is v:
+                    continue
+            else:
+                r = _js_ready_other(v)
+            if new is None:
+                new = dict(o)
+            new[k] = r
+        return o if new is None else new
+    if t is list or t is tuple:
+        copy: list[Any] | None = None
+        for i, v in enumerate(o):
+            t = type(v)
+            if t is str or v is None or t is bool:
+                continue
+            if t is int:
+                if -_MAX_SAFE <= v <= _MAX_SAFE:
+                    continue
+                r = _Fragment(_js_int(v))
+            elif t is float:
+                if (1e-4 <= v < 1e16 or -1e16 < v <= -1e-4) and not v.is_integer():
+                    continue
+                r = _Fragment(_js_float(v))
+            elif t is dict or t is list or t is tuple:
+                r = _js_ready(v)
+                if r is v:
+                    continue
+            else:
+                r = _js_ready_other(v)
+            if copy is None:
+                copy = list(o)
+            copy[i] = r
+        return o if copy is None else copy
+    return _js_ready_other(o)
+
+
+def _js_ready_other(v: object) -> object:
+    """_js_ready for any single value, including subclasses of the JSON types."""
+    if isinstance(v, str):
+        return str.__str__(v)
+    if v is None or v is True or v is False:
+        return v
+    if isinstance(v, int):
+        return v if type(v) is int and -_MAX_SAFE <= v <= _MAX_SAFE else _Fragment(_js_int(v))
+    if isinstance(v, float):
+        return _Fragment(_js_float(v))
+    if isinstance(v, dict):
+        return _js_ready(v if type(v) is dict else dict(v.items()))
+    if isinstance(v, (list, tuple)):
+        return _js_ready(v if type(v) in (list, tuple) else list(v))
+    _not_serializable(v)
+
+
+def _encode(o: object, parts: list[str], plain_ids: set[int]) -> None:
+    # One function for every kind of value, so one Python frame per nesting level: this
+    # encoder reaches nearly the depth the C encoder reaches.
+    if isinstance(o, str):
+        parts.append(_encode_str(o))
+    elif o is None:
+        parts.append("null")
+    elif o is True:
+        parts.append("true")
+    elif o is False:
+        parts.append("false")
+    elif isinstance(o, int):
+        parts.append(_js_int(o))
+    elif isinstance(o, float):
+        parts.append(_js_float(o))
+    elif id(o) in plain_ids:  # the value holds o, so its id cannot be reused meanwhile
+        parts.append(_c_encode(o))
+    elif isinstance(o, dict):
+        sep = "{"
+        for k, v in _ordered_items(o):
+            parts.append(sep)
+            parts.append(_encode_str(k))
+            parts.append(":")
+            _encode(v, parts, plain_ids)
+            sep = ","
+        parts.append("}" if sep == "," else "{}")
+    elif isinstance(o, (list, tuple)):
+        sep = "["
+        for v in o:
+            parts.append(sep)
+            _encode(v, parts, plain_ids)
+            sep = ","
+        parts.append("]" if sep == "," else "[]")
+    else:
+        _not_serializable(o)
+
+
+def _python_dumps(value: object) -> str:
+    plain_ids: set[int] = set()
+    parts: list[str] = []
+    try:
+        if isinstance(value, (dict, list, tuple)):
+            _mark_plain(value, plain_ids)
+        _encode(value, parts, plain_ids)
+    except RecursionError:
+        raise ValueError("value is circular or nested too deeply for JSON") from None
+    return _fix_surrogates("".join(parts))
+
+
+def dumps(value: object) -> str:
+    """``JSON.stringify(value)`` for a JSON-like value, byte for byte."""
+    try:
+        if isinstance(value, (dict, list, tuple)):
+            if _Fragment is not None and _orjson_dumps is not None:
+                try:
+                    return _orjson_dumps(_js_ready(value)).decode()
+                except _OrjsonEncodeError:  # surrogates, or nesting past orjson's limit
+                    pass
+            elif type(value) in (dict, list, tuple) and _plain(value):
+                if _orjson_dumps is not None:
+                    try:
+                        return _orjson_dumps(value).decode()
+                    except _OrjsonEncodeError:
+                        pass
+                return _fix_surrogates(_c_encode(value))
+        return _python_dumps(value)
+    except RecursionError:
+        raise ValueError("value is circular or nested too deeply for JSON") from None
+
+
+# --------------------------------------------------------------------------------------------
+# loads
+# --------------------------------------------------------------------------------------------
+
+
+def decode_utf8(data: bytes | bytearray | memoryview) -> str:
+    """Decode UTF-8 as Node's ``buffer.toString("utf8")`` and ``TextDecoder`` do.
+
+    Both follow the WHATWG decoder: each maximal invalid subsequence becomes one U+FFFD, which
+    is what Python's ``errors="replace"`` produces too (checked byte for byte against Node in
+    the tests).  A leading BOM is kept as U+FEFF, as ``readFileSync(path, "utf8")`` -- what Pi
+    reads session files with -- keeps it (``TextDecoder`` would drop it).
+    """
+    return bytes(data).decode("utf-8", "replace")
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"JSON.parse does not accept {name}")
+
+
+def _parse_int(s: str) -> int | float:
+    # Same numbers as orjson: exact in [-2**63, 2**64), the JavaScript double beyond (float()
+    # also sidesteps int()'s 4300-digit limit, where JavaScript would hold Infinity).
+    if len(s) < 19:
+        return int(s)
+    if len(s) <= 21:
+        n = int(s)
+        if -(2**63) <= n < 2**64:
+            return n
+    return float(s)
+
+
+_json_decode = json.JSONDecoder(parse_constant=_reject_constant, parse_int=_parse_int).decode
+
+
+def _as_str(text: object) -> str:
+    if isinstance(text, str):
+        return text
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        return decode_utf8(text)
+    raise TypeError(f"the JSON text must be str or bytes, not {type(text).__name__}")
+
+
+def _loads_json(text: str) -> object:
+    try:
+        return _json_decode(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to parse") from None
+
+
+if _orjson is not None:
+    _orjson_loads = _orjson.loads
+    _OrjsonDecodeError = _orjson.JSONDecodeError
+
+    def loads(text: str | bytes | bytearray | memoryview) -> object:
+        """``JSON.parse(text)``; raises ValueError for anything JSON.parse rejects."""
+        try:
+            return _orjson_loads(text)
+        except _OrjsonDecodeError:
+            pass
+        return _loads_json(_as_str(text))
+
+else:  # pragma: no cover - exercised only where orjson is not installed
+
+    def loads(text: str | bytes | bytearray | memoryview) -> object:
+        """``JSON.parse(text)``; raises ValueError for anything JSON.parse rejects."""
+        return _loads_json(_as_str(text))

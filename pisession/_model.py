@@ -1,0 +1,685 @@
+"""Typed, frozen value objects for everything a Pi session file holds.
+
+The rest of pisession stores entries as *wire dicts* (the parsed JSON of a line, camelCase keys,
+Pi's key order); these classes are the typed view handed to users. :mod:`pisession._codec` turns
+one into the other (``from_wire`` / ``to_wire``) without losing anything: unknown keys live in
+``extra``, the key order a file used is remembered, and shapes that fit no class are kept by the
+``Unknown*`` classes.
+
+Build objects with keyword arguments; omitted optional fields are :data:`UNSET` (absent from the
+JSON), while ``None`` is written as ``null``::
+
+    >>> from pisession import UserMessage, to_wire
+    >>> msg = UserMessage(content="Fix the failing test", timestamp=1733234400000)
+    >>> to_wire(msg)
+    {'role': 'user', 'content': 'Fix the failing test', 'timestamp': 1733234400000}
+    >>> manager.append_message(msg)  # doctest: +SKIP
+
+This module holds data only: no I/O and no conversion logic.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Final, Literal
+
+import attrs
+
+__all__ = [
+    "UNSET",
+    "Unset",
+    "StopReason",
+    "ThinkingLevel",
+    # content blocks
+    "TextContent",
+    "ImageContent",
+    "ThinkingContent",
+    "ToolCall",
+    "UnknownContent",
+    "ContentBlock",
+    "UserContent",
+    "AssistantContent",
+    "ToolResultContent",
+    # usage
+    "Cost",
+    "Usage",
+    # messages
+    "SystemMessage",
+    "UserMessage",
+    "AssistantMessage",
+    "ToolResultMessage",
+    "BashExecutionMessage",
+    "CustomMessage",
+    "BranchSummaryMessage",
+    "CompactionSummaryMessage",
+    "UnknownMessage",
+    "Message",
+    # entries
+    "SessionHeader",
+    "MessageEntry",
+    "ThinkingLevelChangeEntry",
+    "ModelChangeEntry",
+    "UsageEntry",
+    "CompactionEntry",
+    "ContextEditReplacement",
+    "ContextEditEntry",
+    "BranchSummaryEntry",
+    "CustomEntry",
+    "CustomMessageEntry",
+    "LabelEntry",
+    "SessionInfoEntry",
+    "UnknownEntry",
+    "Entry",
+    "FileEntry",
+    # context
+    "ModelRef",
+    "SessionContext",
+    "ModelObject",
+]
+
+
+class _UnsetType(enum.Enum):
+    """Type of :data:`UNSET`; an enum so that ``x is UNSET`` narrows types under mypy."""
+
+    UNSET = "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = _UnsetType.UNSET
+"""A field left out of the JSON (JavaScript's ``undefined``), as opposed to ``None`` (``null``).
+
+It is falsy, so ``if entry.note:`` reads like Pi's ``if (entry.note)``::
+
+    >>> LabelEntry(id="a1b2c3d4", parent_id=None, timestamp="...", target_id="x").label
+    UNSET
+"""
+
+Unset = Literal[_UnsetType.UNSET]
+"""Annotation for :data:`UNSET`: ``note: str | Unset = UNSET``."""
+
+StopReason = Literal["pending", "stop", "length", "toolUse", "error", "aborted", "deferred"]
+"""Stop reasons Pi 1.6.0 knows. ``AssistantMessage.stop_reason`` is a plain ``str`` so that a newer
+Pi's reasons still read as an assistant message."""
+
+ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+"""Thinking levels Pi 1.6.0 knows. Session fields holding a level are plain ``str``: Pi stores any string."""
+
+
+class _ReadOnlyDict(dict[str, Any]):
+    """The ``extra`` of a model object: a dict (so JSON encoders take it) that refuses changes."""
+
+    __slots__ = ()
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("extra is read-only; build a new object with attrs.evolve(obj, extra=...)")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_ReadOnlyDict, (dict(self),))
+
+    def __repr__(self) -> str:
+        return dict.__repr__(self)
+
+
+_EMPTY: Mapping[str, Any] = _ReadOnlyDict()
+
+
+def _read_only(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return value if type(value) is _ReadOnlyDict else _ReadOnlyDict(value)
+
+
+def _freeze(value: Any) -> Any:
+    # Lists become tuples so that a decoded object equals one built from Python, and frozen
+    # objects shared by index snapshots cannot be changed through their sequences.
+    return tuple(value) if type(value) is list else value
+
+
+# One converter per annotation: mypy's attrs plugin takes a field's __init__ type from its
+# converter's parameter, and cannot do so from a generic one.
+def _user_content(value: UserContent | Unset | None) -> UserContent | Unset | None:
+    return _freeze(value)  # type: ignore[no-any-return]
+
+
+def _assistant_content(value: AssistantContent | Unset | None) -> AssistantContent | Unset | None:
+    return _freeze(value)  # type: ignore[no-any-return]
+
+
+def _tool_result_content(value: ToolResultContent | Unset | None) -> ToolResultContent | Unset | None:
+    return _freeze(value)  # type: ignore[no-any-return]
+
+
+def _replacement_content(value: UserContent | AssistantContent) -> UserContent | AssistantContent:
+    return _freeze(value)  # type: ignore[no-any-return]
+
+
+def _any_seq(value: Sequence[Any] | Unset) -> Sequence[Any] | Unset:
+    return _freeze(value)  # type: ignore[no-any-return]
+
+
+def _messages(value: Sequence[Message]) -> Sequence[Message]:
+    return _freeze(value)  # type: ignore[no-any-return]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000  # Pi's Date.now()
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class _Wire:
+    """Fields every model class has: unknown wire keys and the remembered key order.
+
+    ``extra`` holds the wire keys the class does not model, in file order. ``_wire_keys`` is the
+    key order of the dict an object was read from (``None`` for objects built in Python, which
+    serialise in Pi's canonical order); it takes no part in equality.
+    """
+
+    extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_read_only)
+    _wire_keys: tuple[str, ...] | None = attrs.field(default=None, eq=False, alias="_wire_keys")
+
+    def __repr__(self) -> str:
+        parts = []
+        for a in attrs.fields(type(self)):
+            if a.name in ("extra", "_wire_keys"):
+                continue
+            value = getattr(self, a.name)
+            if value is not UNSET:
+                parts.append(f"{a.name}={value!r}")
+        if self.extra:
+            parts.append(f"extra={dict(self.extra)!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+# --------------------------------------------------------------------------- content blocks
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class TextContent(_Wire):
+    """``{"type": "text", "text", "textSignature"?}``: ``TextContent(text="Done.")``."""
+
+    type: ClassVar[Literal["text"]] = "text"
+    text: str
+    text_signature: str | Unset | None = UNSET
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class ImageContent(_Wire):
+    """``{"type": "image", "data", "mimeType"}``: ``ImageContent(data=b64, mime_type="image/png")``."""
+
+    type: ClassVar[Literal["image"]] = "image"
+    data: str
+    mime_type: str
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class ThinkingContent(_Wire):
+    """``{"type": "thinking", "thinking", "thinkingSignature"?, "redacted"?}``."""
+
+    type: ClassVar[Literal["thinking"]] = "thinking"
+    thinking: str
+    thinking_signature: str | Unset | None = UNSET
+    redacted: bool | Unset | None = UNSET
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class ToolCall(_Wire):
+    """``{"type": "toolCall", "id", "name", "arguments", ...}``.
+
+    ``ToolCall(id="call_1", name="read", arguments={"path": "README.md"})``
+    """
+
+    type: ClassVar[Literal["toolCall"]] = "toolCall"
+    id: str
+    name: str
+    arguments: Mapping[str, Any]
+    thought_signature: str | Unset | None = UNSET
+    namespace: str | Unset | None = UNSET
+    arguments_error: str | Unset | None = UNSET
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class UnknownContent(_Wire):
+    """A content block of a type pisession does not know, or whose fields do not fit its type.
+
+    Every key but ``type`` is in ``extra``; ``type`` is :data:`UNSET` when the block has no
+    string ``type`` (the raw value is then in ``extra``).
+    """
+
+    type: str | Unset = UNSET
+
+
+ContentBlock = TextContent | ImageContent | ThinkingContent | ToolCall | UnknownContent
+"""Any content block. Decoding never fails on a JSON object: misfits become :class:`UnknownContent`."""
+
+UserContent = str | Sequence[TextContent | ImageContent | UnknownContent]
+"""Content of user, custom and system messages (and of ``custom_message`` entries)."""
+
+AssistantContent = Sequence[TextContent | ThinkingContent | ToolCall | UnknownContent]
+ToolResultContent = Sequence[TextContent | ImageContent | UnknownContent]
+
+
+# --------------------------------------------------------------------------- usage
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class Cost(_Wire):
+    """Dollar cost of one call: ``{input, output, cacheRead, cacheWrite, total, totalFromProvider?}``."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+    total: float
+    total_from_provider: bool | Unset | None = UNSET
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class Usage(_Wire):
+    """Token counts and cost: ``{input, output, cacheRead, cacheWrite, totalTokens, cost, ...}``.
+
+    ``reasoning`` is already part of ``output``. ``cache_write_1h`` (wire ``cacheWrite1h``) is
+    the part of ``cache_write`` kept for an hour. Objects built in Python put the optional
+    counts after ``cost``, where Pi's providers add them::
+
+        Usage(input=10, output=5, cache_read=0, cache_write=0, total_tokens=15,
+              cost=Cost(input=0.00003, output=0.000075, cache_read=0, cache_write=0, total=0.000105))
+    """
+
+    input: int
+    output: int
+    cache_read: int
+    cache_write: int
+    total_tokens: int
+    cost: Cost
+    cache_write_1h: int | Unset = UNSET
+    reasoning: int | Unset = UNSET
+
+
+# --------------------------------------------------------------------------- messages
+# Message timestamps are Unix milliseconds (None where Pi computed NaN from a bad entry
+# timestamp); entry timestamps are ISO strings. Objects built in Python default to "now".
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class SystemMessage(_Wire):
+    """Prompt and tool state. ``sections`` patch by name (``None`` deletes one).
+
+    ``replace=True`` (a pisession seed extension, ignored by Pi 1.6.0) starts a fresh baseline.
+    ``tools_added`` holds tool declarations (``{"name", "description", "parameters", ...}``),
+    ``tools_removed`` holds ``{"name"}`` references::
+
+        SystemMessage(content="You are terse.", sections={"style": "<style>short</style>"})
+    """
+
+    role: ClassVar[Literal["system"]] = "system"
+    content: UserContent | Unset | None = attrs.field(converter=_user_content)
+    sections: Mapping[str, str | None] | Unset = UNSET
+    tools_added: Sequence[Any] | Unset = attrs.field(default=UNSET, converter=_any_seq)
+    tools_removed: Sequence[Any] | Unset = attrs.field(default=UNSET, converter=_any_seq)
+    replace: bool | Unset | None = UNSET
+    timestamp: int | float | None = attrs.field(factory=_now_ms)
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class UserMessage(_Wire):
+    """A user turn; content is a string or text/image blocks::
+
+    UserMessage(content="What does this do?")
+    UserMessage(content=[TextContent(text="Look:"), ImageContent(data=b64, mime_type="image/png")])
+    """
+
+    role: ClassVar[Literal["user"]] = "user"
+    content: UserContent | Unset | None = attrs.field(converter=_user_content)
+    timestamp: int | float | None = attrs.field(factory=_now_ms)
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class AssistantMessage(_Wire):
+    """A model response. ``content`` is text, thinking and tool-call blocks.
+
+    Required fields come in the order Pi's providers build them; the optional ones follow
+    ``timestamp`` because Pi assigns them after the message object exists.
+    """
+
+    role: ClassVar[Literal["assistant"]] = "assistant"
+    content: AssistantContent | Unset | None = attrs.field(converter=_assistant_content)
+    api: str
+    provider: str
+    model: str
+    usage: Usage
+    stop_reason: str
+    timestamp: int | float | None = attrs.field(factory=_now_ms)
+    response_model: str | Unset | None = UNSET
+    response_id: str | Unset | None = UNSET
+    provider_thinking_level: str | Unset | None = UNSET
+    thinking_level: str | Unset | None = UNSET
+    diagnostics: Any = UNSET
+    deferred: Any = UNSET
+    error_message: str | Unset | None = UNSET
+    raw_stop_reason: str | Unset | None = UNSET
+    end_turn: bool | Unset | None = UNSET
+    duration_ms: int | float | Unset | None = UNSET
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class ToolResultMessage(_Wire):
+    """The result of one tool call::
+
+    ToolResultMessage(tool_call_id="call_1", tool_name="read",
+                      content=[TextContent(text="# README")], is_error=False)
+    """
+
+    role: ClassVar[Literal["toolResult"]] = "toolResult"
+    tool_call_id: str
+    tool_name: str
+    content: ToolResultContent | Unset | None = attrs.field(converter=_tool_result_content)
+    details: Any = UNSET
+    usage: Usage | Unset | None = UNSET
+    nested_calls: Any = UNSET
+    is_error: bool
+    duration_ms: int | float | Unset | None = UNSET
+    timestamp: int | float | None = attrs.field(factory=_now_ms)
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class BashExecutionMessage(_Wire):
+    """A ``!command`` the user ran; ``exit_code`` is UNSET when the command did not finish."""
+
+    role: ClassVar[Literal["bashExecution"]] = "bashExecution"
+    command: str
+    output: str
+    exit_code: int | Unset | None = UNSET
+    cancelled: bool
+    truncated: bool
+    full_output_path: str | Unset | None = UNSET
+    timestamp: int | float | None = attrs.field(factory=_now_ms)
+    exclude_from_context: bool | Unset | None = UNSET
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class CustomMessage(_Wire):
+    """An extension's message in model context (built by Pi from a ``custom_message`` entry)."""
+
+    role: ClassVar[Literal["custom"]] = "custom"
+    custom_type: str
+    content: UserContent | Unset | None = attrs.field(converter=_user_content)
+    display: bool
+    details: Any = UNSET
+    timestamp: int | float | None = attrs.field(factory=_now_ms)
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class BranchSummaryMessage(_Wire):
+    """Summary of an abandoned branch, as it appears in model context."""
+
+    role: ClassVar[Literal["branchSummary"]] = "branchSummary"
+    summary: str
+    from_id: str | None
+    timestamp: int | float | None = attrs.field(factory=_now_ms)
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class CompactionSummaryMessage(_Wire):
+    """Summary of compacted history, as it appears in model context."""
+
+    role: ClassVar[Literal["compactionSummary"]] = "compactionSummary"
+    summary: str
+    tokens_before: int
+    timestamp: int | float | None = attrs.field(factory=_now_ms)
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class UnknownMessage(_Wire):
+    """A message of a role pisession does not know, or whose fields do not fit its role.
+
+    Every key but ``role`` is in ``extra``; ``role`` is :data:`UNSET` when there is no string role.
+    """
+
+    role: str | Unset = UNSET
+
+
+Message = (
+    SystemMessage
+    | UserMessage
+    | AssistantMessage
+    | ToolResultMessage
+    | BashExecutionMessage
+    | CustomMessage
+    | BranchSummaryMessage
+    | CompactionSummaryMessage
+    | UnknownMessage
+)
+"""Any AgentMessage. Decoding never fails on a JSON object: misfits become :class:`UnknownMessage`."""
+
+
+# --------------------------------------------------------------------------- entries
+# Every entry has id, parent_id (None for a root) and timestamp (the ISO string as written).
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class SessionHeader(_Wire):
+    """First line of a session file: ``SessionHeader(id=..., timestamp=..., cwd="/project")``.
+
+    Pi only requires a string ``id`` and reads ``timestamp`` and ``cwd`` defensively, so a header
+    whose ``timestamp``/``cwd``/``version``/``parentSession`` has another JSON type still reads as
+    a header: that field is :data:`UNSET` and the raw value stays in ``extra``.
+    """
+
+    type: ClassVar[Literal["session"]] = "session"
+    version: int | Unset = 3
+    id: str
+    timestamp: str | Unset
+    cwd: str | Unset
+    parent_session: str | Unset | None = UNSET
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class MessageEntry(_Wire):
+    """``{"type": "message", ..., "message": AgentMessage}``."""
+
+    type: ClassVar[Literal["message"]] = "message"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    message: Message
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class ThinkingLevelChangeEntry(_Wire):
+    type: ClassVar[Literal["thinking_level_change"]] = "thinking_level_change"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    thinking_level: str
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class ModelChangeEntry(_Wire):
+    type: ClassVar[Literal["model_change"]] = "model_change"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    provider: str
+    model_id: str
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class UsageEntry(_Wire):
+    """Model-attributed usage outside the context (``kind`` is free-form, e.g. ``"cache_warm"``)."""
+
+    type: ClassVar[Literal["usage"]] = "usage"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    kind: str
+    provider: str
+    model: str
+    usage: Usage
+    note: str | Unset | None = UNSET
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class CompactionEntry(_Wire):
+    """Checkpoint: context restarts from ``summary`` plus the entries from ``first_kept_entry_id``."""
+
+    type: ClassVar[Literal["compaction"]] = "compaction"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    summary: str
+    first_kept_entry_id: str
+    tokens_before: int
+    details: Any = UNSET
+    usage: Usage | Unset | None = UNSET
+    from_hook: bool | Unset | None = UNSET
+    system_message: SystemMessage | Unset = UNSET
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class ContextEditReplacement(_Wire):
+    """New content for a context edit's target: ``ContextEditReplacement(content="redacted")``."""
+
+    content: UserContent | AssistantContent = attrs.field(converter=_replacement_content)
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class ContextEditEntry(_Wire):
+    """Replaces (or, with ``replacement=None``, hides) an earlier entry's content in model context."""
+
+    type: ClassVar[Literal["context_edit"]] = "context_edit"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    target_id: str
+    replacement: ContextEditReplacement | None
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class BranchSummaryEntry(_Wire):
+    type: ClassVar[Literal["branch_summary"]] = "branch_summary"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    from_id: str
+    summary: str
+    details: Any = UNSET
+    usage: Usage | Unset | None = UNSET
+    from_hook: bool | Unset | None = UNSET
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class CustomEntry(_Wire):
+    """Extension state outside the context. Pi writes ``customType`` and ``data`` before ``id``.
+
+    ``data=UNSET`` writes no ``data`` key, ``data=None`` writes ``"data":null``.
+    """
+
+    type: ClassVar[Literal["custom"]] = "custom"
+    custom_type: str
+    data: Any = UNSET
+    id: str
+    parent_id: str | None
+    timestamp: str
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class CustomMessageEntry(_Wire):
+    """An extension message that takes part in model context. Pi writes ``id`` after ``details``."""
+
+    type: ClassVar[Literal["custom_message"]] = "custom_message"
+    custom_type: str
+    content: UserContent | Unset | None = attrs.field(converter=_user_content)
+    display: bool
+    details: Any = UNSET
+    id: str
+    parent_id: str | None
+    timestamp: str
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class LabelEntry(_Wire):
+    """Sets (or, when ``label`` is falsy, clears) the label of ``target_id``."""
+
+    type: ClassVar[Literal["label"]] = "label"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    target_id: str
+    label: str | Unset | None = UNSET
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class SessionInfoEntry(_Wire):
+    type: ClassVar[Literal["session_info"]] = "session_info"
+    id: str
+    parent_id: str | None
+    timestamp: str
+    name: str | Unset | None = UNSET
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class UnknownEntry(_Wire):
+    """An entry of a type pisession does not know, or whose fields do not fit its type.
+
+    A base field that is missing or not of its JSON type is :data:`UNSET` and the raw value, like
+    every other key, is in ``extra``; ``to_wire`` gives back exactly the dict that was read.
+    """
+
+    type: str | Unset = UNSET
+    id: str | Unset = UNSET
+    parent_id: str | Unset | None = UNSET
+    timestamp: str | Unset = UNSET
+
+
+Entry = (
+    MessageEntry
+    | ThinkingLevelChangeEntry
+    | ModelChangeEntry
+    | UsageEntry
+    | CompactionEntry
+    | ContextEditEntry
+    | BranchSummaryEntry
+    | CustomEntry
+    | CustomMessageEntry
+    | LabelEntry
+    | SessionInfoEntry
+    | UnknownEntry
+)
+"""Any session entry (not the header). Decoding never fails on a JSON object: misfits become
+:class:`UnknownEntry`."""
+
+FileEntry = SessionHeader | Entry
+
+
+# --------------------------------------------------------------------------- context
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class ModelRef(_Wire):
+    """The model in effect: wire ``{"provider", "modelId"}``."""
+
+    provider: str
+    model_id: str
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class SessionContext(_Wire):
+    """What Pi sends to the model: wire ``{"messages", "thinkingLevel", "model"}``."""
+
+    messages: Sequence[Message] = attrs.field(converter=_messages)
+    thinking_level: str
+    model: ModelRef | None
+
+
+ModelObject = (
+    ContentBlock | Cost | Usage | Message | FileEntry | ContextEditReplacement | ModelRef | SessionContext
+)
+"""Every model class (what ``to_wire`` accepts besides plain JSON values)."""
