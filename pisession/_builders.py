@@ -67,7 +67,7 @@ def build_session_context(entries: EntriesLike, leaf_id: str | None | Unset = UN
 
 
 def _messages(wire: Sequence[Any]) -> list[Message]:
-    return [from_wire(m) for m in wire if isinstance(m, Mapping)]  # type: ignore[misc]
+    return [from_wire(m, Message) for m in wire if isinstance(m, Mapping)]
 
 
 def session_entry_to_context_messages(entry: Entry | Mapping[str, Any]) -> list[Message]:
@@ -103,4 +103,4 @@ def get_current_system_message(
     1.6.0 ignores the flag: pass ``honour_replace=False`` for its behaviour).
     """
     replayed = _context.current_system_message((_wire(m) for m in messages), honour_replace=honour_replace)
-    return None if replayed is None else from_wire(replayed)  # type: ignore[return-value]
+    return None if replayed is None else from_wire(replayed, Message)

@@ -59,9 +59,9 @@ class LazyMessages(Sequence[Message]):
             return tuple(self[j] for j in range(*i.indices(len(self))))
         model = self._models[i]
         if model is None:
-            model = from_wire(self._wire[i])  # type: ignore[assignment]
+            model = from_wire(self._wire[i], Message)
             self._models[i] = model
-        return model  # type: ignore[return-value]
+        return model
 
     def __iter__(self) -> Iterator[Message]:
         for i in range(len(self._wire)):
