@@ -138,6 +138,41 @@ def py_sample(metric: str, large: Path, branch_ids: list[str], list_cwd: str) ->
     raise ValueError(metric)
 
 
+SCALE_PARTS = ("open", "context_first", "get_tree", "list")
+
+
+def scale_table(reps: int) -> None:
+    """Each cost at 2,000, 20,000 and 200,000 entries, both implementations."""
+    files = sorted(DATA.glob("scale-*.jsonl"), key=lambda p: int(p.stem.split("-")[1]))
+    print(f"\n{'entries':>8} {'MB':>6} " + " ".join(f"{p + ' py/pi (ms)':>26}" for p in SCALE_PARTS))
+    for path in files:
+        cells = []
+        for part in SCALE_PARTS:
+            ours, theirs = [], []
+            for _ in range(max(1, reps // 2)):
+                out = pi_sample(f"scale_{part}", ["--scale", str(path)])
+                theirs.append(out[path.stem][part]["median_ms"])
+                ours.append(scale_sample(part, path))
+            a, b = statistics.median(ours), statistics.median(theirs)
+            cells.append(f"{a:>10.1f} / {b:>8.1f} ({a / b:4.2f})")
+        entries = path.stem.split("-")[1]
+        print(f"{entries:>8} {path.stat().st_size / 1e6:>6.0f} " + " ".join(f"{c:>26}" for c in cells), flush=True)
+
+
+def scale_sample(part: str, path: Path) -> float:
+    if part == "open":
+        return timed(lambda: SessionManager.open(path))
+    manager = SessionManager.open(path)
+    if part == "context_first":
+        return timed(manager.build_session_context)
+    if part == "get_tree":
+        return timed(manager.get_tree)
+    with tempfile.TemporaryDirectory() as tmp:
+        os.symlink(path, Path(tmp) / path.name)
+        header = json.loads(path.open(encoding="utf-8").readline())
+        return timed(lambda: SessionManager.list(header["cwd"], tmp))
+
+
 def pi_value(metric: str, sample: dict) -> float:
     if metric == "open_memory":
         return float(sample["peak_rss_delta_bytes"])
@@ -149,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--metrics", default=",".join(TARGETS))
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--scale", action="store_true", help="also show how costs grow from 2,000 to 200,000 entries")
     args = parser.parse_args(argv)
     ensure_data()
     large = DATA / "large.jsonl"
@@ -181,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         mark = "" if target is None else ("ok" if ratio <= target else "MISS")
         print(f"{metric:<16}{a * scale:>11.4f} {unit}{b * scale:>11.4f} {unit}{ratio:>8.3f}"
               f"{'' if target is None else target:>8} {mark}", flush=True)
+    if args.scale:
+        scale_table(args.reps)
     size = large.stat().st_size
     if "open_memory" in results:
         print(f"peak memory opening {size / 1e6:.1f} MB: {results['open_memory']['median_pisession'] / size:.2f} x file size")

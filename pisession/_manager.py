@@ -22,7 +22,7 @@ from ._errors import EntryNotFoundError, InvalidContextEditError, InvalidSession
 from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, iso_from_ms
 from ._index import TreeIndex
 from ._js import MISSING, bulk, js_date_ms, js_to_number, js_truthy
-from ._json import dumps
+from ._json import dumps, dumps_bytes
 from ._load import (
     CURRENT_SESSION_VERSION,
     Record,
@@ -83,11 +83,11 @@ def _put(entry: WireEntry, key: str, value: Any) -> None:
 def _serialise(entry: WireEntry) -> tuple[WireEntry, bytes]:
     """The entry as plain JSON and its line (model objects nested in dicts converted)."""
     try:
-        text = dumps(entry)
+        data = dumps_bytes(entry)
     except TypeError:
         entry = to_wire(entry)
-        text = dumps(entry)
-    return entry, (text + "\n").encode("utf-8", "surrogatepass")
+        data = dumps_bytes(entry)
+    return entry, data + b"\n"
 
 
 def _is_conversation(entry: Mapping[str, Any]) -> bool:
