@@ -528,6 +528,13 @@ class SessionManager:
             lock = self._file.lock if self._persist and self._file is not None else None
             if lock is not None:
                 lock.acquire()
+            try:
+                if self._flushed and not self._batch_depth:
+                    self._sync_for_check()  # once per batch: nobody with the lock writes after this
+            except BaseException:
+                if lock is not None:
+                    lock.release()
+                raise
             self._batch_depth += 1
             try:
                 yield self
