@@ -141,6 +141,7 @@ class SessionManager:
         self._flushed = False
         self._has_conversation = False
         self._batch_depth = 0
+        self._unreported: builtins.list[int] = []  # others' entries refresh() has not returned yet
         if persist and self._session_dir and not os.path.exists(self._session_dir):
             make_private_dirs(self._session_dir)
         if session_file:
@@ -447,16 +448,12 @@ class SessionManager:
         A file that was replaced or shrank is read again from the start.
         """
         with self._mutex:
-            before = len(self._index)
-            if not self._sync():
-                return []
-            if move_leaf:
-                last = self._index.last_position()
-                if last is not None:
-                    self._leaf_id = self._index.id_at(last)
-            if len(self._index) < before:
-                before = 0  # the file was replaced by a shorter one: everything is new to us
-            return [self._index.model_at(p) for p in range(before, len(self._index))]
+            self._sync()
+            positions, self._unreported = self._unreported, []
+            if move_leaf and positions:
+                self._leaf_id = self._index.id_at(positions[-1])
+            index = self._index
+            return [index.model_at(p) for p in positions if p < len(index)]
 
     def follow(self, poll_interval: float = 0.25, *, stop: threading.Event | None = None) -> Iterator[Entry]:
         """Yield entries as other writers append them, polling every ``poll_interval`` seconds::
@@ -493,7 +490,9 @@ class SessionManager:
 
     def _absorb(self, new: _Records) -> None:
         body = [r for r in new if r[0].type != "session"]
+        before = len(self._index)
         self._index = self._index.append_records(body)
+        self._unreported.extend(range(before, len(self._index)))
         if not self._has_conversation:
             self._has_conversation = any(
                 r[0].type == "message"
@@ -510,7 +509,10 @@ class SessionManager:
         header, records, _ = self._file.load()
         if header is None:
             raise InvalidSessionError(f"Session file is no longer a valid pi session: {self._file.path}")
+        count = len(self._index)
         self._adopt_records(header, records, rewrite=False)
+        # The file was replaced: positions changed; report whatever lies past the old length.
+        self._unreported = list(range(min(count, len(self._index)), len(self._index)))
         if not was_tip and leaf in self._index:
             self._leaf_id = leaf
 
@@ -558,13 +560,7 @@ class SessionManager:
         # Inside batch() the lock was never released: only a writer that takes no lock could
         # have written since, and SessionFile.append notices that from the write position.
         if self._flushed and not self._batch_depth:
-            was_tip = self._leaf_is_tip()
-            if self._sync() and was_tip:
-                # Another writer continued the conversation we were at the end of: follow it,
-                # so our entry does not fork the session behind its back.
-                last = self._index.last_position()
-                if last is not None:
-                    self._leaf_id = self._index.id_at(last)
+            self._sync_for_check()
         if stamp_first:
             timestamp = iso_from_ms(self._clock.now_ms())
             entry_id = self._ids.entry_id(self._index)
@@ -752,11 +748,24 @@ class SessionManager:
                 )
 
     def _sync_for_check(self) -> None:
-        was_tip = self._leaf_is_tip()
-        if self._sync() and was_tip:
-            last = self._index.last_position()
-            if last is not None:
-                self._leaf_id = self._index.id_at(last)
+        """Absorb other writers' entries; if one continues from our leaf, move the leaf to the
+        newest such entry, so an append does not fork the conversation behind their back.
+        Entries that do not descend from the leaf (another branch, a side entry) leave it."""
+        before = len(self._index)
+        if not self._sync():
+            return
+        index = self._index
+        if self._leaf_id is None:
+            if before == 0 and len(index):  # we had nothing: take what the others wrote
+                self._leaf_id = index.id_at(len(index) - 1)
+            return
+        leaf = index.position(self._leaf_id) if js_truthy(self._leaf_id) else None
+        if leaf is None:
+            return
+        for pos in range(len(index) - 1, max(leaf, min(before, len(index)) - 1), -1):
+            if _descends(index, pos, leaf):
+                self._leaf_id = index.id_at(pos)
+                return
 
     def _check_context_edit(self, target_id: str, replacement: Any) -> Any:
         if replacement is not None and not (
@@ -1057,6 +1066,18 @@ _JS_SPACE = (
     "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
+
+
+def _descends(index: TreeIndex, pos: int, ancestor: int) -> bool:
+    """Whether ``ancestor`` lies on the path from ``pos`` to its root."""
+    if pos == ancestor:
+        return False
+    if index.is_regular:
+        # Parents precede children: stop as soon as the walk passes below the ancestor.
+        while pos > ancestor:
+            pos = index.parent_position(pos)
+        return pos == ancestor
+    return ancestor in index.path_positions(pos)
 
 
 def _hashable(value: Any) -> bool:

@@ -209,3 +209,36 @@ def test_create_branched_session_drops_and_rebuilds_labels(tmp_path: Path, clock
     assert [e["type"] for e in written[1:]] == ["message", "message", "label"]
     assert written[2]["parentId"] == u
     assert written[3]["parentId"] == a and written[3]["targetId"] == u
+
+
+def test_a_side_entry_from_another_writer_does_not_capture_the_leaf(
+    tmp_path: Path, clock: StepClock, ids: CountingIds
+) -> None:
+    a = make(tmp_path, clock, ids)
+    u1 = a.append_message(user("u1"))
+    b = SessionManager.open(a.get_session_file() or "")
+    a1 = a.append_message(assistant("a1"))
+    b.refresh()
+    side = b.append_custom_entry("ext", {"n": 1})  # b's leaf is still u1: a side branch
+    assert b.get_entry(side).parent_id == u1  # type: ignore[union-attr]
+    u2 = a.append_message(user("u2"))
+    assert a.get_entry(u2).parent_id == a1  # type: ignore[union-attr]
+
+
+def test_a_continuation_by_another_writer_is_followed(tmp_path: Path, clock: StepClock, ids: CountingIds) -> None:
+    a = make(tmp_path, clock, ids)
+    a.append_message(user("u1"))
+    b = SessionManager.open(a.get_session_file() or "")
+    cont = b.append_message(assistant("continues a's conversation"))
+    mine = a.append_message(user("next"))
+    assert a.get_entry(mine).parent_id == cont  # type: ignore[union-attr]
+
+
+def test_refresh_reports_entries_absorbed_during_an_append(tmp_path: Path, clock: StepClock, ids: CountingIds) -> None:
+    a = make(tmp_path, clock, ids)
+    a.append_message(user("u1"))
+    b = SessionManager.open(a.get_session_file() or "")
+    x = a.append_message(user("x"))
+    b.append_custom_entry("ext")  # absorbs x first
+    assert [e.id for e in b.refresh()] == [x]
+    assert b.refresh() == []
