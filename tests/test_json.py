@@ -40,7 +40,7 @@ def route(name: str) -> Iterator[Callable[[object], str]]:
     try:
         if name == "orjson-fragment":
             if J._Fragment is None:
-                pytest.skip("orjson with Fragment (>= 3.10) is not installed")
+                pytest.skip("orjson with orjson.Fragment is not installed")
             yield J.dumps
         elif name == "orjson-plain":
             if J._orjson_dumps is None:
@@ -407,6 +407,30 @@ def test_decode_utf8() -> None:
     assert decode_utf8(b"\xe2\x82") == "\ufffd"
     assert decode_utf8(b"\xef\xbb\xbfx") == "\ufeffx"  # BOM kept, like readFileSync(, "utf8")
     assert decode_utf8(bytearray(b"\xc3\xa9")) == "é"
+
+
+def test_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The module as it is imported where orjson is not installed."""
+    import importlib.util
+    import sys
+
+    monkeypatch.setitem(sys.modules, "orjson", None)  # makes "import orjson" fail
+    try:
+        importlib.reload(J)
+        assert J.HAVE_ORJSON is False and J._Fragment is None and J._orjson_dumps is None
+        assert (
+            J.dumps({"b": [5.0, 1e-5, "\ud800"], "1": 2**60})
+            == '{"1":1152921504606847000,"b":[5,0.00001,"\\ud800"]}'
+        )
+        assert J.loads('{"a":"\\ud800","a":18446744073709551616}') == {"a": 1.8446744073709552e19}
+        assert J.loads(b'["\xff"]') == ["\ufffd"]
+        for bad in ("NaN", "[Infinity]", "[" * 5000 + "]" * 5000):
+            with pytest.raises(ValueError):
+                J.loads(bad)
+    finally:
+        monkeypatch.undo()
+        importlib.reload(J)
+    assert J.HAVE_ORJSON is (importlib.util.find_spec("orjson") is not None)
 
 
 def test_have_orjson() -> None:
