@@ -418,23 +418,9 @@ def _js_ready(o: Any) -> object:
             new = dict(_ordered_items(o))
             items = list(new.items())
         for k, v in items:
-            t = type(v)
-            if t is str or v is None or t is bool:
+            r = _ready_item(v)
+            if r is _SAME:
                 continue
-            if t is int:
-                if -_MAX_SAFE <= v <= _MAX_SAFE:
-                    continue
-                r: object = _Fragment(_js_int(v))
-            elif t is float:
-                if (1e-4 <= v < 1e16 or -1e16 < v <= -1e-4) and not v.is_integer():
-                    continue
-                r = _Fragment(_js_float(v))
-            elif t is dict or t is list or t is tuple:
-                r = _js_ready(v)
-                if r is v:
-                    continue
-            else:
-                r = _js_ready_other(v)
             if new is None:
                 new = dict(o)
             new[k] = r
@@ -442,28 +428,34 @@ def _js_ready(o: Any) -> object:
     if t is list or t is tuple:
         copy: list[Any] | None = None
         for i, v in enumerate(o):
-            t = type(v)
-            if t is str or v is None or t is bool:
+            r = _ready_item(v)
+            if r is _SAME:
                 continue
-            if t is int:
-                if -_MAX_SAFE <= v <= _MAX_SAFE:
-                    continue
-                r = _Fragment(_js_int(v))
-            elif t is float:
-                if (1e-4 <= v < 1e16 or -1e16 < v <= -1e-4) and not v.is_integer():
-                    continue
-                r = _Fragment(_js_float(v))
-            elif t is dict or t is list or t is tuple:
-                r = _js_ready(v)
-                if r is v:
-                    continue
-            else:
-                r = _js_ready_other(v)
             if copy is None:
                 copy = list(o)
             copy[i] = r
         return o if copy is None else copy
     return _js_ready_other(o)
+
+
+_SAME: Any = object()
+
+
+def _ready_item(v: Any) -> object:
+    """_js_ready for one member of a container: ``_SAME`` when orjson writes it as JS would."""
+    t = type(v)
+    if t is str or v is None or t is bool:
+        return _SAME
+    if t is int:
+        return _SAME if -_MAX_SAFE <= v <= _MAX_SAFE else _Fragment(_js_int(v))
+    if t is float:
+        if (1e-4 <= v < 1e16 or -1e16 < v <= -1e-4) and not v.is_integer():
+            return _SAME
+        return _Fragment(_js_float(v))
+    if t is dict or t is list or t is tuple:
+        r = _js_ready(v)
+        return _SAME if r is v else r
+    return _js_ready_other(v)
 
 
 def _js_ready_other(v: object) -> object:
