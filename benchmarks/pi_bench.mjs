@@ -154,7 +154,7 @@ function sfc32(a, b, c, d) {
 function makeRng(seed) { const r = sfc32(0x9e3779b9, 0x243f6a88 ^ seed, 0xb7e15162, seed * 2654435761); for (let i = 0; i < 20; i++) r(); return r; }
 function settle() { gc(); gc(); }
 
-// Timed samples: one untimed warm-up, then reps samples. setup() builds fresh state (untimed), run(state) is timed,
+// Timed samples: --warmup untimed runs, then reps samples. setup() builds fresh state (untimed), run(state) is timed,
 // teardown(state) cleans up (untimed).
 // Each sample list also carries .cpu: the process CPU time (user + system, all threads, µs resolution) of the same
 // runs, a cross-check when other work shares the machine.
