@@ -325,19 +325,30 @@ class SessionManager:
         self._session_file = resolve_path(path)
         self._file = SessionFile(self._session_file)
         if os.path.exists(self._session_file):
-            with self._file.lock, bulk():
-                self._load_file()
+            with bulk():
+                self._load_file(locked=False)
         else:
             self._new_session(None)
             self._session_file = resolve_path(path)
             self._file = SessionFile(self._session_file)
 
-    def _load_file(self) -> None:
+    def _load_file(self, *, locked: bool) -> None:
         assert self._file is not None
         try:
             header, records, needs_newline = self._file.load()
         except IsADirectoryError as error:
             raise InvalidSessionError(f"Session path is a directory: {self._file.path}") from error
+        needs_write = (
+            needs_newline
+            or (header is None and os.path.getsize(self._file.path) == 0)
+            or (header is not None and _version(header) < CURRENT_SESSION_VERSION)
+        )
+        if needs_write and not locked:
+            # Opening writes only to repair, migrate or initialise; only then is the lock taken
+            # (and the file read again under it), so reading a session leaves no trace.
+            with self._file.lock:
+                self._load_file(locked=True)
+            return
         if header is None:
             if os.path.getsize(self._file.path) > 0:
                 raise InvalidSessionError(f"Session file is not a valid pi session: {self._file.path}")
@@ -367,9 +378,7 @@ class SessionManager:
 
     def _adopt_records(self, header: WireEntry, records: _Records, *, rewrite: bool) -> None:
         """Take a scanned file as the session's content; old versions are migrated first."""
-        if js_to_number(header.get("version", 1) if header.get("version") is not None else 1) >= (
-            CURRENT_SESSION_VERSION
-        ):
+        if _version(header) >= CURRENT_SESSION_VERSION:
             self._header = header
             self._index = TreeIndex.from_records(r for r in records if r[0].type != "session")
             self._after_index()
@@ -1066,6 +1075,12 @@ _JS_SPACE = (
     "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
+
+
+def _version(header: Mapping[str, Any]) -> float:
+    """The header's version as Pi compares it (``header.version ?? 1``, JS number coercion)."""
+    version = header.get("version")
+    return js_to_number(1 if version is None else version)
 
 
 def _descends(index: TreeIndex, pos: int, ancestor: int) -> bool:

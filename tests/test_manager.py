@@ -242,3 +242,14 @@ def test_refresh_reports_entries_absorbed_during_an_append(tmp_path: Path, clock
     b.append_custom_entry("ext")  # absorbs x first
     assert [e.id for e in b.refresh()] == [x]
     assert b.refresh() == []
+
+
+def test_opening_a_current_session_writes_nothing_not_even_a_lock_file(tmp_path: Path) -> None:
+    source = Path(__file__).parents[1] / "pisession" / "data" / "sample.jsonl"
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(source.read_bytes())
+    manager = SessionManager.open(path)
+    manager.build_session_context()
+    manager.get_tree()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl"]
+    assert path.read_bytes() == source.read_bytes()
