@@ -61,7 +61,8 @@ def pi_sample(metric: str, extra: list[str]) -> dict:
         capture_output=True,
         text=True,
     ).stdout
-    return json.loads(out)["metrics"][metric]
+    metrics = json.loads(out)["metrics"]
+    return metrics["scale"] if metric.startswith("scale_") else metrics[metric]
 
 
 def timed(fn: Callable[[], object]) -> float:
@@ -126,12 +127,12 @@ def py_sample(metric: str, large: Path, branch_ids: list[str], list_cwd: str) ->
     if metric == "list":
         return timed(lambda: SessionManager.list(list_cwd, str(DATA / "dir300")))
     if metric == "open_memory":
+        # Peak of Python allocations while opening (tracemalloc), in a fresh interpreter.
         code = (
-            "import resource,sys,pisession\n"
-            "before=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "import tracemalloc,pisession\n"
+            "tracemalloc.start()\n"
             f"m=pisession.SessionManager.open({str(large)!r})\n"
-            "after=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-            "print((after-before)*1024)\n"
+            "print(tracemalloc.get_traced_memory()[1])\n"
         )
         out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
         return float(out.strip())
