@@ -198,6 +198,62 @@ class _Store:
                 return pending[i + 1 :]
         return []
 
+    def push_one(self, head: Head, raw: bytes | None, entry: WireEntry | None) -> bool:
+        """Append one entry with a string id whose string parent (or null) is already here;
+        False (nothing changed) for anything else, which ``extend`` then handles."""
+        entry_id = head.id
+        parent_id = head.parentId
+        if type(entry_id) is not str or entry_id in self.by_id or entry_id in self.waiting:
+            return False
+        if parent_id is None:
+            parent = NO_PARENT
+        elif type(parent_id) is str and parent_id:
+            parent = self.by_id.get(parent_id, NO_PARENT)
+            if parent == NO_PARENT:
+                return False
+        else:
+            return False
+        pos = len(self.ids)
+        kind = head.type
+        message = head.message
+        role = MISSING if message is None else message.role
+        self.dicts.append(entry)
+        self.raws.append(raw if entry is None else None)
+        self.models.append(None)
+        self.ids.append(entry_id)
+        self.types.append(kind)
+        self.parent_ids.append(parent_id)
+        self.stamps.append(head.timestamp)
+        self.roles.append(role)
+        self.by_id[entry_id] = pos
+        self.parents.append(parent)
+        kids = self.children.get(parent_id)
+        if kids is None:
+            self.children[parent_id] = [pos]
+        else:
+            kids.append(pos)
+        if kind == "label" or kind == "session_info":
+            self._note_facts(pos, head)
+        if parent == NO_PARENT:
+            compaction = thinking = model = NO_PARENT
+        else:
+            compaction = self.latest_compaction[parent]
+            thinking = self.latest_thinking[parent]
+            model = self.latest_model[parent]
+        if kind == "message":
+            if role == "assistant":
+                model = pos
+        elif kind == "compaction":
+            compaction = pos
+        elif kind == "thinking_level_change":
+            thinking = pos
+        elif kind == "model_change":
+            model = pos
+        self.latest_compaction.append(compaction)
+        self.latest_thinking.append(thinking)
+        self.latest_model.append(model)
+        return True
+
     def _note_facts(self, pos: int, head: Head) -> None:
         kind = head.type
         if kind == "label":
@@ -313,6 +369,8 @@ class TreeIndex:
         if not new:
             return self
         store = self._store
+        if len(new) == 1 and len(store) == self._n and store.regular and store.push_one(*new[0]):
+            return TreeIndex(store, self._n + 1)  # the append hot path: one regular entry
         if len(store) == self._n and store.regular:
             rest = store.extend(new)
             if not rest and store.regular:

@@ -552,7 +552,7 @@ def dumps_bytes(value: object) -> bytes:
     """
     if _orjson_dumps is not None and type(value) is dict:
         try:
-            out: bytes = _orjson_dumps(value, option=_STRICT)
+            out: bytes = _orjson_dumps(value, option=_STRICT)  # type: ignore[call-arg]
         except Exception:  # non-str keys, surrogates, big ints, unknown types: the careful path decides
             pass
         else:
