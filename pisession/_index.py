@@ -38,6 +38,9 @@ def _key(value: object) -> Hashable:
     return value
 
 
+hashable_key = _key
+
+
 def _role(head: Head) -> Any:
     message = head.message
     return MISSING if message is None else message.role
@@ -130,9 +133,12 @@ class _Store:
         pos = len(ids)
         for i, (head, raw, entry) in enumerate(pending):
             entry_id = head.id
-            key = entry_id if type(entry_id) is str else _key(entry_id)
-            if key in by_id or key in waiting:
+            if type(entry_id) is not str or entry_id in by_id or entry_id in waiting:
+                # A repeated, awaited or non-string id changes how earlier entries resolve
+                # (Pi's Map even gives undefined an entry): the general build handles it.
+                self.regular = False
                 return pending[i:]
+            key = entry_id
             parent_id = head.parentId
             kind = head.type
             message = head.message

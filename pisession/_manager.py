@@ -20,7 +20,7 @@ from ._codec import from_wire, to_wire
 from ._context import WireProjection, context_positions, current_system_message, project_leaf
 from ._errors import EntryNotFoundError, InvalidContextEditError, InvalidSessionError, PisessionError
 from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, iso_from_ms
-from ._index import TreeIndex
+from ._index import TreeIndex, hashable_key
 from ._js import MISSING, bulk, js_date_ms, js_to_number, js_truthy
 from ._json import dumps, dumps_bytes
 from ._load import (
@@ -1145,7 +1145,7 @@ def _build_regular_tree(index: TreeIndex, label_info: dict[Any, tuple[Any, Any]]
             nodes = (built[kids[0]],)
         else:
             nodes = tuple([built[c] for c in kids])
-        label, stamp = label_info.get(ids[pos], no_label) if label_info else no_label
+        label, stamp = label_info.get(hashable_key(ids[pos]), no_label) if label_info else no_label
         built[pos] = new(TreeNode, (index, pos, nodes, label, stamp))
     return tuple(built[r] for r in roots)
 
@@ -1179,7 +1179,7 @@ def _build_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
                 continue
             on_stack.discard(pos)
             kids = tuple(built[c] for c in children.get(pos, ()) if c in built)
-            label, stamp = label_info.get(ids[pos], (None, None))
+            label, stamp = label_info.get(hashable_key(ids[pos]), (None, None))
             built[pos] = TreeNode(index, pos, kids, label, stamp)
     return tuple(built[r] for r in roots if r in built)
 

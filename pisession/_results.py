@@ -186,7 +186,20 @@ class TreeNode(tuple):  # type: ignore[type-arg]
     __hash__ = None  # type: ignore[assignment]
 
     def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"entry": self.wire_entry, "children": [c.to_wire() for c in self.children]}
+        """``{entry, children, label?, labelTimestamp?}`` as Pi's getTree nodes, built without
+        recursion (sessions can be 100,000 entries deep)."""
+        root = self._shell()
+        stack: list[tuple[TreeNode, dict[str, Any]]] = [(self, root)]
+        while stack:
+            node, out = stack.pop()
+            for child in node.children:
+                shell = child._shell()
+                out["children"].append(shell)
+                stack.append((child, shell))
+        return root
+
+    def _shell(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"entry": self.wire_entry, "children": []}
         if self.label is not None:
             out["label"] = self.label
         if self.label_timestamp is not None:
