@@ -11,7 +11,7 @@ import attrs
 
 from ._js import MISSING, js_date_ms, js_trim
 from ._json import dumps
-from ._load import parse_line
+from ._load import open_regular, parse_line
 from ._paths import (
     cwd_matches,
     default_session_dir_path,
@@ -114,7 +114,7 @@ def _lines(data: bytes) -> list[bytes]:
 def build_session_info(path: str) -> SessionInfo | None:
     """The picker row of one file, or None when it is not a readable session."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             stats = os.fstat(handle.fileno())
             data = handle.read()
     except OSError:

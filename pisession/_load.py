@@ -6,8 +6,10 @@ only: Pi writes U+2028 and friends raw, so a generic line splitter would cut ent
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -32,6 +34,7 @@ __all__ = [
     "head_of",
     "scan_raw",
     "parse_raw",
+    "open_regular",
 ]
 
 CURRENT_SESSION_VERSION = 3
@@ -111,7 +114,7 @@ if msgspec is not None:
         """
         try:
             return _decode_head(raw), None
-        except _DecodeError:
+        except (*_DecodeError, RecursionError):  # deep nesting: the full parse decides
             entry = parse_line(raw)
             return None if entry is None else (head_of(entry), entry)
 
@@ -174,6 +177,22 @@ def iter_file_lines(fileobj: Any) -> Iterator[bytes]:
     yield pending
 
 
+def open_regular(path: str | os.PathLike[str]) -> Any:
+    """Open a regular file for binary reading; OSError for anything else.
+
+    O_NONBLOCK: a FIFO planted under a ``.jsonl`` name must not block discovery waiting for a
+    writer (it has no effect on regular files).
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_entries(path: str | os.PathLike[str]) -> tuple[list[WireEntry], bool, int]:
     """Parse a session file without writing to it.
 
@@ -183,7 +202,7 @@ def read_entries(path: str | os.PathLike[str]) -> tuple[list[WireEntry], bool, i
     entries: list[WireEntry] = []
     size = 0
     last = b""
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         for line in iter_file_lines(handle):
             size += len(line) + 1
             last = line
@@ -203,7 +222,12 @@ def load_entries_from_file(path: str | os.PathLike[str]) -> list[WireEntry]:
     """
     if not os.path.exists(path):
         return []
-    entries, needs_newline, _ = read_entries(path)
+    try:
+        entries, needs_newline, _ = read_entries(path)
+    except OSError as error:
+        if error.errno == errno.EINVAL:  # a FIFO or device: not a session, and never waited on
+            return []
+        raise
     if entries and needs_newline:
         append_newline(path)
     return entries

@@ -170,6 +170,8 @@ class SessionManager:
             manager = SessionManager.create("/work/project")
             manager.append_message({"role": "user", "content": "hi", "timestamp": 1733234400000})
         """
+        if id is not None:
+            assert_valid_session_id(id)  # before any folder is made or path formed
         directory = normalize_path(os.fspath(session_dir)) if session_dir else get_default_session_dir(cwd)
         options = _session_options(id, parent_session)
         return cls(os.fspath(cwd), directory, None, True, new_session=options, clock=clock, ids=ids)
@@ -262,6 +264,8 @@ class SessionManager:
     ) -> SessionManager:
         """Copy a session (every entry) into a new session of ``target_cwd`` whose header's
         ``parentSession`` names the source."""
+        if id is not None:
+            assert_valid_session_id(id)  # before any folder is made or path formed
         source = resolve_path(os.fspath(source_path))
         target = resolve_path(os.fspath(target_cwd))
         entries = load_entries_from_file(source)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ._load import is_session_header, parse_line
+from ._load import is_session_header, open_regular, parse_line
 from ._store import make_private_dirs
 
 __all__ = [
@@ -100,7 +100,7 @@ def read_session_header(path: str) -> dict[str, Any] | None:
     Raises OSError for unreadable files and HeaderScanLimitError past the bound.
     """
     scanned = 0
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         pending = b""
         while scanned < HEADER_SCAN_LIMIT:
             chunk = handle.read(min(4096, HEADER_SCAN_LIMIT - scanned))
