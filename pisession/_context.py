@@ -213,7 +213,10 @@ def _project(index: TreeIndex, leaf: int | None) -> WireProjection:
             # contributes its checkpoint and summary.
             pairs.append((pos, ()))
             continue
-        edit = edits.get(entry.get("id", MISSING)) if edits else None
+        edit = None
+        if edits:
+            with contextlib.suppress(TypeError):  # an unhashable id is nobody's edit target
+                edit = edits.get(entry.get("id", MISSING))
         pairs.append((pos, project_entry(entry, edit) if edit is not None else entry_to_messages(entry)))
     thinking, model = wire_settings(index, leaf)
     return WireProjection(pairs, thinking, model)

@@ -10,13 +10,14 @@ cost about 3 µs. Where ``fcntl`` is missing (Windows), ``filelock.FileLock`` is
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import threading
 import time
 from types import TracebackType
 
-__all__ = ["SessionLock", "LockTimeout"]
+__all__ = ["SessionLock", "LockTimeout", "SymlinkRefusedError"]
 
 try:
     import fcntl
@@ -28,6 +29,14 @@ from ._errors import PisessionError
 
 class LockTimeout(PisessionError, TimeoutError):
     """The session lock was held by someone else for longer than the timeout allowed."""
+
+
+class SymlinkRefusedError(PisessionError, OSError):
+    """A session file or its lock file is a symbolic link: pisession never writes through one.
+
+    Writing through a link would put the data (or the lock) somewhere else than the session's
+    folder, and two spellings of one session would take two different locks.
+    """
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -91,19 +100,25 @@ class SessionLock:
         self.release()
 
     def close(self) -> None:
-        """Drop the cached descriptor (the lock file itself stays, as filelock leaves it)."""
-        with self._thread_lock:
+        """Drop the cached descriptor (the lock file itself stays, as filelock leaves it).
+
+        Never waits: while another thread holds the lock, the descriptor stays open (it is
+        shared by every manager of this file in the process) and is dropped on a later close.
+        """
+        if not self._thread_lock.acquire(blocking=False):
+            return
+        try:
             if self._depth == 0 and self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+        finally:
+            self._thread_lock.release()
 
     def __del__(self) -> None:
         fd = getattr(self, "_fd", None)
         if fd is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
     # -- the file lock itself ------------------------------------------------------------------
 
@@ -111,7 +126,9 @@ class SessionLock:
         if fcntl is None:  # pragma: no cover - Windows
             import filelock
 
-            lock = filelock.FileLock(self.path, timeout=-1 if deadline is None else max(0.0, deadline - time.monotonic()))
+            lock = filelock.FileLock(
+                self.path, timeout=-1 if deadline is None else max(0.0, deadline - time.monotonic())
+            )
             lock.acquire()
             self._fallback = lock
             return
@@ -163,7 +180,14 @@ class SessionLock:
         if self._fd is None:
             # O_NOFOLLOW: a lock path planted as a symlink must not make us create or lock a
             # file elsewhere; opening it fails instead (ELOOP).
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
+            try:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
+            except OSError as error:
+                if error.errno == errno.ELOOP or (error.errno == errno.EMLINK and os.path.islink(self.path)):
+                    raise SymlinkRefusedError(
+                        error.errno, f"Lock file is a symbolic link, refusing to follow it: {self.path}"
+                    ) from error
+                raise
         return self._fd
 
     def _unlock_file(self) -> None:

@@ -708,7 +708,7 @@ class SessionManager:
         def build(parent: Any, eid: str, ts: str) -> WireEntry:
             entry: WireEntry = {"type": "custom", "customType": custom_type}
             _put(entry, "data", data)
-            entry.update(id=eid, parentId=parent, timestamp=ts)
+            entry.update(_stamp(eid, parent, ts))
             return entry
 
         return self._append_id(build)
@@ -727,7 +727,7 @@ class SessionManager:
             entry: WireEntry = {"type": "custom_message", "customType": custom_type, "content": wire_content}
             _put(entry, "display", display)
             _put(entry, "details", details)
-            entry.update(id=eid, parentId=parent, timestamp=ts)
+            entry.update(_stamp(eid, parent, ts))
             return entry
 
         return self._append_id(build)
@@ -1112,8 +1112,16 @@ def _ms_or_null(iso: str) -> Any:
     return None if value is None else int(value)
 
 
+def _stamp(entry_id: str, parent: Any, timestamp: str) -> WireEntry:
+    """id, parentId, timestamp; an undefined leaf (after an id-less entry) omits parentId, as
+    JSON.stringify drops Pi's undefined."""
+    if parent is MISSING:
+        return {"id": entry_id, "timestamp": timestamp}
+    return {"id": entry_id, "parentId": parent, "timestamp": timestamp}
+
+
 def _entry(entry_type: str, entry_id: str, parent: Any, timestamp: str, **fields: Any) -> WireEntry:
-    entry: WireEntry = {"type": entry_type, "id": entry_id, "parentId": parent, "timestamp": timestamp}
+    entry: WireEntry = {"type": entry_type, **_stamp(entry_id, parent, timestamp)}
     for key, value in fields.items():
         _put(entry, key, value)
     return entry

@@ -9,14 +9,19 @@ start from the byte offset where the previous read stopped; a file that shrank o
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import stat
 import tempfile
+import threading
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
 from ._errors import InvalidSessionError, SessionExistsError
 from ._load import Record, is_session_header, iter_file_lines, parse_line, scan_raw
-from ._lock import SessionLock
+from ._lock import SessionLock, SymlinkRefusedError
 
 __all__ = ["SessionFile", "Appended", "FILE_MODE", "DIR_MODE", "make_private_dirs"]
 
@@ -26,11 +31,53 @@ FILE_MODE = 0o600  # sessions hold prompts and tool output
 DIR_MODE = 0o700
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def make_private_dirs(path: str) -> None:
-    """Create ``path`` and its missing parents with mode 0700 (existing ones are left alone)."""
-    os.makedirs(path, mode=DIR_MODE, exist_ok=True)
+    """Create ``path`` and its missing parents with mode 0700 (existing ones are left alone).
+
+    ``os.makedirs`` applies its mode to the last folder only (Python >= 3.7): the parents it
+    creates get the default mode, so each missing folder is made here one by one.
+    """
+    missing = []
+    current = os.path.abspath(path)
+    while not os.path.isdir(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, DIR_MODE)
+        except FileExistsError:
+            if not os.path.isdir(folder):
+                raise
+
+
+# One lock object per lock file and process: every SessionFile of a path shares it, so a manager
+# that re-reads its file (a new SessionFile) inside a batch, or a second manager of the same file
+# used by the same thread, re-enters the lock it already holds instead of waiting on itself
+# (flock locks taken through two descriptors exclude each other even within one process).
+_LOCKS: weakref.WeakValueDictionary[str, SessionLock] = weakref.WeakValueDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def _shared_lock(path: str) -> SessionLock:
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(path)
+        if lock is None:
+            lock = SessionLock(path)
+            _LOCKS[path] = lock
+        return lock
+
+
+def _refuse_symlink(path: str, error: OSError) -> None:
+    if error.errno == errno.ELOOP or (error.errno == errno.EMLINK and os.path.islink(path)):
+        raise SymlinkRefusedError(
+            error.errno, f"Session file is a symbolic link, pisession does not write through it: {path}"
+        ) from error
 
 
 class Appended:
@@ -47,11 +94,12 @@ class SessionFile:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.lock = SessionLock(path + ".lock")
+        self.lock = _shared_lock(path + ".lock")
         self._fd: int | None = None
         self._identity: tuple[int, int] | None = None
         self.offset = 0  # bytes of complete lines already parsed
         self.size = 0  # file size when last looked at
+        self._unterminated = False  # the last line was parsed but has no "\n" after it yet
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -65,7 +113,17 @@ class SessionFile:
         bodies stay raw bytes until read. Nothing is written here.
         """
         self._close()
-        fd = os.open(self.path, os.O_RDONLY | _CLOEXEC)
+        # O_NONBLOCK: opening a FIFO planted at the path must not wait for a writer.
+        fd = os.open(self.path, os.O_RDONLY | _CLOEXEC | _NONBLOCK)
+        try:
+            kind = os.fstat(fd).st_mode
+            if stat.S_ISDIR(kind):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.path)
+            if not stat.S_ISREG(kind):
+                raise InvalidSessionError(f"Session path is not a regular file: {self.path}")
+        except BaseException:
+            os.close(fd)
+            raise
         header: WireEntry | None = None
         records: list[Record] = []
         append = records.append
@@ -108,6 +166,9 @@ class SessionFile:
             self.offset = consumed - len(last)
         else:
             self.offset = consumed
+        # A complete entry without its "\n" (an editor's save, a writer killed just before the
+        # newline): the next append must start a new line, or it would glue onto this one.
+        self._unterminated = pending and last_parsed
         return header, records, pending
 
     def read_new(self) -> list[Record] | None:
@@ -123,6 +184,7 @@ class SessionFile:
         self.size = info.st_size
         if info.st_size == self.offset:
             return []
+        self._unterminated = False  # someone wrote after it: the bytes from offset on tell the rest
         fd = self._descriptor() if self._identity is not None else None
         if fd is None:
             return None
@@ -143,7 +205,7 @@ class SessionFile:
     @property
     def has_partial_line(self) -> bool:
         """The file ends with bytes after the last newline (a torn or unfinished line)."""
-        return self.size > self.offset
+        return self.size > self.offset or self._unterminated
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -152,7 +214,9 @@ class SessionFile:
         data = b"".join(lines)
         try:
             fd = os.open(
-                self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _CLOEXEC | _NOFOLLOW, FILE_MODE
+                self.path,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _CLOEXEC | _NOFOLLOW,
+                FILE_MODE,
             )
         except FileExistsError as error:
             raise SessionExistsError(f"Session file already exists: {self.path}") from error
@@ -168,12 +232,29 @@ class SessionFile:
         self.offset = self.size = len(data)
 
     def append(self, data: bytes) -> Appended:
-        """Append whole lines with one write; a torn line left by a crash is closed first."""
-        if self.has_partial_line:
-            data = b"\n" + data
+        """Append whole lines with one write; a torn line left by a crash is closed first.
+
+        ``interleaved`` in the result means the file holds more than the caller has read: another
+        writer's lines landed next to ours, a torn line was closed, or the path now names another
+        file (replaced since we last looked, e.g. inside a batch); the caller should re-read it.
+        """
         fd = self._descriptor()
         if fd is None:
             raise InvalidSessionError(f"Session file disappeared: {self.path}")
+        replaced = self._replaced(fd)
+        if replaced:
+            # Our descriptor names a file no longer at the path: writing there would lose the
+            # entry. Append to the file that is there now instead.
+            self._close()
+            self._identity = None
+            fd = self._descriptor()
+            if fd is None:
+                raise InvalidSessionError(f"Session file disappeared: {self.path}")
+            self.offset = self.size = os.fstat(fd).st_size
+            self._unterminated = self.size > 0 and os.pread(fd, 1, self.size - 1) != b"\n"
+        closing = self.has_partial_line
+        if closing:
+            data = b"\n" + data
         before = self.size
         written = os.write(fd, data)
         if written != len(data):
@@ -181,7 +262,11 @@ class SessionFile:
             self.size = os.fstat(fd).st_size
             raise OSError(f"short write to {self.path}: {written} of {len(data)} bytes")
         end = os.lseek(fd, 0, os.SEEK_CUR)
-        interleaved = end - len(data) != before
+        self._unterminated = False
+        # Closing someone else's unterminated line may have completed an entry we never read
+        # (one whose writer died just before its "\n"): report it like an interleaved write so
+        # the caller reads the file again instead of missing that entry.
+        interleaved = closing or replaced or end - len(data) != before
         self.size = end
         if not interleaved:
             self.offset = end
@@ -192,11 +277,17 @@ class SessionFile:
         if fd is None:
             raise InvalidSessionError(f"Session file disappeared: {self.path}")
         os.write(fd, b"\n")
+        self._unterminated = False
         self.size = os.lseek(fd, 0, os.SEEK_CUR)
 
     def rewrite(self, lines: Iterable[bytes]) -> None:
         """Replace the file's content atomically: temp file in the same folder, then rename."""
         directory = os.path.dirname(self.path) or "."
+        if os.path.islink(self.path):
+            # Renaming over the link would replace it and leave its target as it was.
+            raise SymlinkRefusedError(
+                errno.ELOOP, f"Session file is a symbolic link, pisession does not rewrite it: {self.path}"
+            )
         try:
             mode = os.stat(self.path).st_mode & 0o777
         except FileNotFoundError:
@@ -213,15 +304,14 @@ class SessionFile:
         except BaseException:
             if fd >= 0:
                 os.close(fd)
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp)
-            except FileNotFoundError:
-                pass
             raise
         self._close()
         info = os.stat(self.path)
         self._identity = (info.st_dev, info.st_ino)
         self.offset = self.size = len(data)
+        self._unterminated = False
 
     def close(self) -> None:
         self._close()
@@ -232,12 +322,24 @@ class SessionFile:
             os.close(self._fd)
             self._fd = None
 
+    def _replaced(self, fd: int) -> bool:
+        """Whether the path now names another file than ``fd`` (or nothing at all)."""
+        try:
+            current = os.stat(self.path, follow_symlinks=False)
+        except FileNotFoundError:
+            raise InvalidSessionError(f"Session file disappeared: {self.path}") from None
+        mine = os.fstat(fd)
+        return (current.st_dev, current.st_ino) != (mine.st_dev, mine.st_ino)
+
     def _descriptor(self) -> int | None:
         if self._fd is None:
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_APPEND | _CLOEXEC | _NOFOLLOW)
             except FileNotFoundError:
                 return None
+            except OSError as error:
+                _refuse_symlink(self.path, error)
+                raise
             info = os.fstat(fd)
             if self._identity is not None and (info.st_dev, info.st_ino) != self._identity:
                 os.close(fd)
@@ -249,10 +351,8 @@ class SessionFile:
     def __del__(self) -> None:
         fd = getattr(self, "_fd", None)
         if fd is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
 
 def _write_all(fd: int, data: bytes) -> None:

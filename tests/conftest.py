@@ -109,3 +109,12 @@ class OracleIds:
         raw[11] = ((seq & 0x7F) << 1) | (raw[11] & 0x01)
         h = raw.hex()
         return f"{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fuzz",
+        action="store_true",
+        default=False,
+        help="run the fuzz tests (tests/test_fuzz.py) with many more hypothesis examples",
+    )
