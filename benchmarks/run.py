@@ -83,8 +83,14 @@ def assistant(i: int) -> dict:
         "api": "anthropic-messages",
         "provider": "anthropic",
         "model": "claude-sonnet-4-5",
-        "usage": {"input": 1200, "output": 350, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1550,
-                  "cost": {"input": 0.0036, "output": 0.00525, "cacheRead": 0, "cacheWrite": 0, "total": 0.00885}},
+        "usage": {
+            "input": 1200,
+            "output": 350,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "totalTokens": 1550,
+            "cost": {"input": 0.0036, "output": 0.00525, "cacheRead": 0, "cacheWrite": 0, "total": 0.00885},
+        },
         "stopReason": "stop",
         "timestamp": 1733234400000 + i,
     }
@@ -157,7 +163,10 @@ def scale_table(reps: int) -> None:
             a, b = statistics.median(ours), statistics.median(theirs)
             cells.append(f"{a:>10.1f} / {b:>8.1f} ({a / b:4.2f})")
         entries = path.stem.split("-")[1]
-        print(f"{entries:>8} {path.stat().st_size / 1e6:>6.0f} " + " ".join(f"{c:>26}" for c in cells), flush=True)
+        print(
+            f"{entries:>8} {path.stat().st_size / 1e6:>6.0f} " + " ".join(f"{c:>26}" for c in cells),
+            flush=True,
+        )
 
 
 def scale_sample(part: str, path: Path) -> float:
@@ -181,11 +190,15 @@ def pi_value(metric: str, sample: dict) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--metrics", default=",".join(TARGETS))
     parser.add_argument("--json", type=Path, help="also write the results here")
-    parser.add_argument("--scale", action="store_true", help="also show how costs grow from 2,000 to 200,000 entries")
+    parser.add_argument(
+        "--scale", action="store_true", help="also show how costs grow from 2,000 to 200,000 entries"
+    )
     args = parser.parse_args(argv)
     ensure_data()
     large = DATA / "large.jsonl"
@@ -211,21 +224,38 @@ def main(argv: list[str] | None = None) -> int:
         a, b = statistics.median(ours), statistics.median(theirs)
         ratio = a / b if b else float("inf")
         target = TARGETS.get(metric)
-        results[metric] = {"pisession": ours, "pi": theirs, "median_pisession": a, "median_pi": b, "ratio": ratio,
-                           "target": target}
+        results[metric] = {
+            "pisession": ours,
+            "pi": theirs,
+            "median_pisession": a,
+            "median_pi": b,
+            "ratio": ratio,
+            "target": target,
+        }
         unit = "MB" if metric == "open_memory" else "ms"
         scale = 1 / 1e6 if metric == "open_memory" else 1
         mark = "" if target is None else ("ok" if ratio <= target else "MISS")
-        print(f"{metric:<16}{a * scale:>11.4f} {unit}{b * scale:>11.4f} {unit}{ratio:>8.3f}"
-              f"{'' if target is None else target:>8} {mark}", flush=True)
+        print(
+            f"{metric:<16}{a * scale:>11.4f} {unit}{b * scale:>11.4f} {unit}{ratio:>8.3f}"
+            f"{'' if target is None else target:>8} {mark}",
+            flush=True,
+        )
     if args.scale:
         scale_table(args.reps)
     size = large.stat().st_size
     if "open_memory" in results:
-        print(f"peak memory opening {size / 1e6:.1f} MB: {results['open_memory']['median_pisession'] / size:.2f} x file size")
+        print(
+            f"peak memory opening {size / 1e6:.1f} MB: "
+            f"{results['open_memory']['median_pisession'] / size:.2f} x file size"
+        )
     if args.json:
-        meta = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-                "pisession": pisession.__version__, "file_bytes": size}
+        meta = {
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+            "cpus": os.cpu_count(),
+            "pisession": pisession.__version__,
+            "file_bytes": size,
+        }
         args.json.write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     return 0
 

@@ -20,7 +20,8 @@ def oracle_available() -> bool:
 
 
 needs_oracle = pytest.mark.skipif(
-    not oracle_available(), reason="live oracle needs node and ../shared/pi-oracle/setup.sh (golden tests still run)"
+    not oracle_available(),
+    reason="live oracle needs node and ../shared/pi-oracle/setup.sh (golden tests still run)",
 )
 
 

@@ -40,22 +40,41 @@ def test_compaction_keeps_from_first_kept_and_drops_system_messages() -> None:
         msg("u1", "s", "user", "old"),
         msg("u2", "u1", "user", "kept"),
         msg("s2", "u2", "system", "patch"),
-        {"type": "compaction", "id": "c", "parentId": "s2", "timestamp": TS, "summary": "sum",
-         "firstKeptEntryId": "u2", "tokensBefore": 5},
+        {
+            "type": "compaction",
+            "id": "c",
+            "parentId": "s2",
+            "timestamp": TS,
+            "summary": "sum",
+            "firstKeptEntryId": "u2",
+            "tokensBefore": 5,
+        },
         msg("u3", "c", "user", "after"),
     ]
     ids = [e.id for e in pisession.build_context_entries(entries)]
     assert ids == ["c", "u2", "u3"]
     messages = wire_context(entries)["messages"]
-    assert messages[0] == {"role": "compactionSummary", "summary": "sum", "tokensBefore": 5, "timestamp": TS_MS}
+    assert messages[0] == {
+        "role": "compactionSummary",
+        "summary": "sum",
+        "tokensBefore": 5,
+        "timestamp": TS_MS,
+    }
     assert [m["content"] for m in messages[1:]] == ["kept", "after"]
 
 
 def test_missing_first_kept_keeps_nothing_before_compaction() -> None:
     entries = [
         msg("u1", None, "user"),
-        {"type": "compaction", "id": "c", "parentId": "u1", "timestamp": TS, "summary": "s",
-         "firstKeptEntryId": "gone", "tokensBefore": 1},
+        {
+            "type": "compaction",
+            "id": "c",
+            "parentId": "u1",
+            "timestamp": TS,
+            "summary": "s",
+            "firstKeptEntryId": "gone",
+            "tokensBefore": 1,
+        },
     ]
     assert [e.id for e in pisession.build_context_entries(entries)] == ["c"]
 
@@ -64,12 +83,30 @@ def test_last_context_edit_per_target_wins_and_normalises_assistant_strings() ->
     entries = [
         msg("u", None, "user", "question"),
         msg("a", "u", "assistant", [{"type": "text", "text": "answer"}], provider="p", model="m"),
-        {"type": "context_edit", "id": "e1", "parentId": "a", "timestamp": TS, "targetId": "a",
-         "replacement": {"content": "first"}},
-        {"type": "context_edit", "id": "e2", "parentId": "e1", "timestamp": TS, "targetId": "a",
-         "replacement": {"content": "second"}},
-        {"type": "context_edit", "id": "e3", "parentId": "e2", "timestamp": TS, "targetId": "u",
-         "replacement": None},
+        {
+            "type": "context_edit",
+            "id": "e1",
+            "parentId": "a",
+            "timestamp": TS,
+            "targetId": "a",
+            "replacement": {"content": "first"},
+        },
+        {
+            "type": "context_edit",
+            "id": "e2",
+            "parentId": "e1",
+            "timestamp": TS,
+            "targetId": "a",
+            "replacement": {"content": "second"},
+        },
+        {
+            "type": "context_edit",
+            "id": "e3",
+            "parentId": "e2",
+            "timestamp": TS,
+            "targetId": "u",
+            "replacement": None,
+        },
     ]
     context = wire_context(entries)
     assert [m["role"] for m in context["messages"]] == ["assistant"]
@@ -82,7 +119,14 @@ def test_last_context_edit_per_target_wins_and_normalises_assistant_strings() ->
 def test_edit_on_another_branch_does_not_apply() -> None:
     entries = [
         msg("u", None, "user", "q"),
-        {"type": "context_edit", "id": "e", "parentId": "u", "timestamp": TS, "targetId": "u", "replacement": None},
+        {
+            "type": "context_edit",
+            "id": "e",
+            "parentId": "u",
+            "timestamp": TS,
+            "targetId": "u",
+            "replacement": None,
+        },
         msg("v", "u", "user", "other branch"),
     ]
     assert [m["content"] for m in wire_context(entries, "v")["messages"]] == ["q", "other branch"]
@@ -98,10 +142,29 @@ def test_null_content_is_patched_in_a_copy() -> None:
 
 def test_settings_follow_the_path() -> None:
     entries = [
-        {"type": "thinking_level_change", "id": "t", "parentId": None, "timestamp": TS, "thinkingLevel": "high"},
-        {"type": "model_change", "id": "m", "parentId": "t", "timestamp": TS, "provider": "a", "modelId": "b"},
+        {
+            "type": "thinking_level_change",
+            "id": "t",
+            "parentId": None,
+            "timestamp": TS,
+            "thinkingLevel": "high",
+        },
+        {
+            "type": "model_change",
+            "id": "m",
+            "parentId": "t",
+            "timestamp": TS,
+            "provider": "a",
+            "modelId": "b",
+        },
         msg("u", "m", "user"),
-        {"type": "thinking_level_change", "id": "t2", "parentId": None, "timestamp": TS, "thinkingLevel": "low"},
+        {
+            "type": "thinking_level_change",
+            "id": "t2",
+            "parentId": None,
+            "timestamp": TS,
+            "thinkingLevel": "low",
+        },
     ]
     assert wire_context(entries, "u")["thinkingLevel"] == "high"
     assert wire_context(entries, "u")["model"] == {"provider": "a", "modelId": "b"}
@@ -110,11 +173,22 @@ def test_settings_follow_the_path() -> None:
 
 def test_system_replay_patches_sections_and_tools() -> None:
     messages = [
-        {"role": "system", "content": "base", "sections": {"a": "1", "b": "2"},
-         "toolsAdded": [{"name": "read"}, {"name": "write"}], "timestamp": 10},
+        {
+            "role": "system",
+            "content": "base",
+            "sections": {"a": "1", "b": "2"},
+            "toolsAdded": [{"name": "read"}, {"name": "write"}],
+            "timestamp": 10,
+        },
         {"role": "user", "content": "hi", "timestamp": 11},
-        {"role": "system", "content": "", "sections": {"a": None, "c": "3", "b": "2b"},
-         "toolsRemoved": [{"name": "write"}], "toolsAdded": [{"name": "read", "v": 2}], "timestamp": 12},
+        {
+            "role": "system",
+            "content": "",
+            "sections": {"a": None, "c": "3", "b": "2b"},
+            "toolsRemoved": [{"name": "write"}],
+            "toolsAdded": [{"name": "read", "v": 2}],
+            "timestamp": 12,
+        },
         {"role": "system", "content": [{"type": "text", "text": "more"}], "timestamp": 13},
     ]
     assert current_system_message(messages) == {
@@ -128,7 +202,13 @@ def test_system_replay_patches_sections_and_tools() -> None:
 
 def test_replace_true_starts_a_fresh_baseline_unless_following_pi() -> None:
     messages = [
-        {"role": "system", "content": "old", "sections": {"a": "1"}, "toolsAdded": [{"name": "x"}], "timestamp": 1},
+        {
+            "role": "system",
+            "content": "old",
+            "sections": {"a": "1"},
+            "toolsAdded": [{"name": "x"}],
+            "timestamp": 1,
+        },
         {"role": "system", "content": "new", "replace": True, "timestamp": 2},
     ]
     assert current_system_message(messages) == {"role": "system", "content": "new", "timestamp": 2}
@@ -149,11 +229,25 @@ def test_projection_is_memoised_per_leaf() -> None:
 def test_older_compaction_in_kept_range_contributes_nothing() -> None:
     entries = [
         msg("u1", None, "user", "a"),
-        {"type": "compaction", "id": "c1", "parentId": "u1", "timestamp": TS, "summary": "one",
-         "firstKeptEntryId": "u1", "tokensBefore": 1},
+        {
+            "type": "compaction",
+            "id": "c1",
+            "parentId": "u1",
+            "timestamp": TS,
+            "summary": "one",
+            "firstKeptEntryId": "u1",
+            "tokensBefore": 1,
+        },
         msg("u2", "c1", "user", "b"),
-        {"type": "compaction", "id": "c2", "parentId": "u2", "timestamp": TS, "summary": "two",
-         "firstKeptEntryId": "u1", "tokensBefore": 2},
+        {
+            "type": "compaction",
+            "id": "c2",
+            "parentId": "u2",
+            "timestamp": TS,
+            "summary": "two",
+            "firstKeptEntryId": "u1",
+            "tokensBefore": 2,
+        },
     ]
     projection = pisession.build_session_projection(entries)
     assert [p.source_entry.id for p in projection.entries] == ["c2", "u1", "c1", "u2"]

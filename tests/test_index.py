@@ -9,7 +9,12 @@ from pisession import TreeIndex
 
 
 def entry(eid: str, parent: str | None, kind: str = "message", **fields: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": kind, "id": eid, "parentId": parent, "timestamp": "2024-12-03T14:00:00.000Z"}
+    out: dict[str, Any] = {
+        "type": kind,
+        "id": eid,
+        "parentId": parent,
+        "timestamp": "2024-12-03T14:00:00.000Z",
+    }
     if kind == "message":
         out["message"] = {"role": "user", "content": eid, "timestamp": 1}
     out.update(fields)
@@ -59,7 +64,11 @@ def test_labels_resolve_per_snapshot() -> None:
 
 def test_session_name_is_latest_session_info() -> None:
     index = TreeIndex.from_entries(
-        [*chain(1), entry("s1", "n0", "session_info", name=" first "), entry("s2", "s1", "session_info", name="  ")]
+        [
+            *chain(1),
+            entry("s1", "n0", "session_info", name=" first "),
+            entry("s2", "s1", "session_info", name="  "),
+        ]
     )
     assert index.session_name() is None
     shorter = TreeIndex.from_entries(index.wire_entries()[:2])

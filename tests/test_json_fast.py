@@ -15,8 +15,10 @@ json_values = st.recursive(
     | st.integers(min_value=-(2**70), max_value=2**70)
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(),
-    lambda children: st.lists(children, max_size=5)
-    | st.dictionaries(st.text(max_size=5) | st.integers(0, 50).map(str), children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.dictionaries(st.text(max_size=5) | st.integers(0, 50).map(str), children, max_size=5)
+    ),
     max_leaves=20,
 )
 

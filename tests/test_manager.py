@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import CountingIds, StepClock
 
 import pisession
 from pisession import SessionManager
-
-from conftest import CountingIds, StepClock
 
 
 def user(text: str, ts: int = 1) -> dict[str, Any]:
@@ -25,8 +24,20 @@ def assistant(text: str) -> dict[str, Any]:
         "api": "anthropic-messages",
         "provider": "anthropic",
         "model": "claude",
-        "usage": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 3,
-                  "cost": {"input": 0.000018, "output": 0.00002, "cacheRead": 0, "cacheWrite": 0, "total": 0.000038}},
+        "usage": {
+            "input": 1,
+            "output": 2,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "totalTokens": 3,
+            "cost": {
+                "input": 0.000018,
+                "output": 0.00002,
+                "cacheRead": 0,
+                "cacheWrite": 0,
+                "total": 0.000038,
+            },
+        },
         "stopReason": "stop",
         "timestamp": 2,
     }
@@ -41,7 +52,9 @@ def make(tmp_path: Path, clock: StepClock, ids: CountingIds) -> SessionManager:
     return SessionManager.create("/project", tmp_path, clock=clock, ids=ids)
 
 
-def test_nothing_written_before_first_conversation_message(tmp_path: Path, clock: StepClock, ids: CountingIds) -> None:
+def test_nothing_written_before_first_conversation_message(
+    tmp_path: Path, clock: StepClock, ids: CountingIds
+) -> None:
     manager = make(tmp_path, clock, ids)
     manager.append_model_change("anthropic", "claude")
     manager.append_thinking_level_change("high")
@@ -67,7 +80,9 @@ def test_reopen_gives_the_same_context(tmp_path: Path, clock: StepClock, ids: Co
     manager.append_label_change(first, "start")
     manager.append_session_info("  my\r\n\nsession ")
     again = SessionManager.open(manager.get_session_file() or "")
-    assert pisession.to_wire(again.build_session_context()) == pisession.to_wire(manager.build_session_context())
+    assert pisession.to_wire(again.build_session_context()) == pisession.to_wire(
+        manager.build_session_context()
+    )
     assert again.get_label(first) == "start"
     assert again.get_session_name() == "my session"
     assert again.get_leaf_id() == manager.get_leaf_id()
@@ -83,7 +98,9 @@ def test_undefined_and_null_are_different_lines(tmp_path: Path, clock: StepClock
     assert list(written[3]) == ["type", "customType", "data", "id", "parentId", "timestamp"]
 
 
-def test_failed_write_is_rolled_back(tmp_path: Path, clock: StepClock, ids: CountingIds, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_write_is_rolled_back(
+    tmp_path: Path, clock: StepClock, ids: CountingIds, monkeypatch: pytest.MonkeyPatch
+) -> None:
     manager = make(tmp_path, clock, ids)
     first = manager.append_message(user("hi"))
     store = manager._file
@@ -119,7 +136,9 @@ def test_context_edit_checks_in_pi_order(tmp_path: Path, clock: StepClock, ids: 
         manager.append_context_edit(other, None)
 
 
-def test_branch_with_summary_from_null_leaf_says_root(tmp_path: Path, clock: StepClock, ids: CountingIds) -> None:
+def test_branch_with_summary_from_null_leaf_says_root(
+    tmp_path: Path, clock: StepClock, ids: CountingIds
+) -> None:
     manager = make(tmp_path, clock, ids)
     manager.append_message(user("hi"))
     manager.reset_leaf()
@@ -129,7 +148,9 @@ def test_branch_with_summary_from_null_leaf_says_root(tmp_path: Path, clock: Ste
     assert lines(manager.get_session_file())[-1]["fromId"] == "root"
 
 
-def test_two_managers_append_to_one_file_without_forking(tmp_path: Path, clock: StepClock, ids: CountingIds) -> None:
+def test_two_managers_append_to_one_file_without_forking(
+    tmp_path: Path, clock: StepClock, ids: CountingIds
+) -> None:
     one = make(tmp_path, clock, ids)
     one.append_message(user("hi"))
     two = SessionManager.open(one.get_session_file() or "")
@@ -196,7 +217,9 @@ def test_invalid_session_ids_rejected_before_any_path(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_create_branched_session_drops_and_rebuilds_labels(tmp_path: Path, clock: StepClock, ids: CountingIds) -> None:
+def test_create_branched_session_drops_and_rebuilds_labels(
+    tmp_path: Path, clock: StepClock, ids: CountingIds
+) -> None:
     manager = make(tmp_path, clock, ids)
     u = manager.append_message(user("hi"))
     manager.append_label_change(u, "start")
@@ -225,7 +248,9 @@ def test_a_side_entry_from_another_writer_does_not_capture_the_leaf(
     assert a.get_entry(u2).parent_id == a1  # type: ignore[union-attr]
 
 
-def test_a_continuation_by_another_writer_is_followed(tmp_path: Path, clock: StepClock, ids: CountingIds) -> None:
+def test_a_continuation_by_another_writer_is_followed(
+    tmp_path: Path, clock: StepClock, ids: CountingIds
+) -> None:
     a = make(tmp_path, clock, ids)
     a.append_message(user("u1"))
     b = SessionManager.open(a.get_session_file() or "")
@@ -234,7 +259,9 @@ def test_a_continuation_by_another_writer_is_followed(tmp_path: Path, clock: Ste
     assert a.get_entry(mine).parent_id == cont  # type: ignore[union-attr]
 
 
-def test_refresh_reports_entries_absorbed_during_an_append(tmp_path: Path, clock: StepClock, ids: CountingIds) -> None:
+def test_refresh_reports_entries_absorbed_during_an_append(
+    tmp_path: Path, clock: StepClock, ids: CountingIds
+) -> None:
     a = make(tmp_path, clock, ids)
     a.append_message(user("u1"))
     b = SessionManager.open(a.get_session_file() or "")

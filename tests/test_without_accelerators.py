@@ -38,13 +38,25 @@ print(json.dumps(out, sort_keys=True, default=repr))
 
 
 def run(mode: str, files: list[str]) -> object:
-    done = subprocess.run([sys.executable, "-c", SCRIPT, mode, *files], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, mode, *files], capture_output=True, text=True, check=True
+    )
     return json.loads(done.stdout)
 
 
 def test_same_results_without_msgspec_and_orjson() -> None:
-    names = ["all_entry_types", "all_roles", "malformed_lines", "invalid_utf8", "lone_surrogate",
-             "duplicate_keys", "nan_literal", "v2_migration_rewrite", "unicode_separators", "json_edge_lines"]
+    names = [
+        "all_entry_types",
+        "all_roles",
+        "malformed_lines",
+        "invalid_utf8",
+        "lone_surrogate",
+        "duplicate_keys",
+        "nan_literal",
+        "v2_migration_rewrite",
+        "unicode_separators",
+        "json_edge_lines",
+    ]
     files = [str(CASES / f"{n}.jsonl") for n in names]
     fast, plain = run("keep", files), run("hide", files)
     assert fast == plain

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pisession
@@ -36,7 +35,8 @@ def leaf_view(index: pisession.TreeIndex, leaf: Any) -> dict[str, Any]:
     return {
         "contextEntries": [e.id for e in pisession.build_context_entries(index, leaf)],
         "projection": [
-            {"source": p.source_entry.id, "messages": [to_wire(m) for m in p.messages]} for p in projection.entries
+            {"source": p.source_entry.id, "messages": [to_wire(m) for m in p.messages]}
+            for p in projection.entries
         ],
         "context": to_wire(pisession.build_session_context(index, leaf)),
     }
@@ -60,7 +60,8 @@ def dump(manager: SessionManager, all_leaves: bool) -> dict[str, Any]:
     if all_leaves:
         index = manager.snapshot()
         out["leaves"] = {
-            e.id: {"branch": [x.id for x in manager.get_branch(e.id)], **leaf_view(index, e.id)} for e in entries
+            e.id: {"branch": [x.id for x in manager.get_branch(e.id)], **leaf_view(index, e.id)}
+            for e in entries
         }
     return out
 
@@ -76,4 +77,7 @@ def canonical(value: Any) -> str:
 def assert_same(ours: Any, golden: Any, where: str) -> None:
     if canonical(ours) != canonical(golden):
         assert ours == golden, where  # shows the differing values
-        raise AssertionError(f"{where}: same values, different key order:\n{canonical(ours)[:2000]}\n{canonical(golden)[:2000]}")
+        raise AssertionError(
+            f"{where}: same values, different key order:\n"
+            f"{canonical(ours)[:2000]}\n{canonical(golden)[:2000]}"
+        )

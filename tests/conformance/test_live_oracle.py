@@ -40,28 +40,51 @@ def write_session(directory: Path) -> SessionManager:
             "timestamp": 1733234400000,
         }
     )
-    first = manager.append_message({"role": "user", "content": "Fix the bug\u2028please", "timestamp": 1733234400001})
+    first = manager.append_message(
+        {"role": "user", "content": "Fix the bug\u2028please", "timestamp": 1733234400001}
+    )
     reply = manager.append_message(
         {
             "role": "assistant",
             "content": [
                 {"type": "thinking", "thinking": "look first", "thinkingSignature": "sig"},
-                {"type": "toolCall", "id": "call_1", "name": "read", "arguments": {"path": "a.py", "2": 1, "1": 0}},
+                {
+                    "type": "toolCall",
+                    "id": "call_1",
+                    "name": "read",
+                    "arguments": {"path": "a.py", "2": 1, "1": 0},
+                },
             ],
             "api": "anthropic-messages",
             "provider": "anthropic",
             "model": "claude-sonnet-4-5",
             "usage": {
-                "input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
-                "cost": {"input": 0.000018, "output": 1e-7, "cacheRead": 0, "cacheWrite": 0, "total": 0.0000181},
+                "input": 10,
+                "output": 5,
+                "cacheRead": 0,
+                "cacheWrite": 0,
+                "totalTokens": 15,
+                "cost": {
+                    "input": 0.000018,
+                    "output": 1e-7,
+                    "cacheRead": 0,
+                    "cacheWrite": 0,
+                    "total": 0.0000181,
+                },
             },
             "stopReason": "toolUse",
             "timestamp": 1733234400002,
         }
     )
     result = manager.append_message(
-        {"role": "toolResult", "toolCallId": "call_1", "toolName": "read",
-         "content": [{"type": "text", "text": "print('hi')\n"}], "isError": False, "timestamp": 1733234400003}
+        {
+            "role": "toolResult",
+            "toolCallId": "call_1",
+            "toolName": "read",
+            "content": [{"type": "text", "text": "print('hi')\n"}],
+            "isError": False,
+            "timestamp": 1733234400003,
+        }
     )
     manager.append_thinking_level_change("high")
     manager.append_model_change("openai", "gpt-5")
@@ -73,9 +96,20 @@ def write_session(directory: Path) -> SessionManager:
     manager.branch_with_summary(first, "Tried another way.")
     manager.append_message({"role": "user", "content": "another way", "timestamp": 1733234400004})
     manager.append_session_info("Bug fix\nsession")
-    manager.append_usage("cache_warm", "anthropic", "claude-sonnet-4-5",
-                         {"input": 1, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1,
-                          "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}, "warm")
+    manager.append_usage(
+        "cache_warm",
+        "anthropic",
+        "claude-sonnet-4-5",
+        {
+            "input": 1,
+            "output": 0,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "totalTokens": 1,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+        },
+        "warm",
+    )
     return manager
 
 
@@ -102,7 +136,8 @@ def test_lines_pisession_writes_are_json_stringify_output(tmp_path: Path) -> Non
     manager = write_session(tmp_path)
     path = Path(manager.get_session_file() or "")
     script = (
-        "const fs=require('fs');const lines=fs.readFileSync(process.argv[1],'utf8').split('\\n').filter(Boolean);"
+        "const fs=require('fs');"
+        "const lines=fs.readFileSync(process.argv[1],'utf8').split('\\n').filter(Boolean);"
         "process.stdout.write(JSON.stringify(lines.map(l=>JSON.stringify(JSON.parse(l))===l)))"
     )
     out = subprocess.run(["node", "-e", script, str(path)], capture_output=True, text=True, check=True).stdout

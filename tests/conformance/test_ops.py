@@ -57,13 +57,24 @@ def run(name: str, memory: bool, directory: Path) -> tuple[SessionManager, list[
     clock = StepClock(script.get("clock", 1733234400000))
     ids = OracleIds(name)
     options = script.get("options") or {}
-    kwargs = {"id": options.get("id"), "parent_session": options.get("parentSession"), "clock": clock, "ids": ids}
+    kwargs = {
+        "id": options.get("id"),
+        "parent_session": options.get("parentSession"),
+        "clock": clock,
+        "ids": ids,
+    }
     cwd = script.get("cwd", "/project")
-    manager = SessionManager.in_memory(cwd, **kwargs) if memory else SessionManager.create(cwd, directory, **kwargs)
+    manager = (
+        SessionManager.in_memory(cwd, **kwargs) if memory else SessionManager.create(cwd, directory, **kwargs)
+    )
     results: list[dict[str, Any]] = []
     for step in script["ops"]:
         args = [
-            (results[int(a[1:])].get("value", UNSET) if isinstance(a, str) and re.fullmatch(r"\$\d+", a) else a)
+            (
+                results[int(a[1:])].get("value", UNSET)
+                if isinstance(a, str) and re.fullmatch(r"\$\d+", a)
+                else a
+            )
             for a in step.get("args", [])
         ]
         try:
@@ -93,10 +104,15 @@ def test_ops_match_reference(name: str, memory: bool, tmp_path: Path) -> None:
             else None
         )
         assert text == golden["text"]
-        files = {
-            f"$DIR/{p.name}": p.read_text(encoding="utf-8").replace(str(directory), "$DIR")
-            for p in sorted(directory.glob("*")) if not p.name.endswith(".lock")
-        } if directory.exists() else {}
+        files = (
+            {
+                f"$DIR/{p.name}": p.read_text(encoding="utf-8").replace(str(directory), "$DIR")
+                for p in sorted(directory.glob("*"))
+                if not p.name.endswith(".lock")
+            }
+            if directory.exists()
+            else {}
+        )
         assert files == golden.get("dirFiles", files)
     ours = json.loads(json.dumps(dump(manager, all_leaves=True)).replace(str(directory), "$DIR"))
     for key, want in golden["dump"].items():

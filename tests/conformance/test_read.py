@@ -19,7 +19,9 @@ CASES = sorted(p.stem for p in (HERE / "golden" / "read").glob("*.json"))
 
 # Files pisession reads differently on purpose (docs/differences.md).
 DIFFERENT = {
-    "non_object_lines": "Pi keeps non-object JSON lines (123, [], true) as entries without an id; pisession drops them",
+    "non_object_lines": (
+        "Pi keeps non-object JSON lines (123, [], true) as entries without an id; pisession drops them"
+    ),
     "non_object_last_line": "Pi keeps a trailing non-object JSON line as an id-less leaf; pisession drops it",
 }
 
