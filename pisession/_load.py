@@ -162,19 +162,29 @@ def iter_file_lines(fileobj: Any) -> Iterator[bytes]:
     """Lines of a binary file split on ``\\n`` only, each without its terminator.
 
     The last element is the text after the final ``\\n`` (possibly empty), so a caller can tell a
-    missing final newline from a complete file.
+    missing final newline from a complete file. A line longer than a read chunk is gathered in
+    pieces and joined once (a 100 MB line costs one copy, not one per megabyte).
     """
-    pending = b""
+    pieces: list[bytes] = []
     while True:
         chunk = fileobj.read(_READ_CHUNK)
         if not chunk:
             break
-        if pending:
-            chunk = pending + chunk
+        cut = chunk.find(b"\n")
+        if cut < 0:
+            pieces.append(chunk)
+            continue
+        if pieces:
+            pieces.append(chunk[:cut])
+            yield b"".join(pieces)
+            pieces.clear()
+            chunk = chunk[cut + 1 :]
         lines = chunk.split(b"\n")
-        pending = lines.pop()
+        tail = lines.pop()
         yield from lines
-    yield pending
+        if tail:
+            pieces.append(tail)
+    yield b"".join(pieces)
 
 
 def open_regular(path: str | os.PathLike[str]) -> Any:

@@ -225,9 +225,7 @@ def huge_line_session(folder: Path, megabytes: int) -> Path:
 
 
 @pytest.mark.parametrize("megabytes", [20, 100])
-def test_a_single_huge_line_loads(tmp_path: Path, megabytes: int, request: pytest.FixtureRequest) -> None:
-    if megabytes == 100 and not request.config.getoption("--fuzz", default=False):
-        pytest.skip("the 100 MB line runs with --fuzz (about 20 s while line reading is quadratic)")
+def test_a_single_huge_line_loads(tmp_path: Path, megabytes: int) -> None:
     path = huge_line_session(tmp_path, megabytes)
     started = time.monotonic()
     manager = SessionManager.open(path)
