@@ -124,11 +124,7 @@ class _Store:
         dicts, raws, models = self.dicts, self.raws, self.models
         ids, types, parent_ids, stamps, roles = self.ids, self.types, self.parent_ids, self.stamps, self.roles
         parents, by_id, waiting, children = self.parents, self.by_id, self.waiting, self.children
-        latest_compaction, latest_thinking, latest_model = (
-            self.latest_compaction,
-            self.latest_thinking,
-            self.latest_model,
-        )
+        derive = self._derive
         pending = records if isinstance(records, list) else list(records)
         pos = len(ids)
         for i, (head, raw, entry) in enumerate(pending):
@@ -181,24 +177,7 @@ class _Store:
                 self.regular = False
                 self.cycles.append((entry_id,))
                 return pending[i + 1 :]
-            if parent == NO_PARENT:
-                compaction = thinking = model = NO_PARENT
-            else:
-                compaction = latest_compaction[parent]
-                thinking = latest_thinking[parent]
-                model = latest_model[parent]
-            if kind == "message":
-                if role == "assistant":
-                    model = pos
-            elif kind == "compaction":
-                compaction = pos
-            elif kind == "thinking_level_change":
-                thinking = pos
-            elif kind == "model_change":
-                model = pos
-            latest_compaction.append(compaction)
-            latest_thinking.append(thinking)
-            latest_model.append(model)
+            derive(pos, kind, role, parent)
             pos += 1
             if not self.regular:
                 return pending[i + 1 :]
@@ -240,6 +219,12 @@ class _Store:
             kids.append(pos)
         if kind == "label" or kind == "session_info":
             self._note_facts(pos, head)
+        self._derive(pos, kind, role, parent)
+        return True
+
+    def _derive(self, pos: int, kind: Any, role: Any, parent: int) -> None:
+        """The latest compaction, thinking-level and model entries on ``pos``'s path, from its
+        parent's: one step per entry, so no path is ever walked to find them."""
         if parent == NO_PARENT:
             compaction = thinking = model = NO_PARENT
         else:
@@ -258,7 +243,6 @@ class _Store:
         self.latest_compaction.append(compaction)
         self.latest_thinking.append(thinking)
         self.latest_model.append(model)
-        return True
 
     def _note_facts(self, pos: int, head: Head) -> None:
         kind = head.type
