@@ -605,7 +605,9 @@ class SessionManager:
             self._file.create(lines)
             self._flushed = True
             return
-        result = self._file.append(line)
+        # Outside a batch, _append_locked has just read the file under this lock (and checked it
+        # is still the same file); inside one, the store checks for a replacement itself.
+        result = self._file.append(line, verified=not self._batch_depth)
         if result.interleaved:
             # A writer without the lock (Pi) appended between our look and our write: the file
             # order differs from ours, so read the file again rather than guess.

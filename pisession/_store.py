@@ -231,7 +231,7 @@ class SessionFile:
         self._identity = (info.st_dev, info.st_ino)
         self.offset = self.size = len(data)
 
-    def append(self, data: bytes) -> Appended:
+    def append(self, data: bytes, *, verified: bool = False) -> Appended:
         """Append whole lines with one write; a torn line left by a crash is closed first.
 
         ``interleaved`` in the result means the file holds more than the caller has read: another
@@ -241,7 +241,8 @@ class SessionFile:
         fd = self._descriptor()
         if fd is None:
             raise InvalidSessionError(f"Session file disappeared: {self.path}")
-        replaced = self._replaced(fd)
+        # verified: the caller read the file under the lock just now (read_new checks identity).
+        replaced = False if verified else self._replaced(fd)
         if replaced:
             # Our descriptor names a file no longer at the path: writing there would lose the
             # entry. Append to the file that is there now instead.
@@ -328,8 +329,9 @@ class SessionFile:
             current = os.stat(self.path, follow_symlinks=False)
         except FileNotFoundError:
             raise InvalidSessionError(f"Session file disappeared: {self.path}") from None
-        mine = os.fstat(fd)
-        return (current.st_dev, current.st_ino) != (mine.st_dev, mine.st_ino)
+        # _descriptor() recorded the identity of the file fd was opened on.
+        mine = self._identity if self._identity is not None else _identity(os.fstat(fd))
+        return (current.st_dev, current.st_ino) != mine
 
     def _descriptor(self) -> int | None:
         if self._fd is None:
@@ -353,6 +355,10 @@ class SessionFile:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def _identity(info: os.stat_result) -> tuple[int, int]:
+    return (info.st_dev, info.st_ino)
 
 
 def _write_all(fd: int, data: bytes) -> None:

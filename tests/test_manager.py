@@ -106,7 +106,7 @@ def test_failed_write_is_rolled_back(
     store = manager._file
     assert store is not None
 
-    def broken(data: bytes) -> Any:
+    def broken(data: bytes, **_: Any) -> Any:
         raise OSError("disk full")
 
     monkeypatch.setattr(store, "append", broken)
