@@ -31,6 +31,7 @@ from ._errors import (
     PisessionError,
     SessionCorruptError,
     SessionExistsError,
+    SymlinkRefusedError,
     WireFormatError,
 )
 from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, uuid7
@@ -87,6 +88,7 @@ __all__ = [
     "SessionExistsError",
     "CycleError",
     "WireFormatError",
+    "SymlinkRefusedError",
     "LockTimeout",
     *_model_all,
 ]

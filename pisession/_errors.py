@@ -12,6 +12,7 @@ __all__ = [
     "SessionExistsError",
     "CycleError",
     "WireFormatError",
+    "SymlinkRefusedError",
 ]
 
 
@@ -52,3 +53,11 @@ class CycleError(PisessionError):
 
 class WireFormatError(PisessionError, ValueError):
     """A wire dict cannot be read as the model object asked for."""
+
+
+class SymlinkRefusedError(PisessionError, OSError):
+    """A session file or its lock file is a symbolic link: pisession never writes through one.
+
+    Writing through a link would put the data (or the lock) somewhere else than the session's
+    folder, and two spellings of one session would take two different locks.
+    """

@@ -24,19 +24,13 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-from ._errors import PisessionError
+from ._errors import PisessionError, SymlinkRefusedError
 
 
 class LockTimeout(PisessionError, TimeoutError):
     """The session lock was held by someone else for longer than the timeout allowed."""
 
 
-class SymlinkRefusedError(PisessionError, OSError):
-    """A session file or its lock file is a symbolic link: pisession never writes through one.
-
-    Writing through a link would put the data (or the lock) somewhere else than the session's
-    folder, and two spellings of one session would take two different locks.
-    """
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
