@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._index import TreeIndex, WireEntry
-from ._js import MISSING, bulk, js_date_ms, js_truthy
+from ._js import MISSING, bulk, js_date_ms, js_join_item, js_truthy
 
 __all__ = [
     "WireProjection",
@@ -273,21 +273,11 @@ def _content_text(content: Any) -> str:
         return content
     if isinstance(content, list):
         return "\n".join(
-            _js_string(block.get("text", ""))
+            js_join_item(block.get("text", MISSING))
             for block in content
             if isinstance(block, dict) and block.get("type") == "text"
         )
     return ""
-
-
-def _js_string(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    from ._json import dumps
-
-    return dumps(value)
 
 
 def _as_list(value: Any) -> list[Any]:

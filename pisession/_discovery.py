@@ -9,8 +9,7 @@ from typing import Any
 
 import attrs
 
-from ._js import MISSING, js_date_ms, js_trim
-from ._json import dumps
+from ._js import MISSING, js_date_ms, js_join_item, js_trim
 from ._load import open_regular, parse_line
 from ._paths import (
     cwd_matches,
@@ -76,26 +75,12 @@ def _from_ms(ms: float) -> datetime | None:
         return None
 
 
-def _js_text(value: Any) -> str:
-    if value is None or value is MISSING:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return dumps(value)
-    if isinstance(value, list):
-        return ",".join(_js_text(v) for v in value)
-    return "[object Object]"
-
-
 def _extract_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         return " ".join(
-            _js_text(block.get("text", MISSING))
+            js_join_item(block.get("text", MISSING))
             for block in content
             if isinstance(block, dict) and block.get("type") == "text"
         )

@@ -16,7 +16,16 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["JS_WHITESPACE", "js_trim", "js_truthy", "js_date_ms", "js_to_number", "MISSING", "bulk"]
+__all__ = [
+    "JS_WHITESPACE",
+    "js_trim",
+    "js_truthy",
+    "js_date_ms",
+    "js_to_number",
+    "js_join_item",
+    "MISSING",
+    "bulk",
+]
 
 
 @contextlib.contextmanager
@@ -117,6 +126,27 @@ _ISO_DATE = re.compile(
     r"(?P<tz>Z|[+-]\d{2}:?\d{2})?)?",
     re.ASCII,
 )
+
+
+def js_join_item(value: object) -> str:
+    """How ``Array.prototype.join`` writes one element: null/undefined as "", the rest as String()."""
+    if value is None or value is MISSING:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        from ._json import dumps  # JavaScript's number formatting
+
+        return (
+            dumps(value)
+            if math.isfinite(value)
+            else ("NaN" if value != value else ("Infinity" if value > 0 else "-Infinity"))
+        )
+    if isinstance(value, list):
+        return ",".join(js_join_item(v) for v in value)
+    return "[object Object]"
 
 
 def js_date_ms(value: object) -> int | None:

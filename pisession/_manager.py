@@ -21,7 +21,7 @@ from ._context import WireProjection, context_positions, current_system_message,
 from ._errors import EntryNotFoundError, InvalidContextEditError, InvalidSessionError, PisessionError
 from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, iso_from_ms
 from ._index import TreeIndex, hashable_key
-from ._js import MISSING, bulk, js_date_ms, js_to_number, js_truthy
+from ._js import MISSING, bulk, js_date_ms, js_to_number, js_trim, js_truthy
 from ._json import dumps, dumps_bytes
 from ._load import (
     CURRENT_SESSION_VERSION,
@@ -141,6 +141,7 @@ class SessionManager:
         self._flushed = False
         self._has_conversation = False
         self._batch_depth = 0
+        self._fresh = 0  # > 0 while _writing() holds the lock with the file already read
         self._unreported: builtins.list[int] = []  # others' entries refresh() has not returned yet
         if persist and self._session_dir and not os.path.exists(self._session_dir):
             make_private_dirs(self._session_dir)
@@ -539,41 +540,38 @@ class SessionManager:
             for message in messages:
                 manager.append_message(message)
         """
-        with self._mutex:
-            lock = self._file.lock if self._persist and self._file is not None else None
-            if lock is not None:
-                lock.acquire()
-            try:
-                if self._flushed and not self._batch_depth:
-                    self._sync_for_check()  # once per batch: nobody with the lock writes after this
-            except BaseException:
-                if lock is not None:
-                    lock.release()
-                raise
+        with self._writing():
+            # The lock is not released until the block ends: only a writer that takes no lock
+            # can append meanwhile, and SessionFile.append notices that from the write position.
             self._batch_depth += 1
             try:
                 yield self
             finally:
                 self._batch_depth -= 1
-                if lock is not None:
-                    lock.release()
 
-    def _append(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> WireEntry:
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The mutex and the session lock held, and what other writers appended absorbed, once
+        per holding: an operation's checks and the append that follows see the same file."""
         with self._mutex:
             lock = self._file.lock if self._persist and self._file is not None else None
-            if lock is None:
-                return self._append_locked(build, stamp_first)
-            with lock:
-                return self._append_locked(build, stamp_first)
+            with lock if lock is not None else contextlib.nullcontext():
+                if self._flushed and not self._fresh:
+                    self._sync_for_check()
+                self._fresh += 1
+                try:
+                    yield
+                finally:
+                    self._fresh -= 1
+
+    def _append(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> WireEntry:
+        with self._writing():
+            return self._append_locked(build, stamp_first)
 
     def _append_id(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> str:
         return str(self._append(build, stamp_first=stamp_first)["id"])
 
     def _append_locked(self, build: Callable[[Any, str, str], WireEntry], stamp_first: bool) -> WireEntry:
-        # Inside batch() the lock was never released: only a writer that takes no lock could
-        # have written since, and SessionFile.append notices that from the write position.
-        if self._flushed and not self._batch_depth:
-            self._sync_for_check()
         if stamp_first:
             timestamp = iso_from_ms(self._clock.now_ms())
             entry_id = self._ids.entry_id(self._index)
@@ -736,7 +734,7 @@ class SessionManager:
 
     def append_session_info(self, name: str) -> str:
         """Name the session (runs of CR/LF become one space, then trimmed); returns the entry id."""
-        clean = re.sub(r"[\r\n]+", " ", name).strip(_JS_SPACE)
+        clean = js_trim(re.sub(r"[\r\n]+", " ", name))
         return self._append_id(lambda parent, eid, ts: _entry("session_info", eid, parent, ts, name=clean))
 
     def set_session_name(self, name: str) -> str:
@@ -750,17 +748,13 @@ class SessionManager:
         Raises :class:`InvalidContextEditError` or :class:`EntryNotFoundError` as Pi would.
         """
         wire_replacement = _wire(replacement)
-        with self._mutex:
-            lock = self._file.lock if self._persist and self._file is not None and self._flushed else None
-            with lock if lock is not None else contextlib.nullcontext():
-                if self._flushed:
-                    self._sync_for_check()
-                normalized = self._check_context_edit(target_id, wire_replacement)
-                return self._append_id(
-                    lambda parent, eid, ts: _entry(
-                        "context_edit", eid, parent, ts, targetId=target_id, replacement=normalized
-                    )
+        with self._writing():
+            normalized = self._check_context_edit(target_id, wire_replacement)
+            return self._append_id(
+                lambda parent, eid, ts: _entry(
+                    "context_edit", eid, parent, ts, targetId=target_id, replacement=normalized
                 )
+            )
 
     def _sync_for_check(self) -> None:
         """Absorb other writers' entries; if one continues from our leaf, move the leaf to the
@@ -814,20 +808,16 @@ class SessionManager:
 
     def append_label_change(self, target_id: str, label: str | Unset | None = UNSET) -> str:
         """Set (or, with no label or an empty one, clear) a bookmark label on an entry."""
-        with self._mutex:
-            lock = self._file.lock if self._persist and self._file is not None and self._flushed else None
-            with lock if lock is not None else contextlib.nullcontext():
-                if self._flushed:
-                    self._sync_for_check()
-                if target_id not in self._index:
-                    raise EntryNotFoundError(f"Entry {target_id} not found")
+        with self._writing():
+            if target_id not in self._index:
+                raise EntryNotFoundError(f"Entry {target_id} not found")
 
-                def build(parent: Any, eid: str, ts: str) -> WireEntry:
-                    entry = _entry("label", eid, parent, ts, targetId=target_id)
-                    _put(entry, "label", label)
-                    return entry
+            def build(parent: Any, eid: str, ts: str) -> WireEntry:
+                entry = _entry("label", eid, parent, ts, targetId=target_id)
+                _put(entry, "label", label)
+                return entry
 
-                return self._append_id(build)
+            return self._append_id(build)
 
     def branch(self, branch_from_id: str) -> None:
         """Move the leaf to an earlier entry; the next append starts a new branch there."""
@@ -851,29 +841,25 @@ class SessionManager:
     ) -> str:
         """Branch from ``branch_from_id`` (``None``: a new root) and record a summary of the path
         being left; returns the new ``branch_summary`` entry's id."""
-        with self._mutex:
-            lock = self._file.lock if self._persist and self._file is not None and self._flushed else None
-            with lock if lock is not None else contextlib.nullcontext():
-                if self._flushed:
-                    self._sync_for_check()
-                if branch_from_id is not None and branch_from_id not in self._index:
-                    raise EntryNotFoundError(f"Entry {branch_from_id} not found")
-                from_id = self._leaf_id if self._leaf_id is not None else "root"
-                previous_leaf = self._leaf_id
-                self._leaf_id = branch_from_id
+        with self._writing():
+            if branch_from_id is not None and branch_from_id not in self._index:
+                raise EntryNotFoundError(f"Entry {branch_from_id} not found")
+            from_id = self._leaf_id if self._leaf_id is not None else "root"
+            previous_leaf = self._leaf_id
+            self._leaf_id = branch_from_id
 
-                def build(parent: Any, eid: str, ts: str) -> WireEntry:
-                    entry = _entry("branch_summary", eid, branch_from_id, ts, fromId=from_id, summary=summary)
-                    _put(entry, "details", details)
-                    _put(entry, "usage", usage)
-                    _put(entry, "fromHook", from_hook)
-                    return entry
+            def build(parent: Any, eid: str, ts: str) -> WireEntry:
+                entry = _entry("branch_summary", eid, branch_from_id, ts, fromId=from_id, summary=summary)
+                _put(entry, "details", details)
+                _put(entry, "usage", usage)
+                _put(entry, "fromHook", from_hook)
+                return entry
 
-                try:
-                    return self._append_id(build)
-                except BaseException:
-                    self._leaf_id = previous_leaf
-                    raise
+            try:
+                return self._append_id(build)
+            except BaseException:
+                self._leaf_id = previous_leaf
+                raise
 
     def create_branched_session(self, leaf_id: str) -> str | None:
         """Replace this manager's session with a new one holding only the path to ``leaf_id``
@@ -1075,12 +1061,6 @@ class SessionManager:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-_JS_SPACE = (
-    "\t\n\x0b\x0c\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
 
 
 def _version(header: Mapping[str, Any]) -> float:
