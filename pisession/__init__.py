@@ -23,13 +23,11 @@ from ._builders import (
 from ._codec import from_wire, to_wire
 from ._discovery import SessionInfo
 from ._errors import (
-    CycleError,
     EntryNotFoundError,
     InvalidContextEditError,
     InvalidSessionError,
     InvalidSessionIdError,
     PisessionError,
-    SessionCorruptError,
     SessionExistsError,
     SymlinkRefusedError,
     WireFormatError,
@@ -81,12 +79,10 @@ __all__ = [
     "RandomIds",
     "PisessionError",
     "InvalidSessionError",
-    "SessionCorruptError",
     "EntryNotFoundError",
     "InvalidContextEditError",
     "InvalidSessionIdError",
     "SessionExistsError",
-    "CycleError",
     "WireFormatError",
     "SymlinkRefusedError",
     "LockTimeout",

@@ -5,12 +5,10 @@ from __future__ import annotations
 __all__ = [
     "PisessionError",
     "InvalidSessionError",
-    "SessionCorruptError",
     "EntryNotFoundError",
     "InvalidContextEditError",
     "InvalidSessionIdError",
     "SessionExistsError",
-    "CycleError",
     "WireFormatError",
     "SymlinkRefusedError",
 ]
@@ -23,9 +21,6 @@ class PisessionError(Exception):
 class InvalidSessionError(PisessionError):
     """A file is not a Pi session (its first parsed line is not a session header)."""
 
-
-class SessionCorruptError(PisessionError):
-    """A session file changed under us in a way that cannot be followed (e.g. its header changed)."""
 
 
 class EntryNotFoundError(PisessionError, KeyError):
@@ -46,9 +41,6 @@ class InvalidSessionIdError(PisessionError, ValueError):
 class SessionExistsError(PisessionError, FileExistsError):
     """The file a new session would be written to already exists."""
 
-
-class CycleError(PisessionError):
-    """A parentId chain loops back on itself."""
 
 
 class WireFormatError(PisessionError, ValueError):
