@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 import time
 import uuid
+import weakref
 from collections.abc import Container
 from datetime import datetime, timezone
 from typing import Protocol, runtime_checkable
@@ -52,25 +52,24 @@ class SystemClock:
 class RandomIds:
     """Pi's ids: 8 random hex chars, retried 100 times on collision, then a full UUID.
 
-    Random bytes are drawn from the OS 4 KiB at a time (one syscall per 1,024 ids), as V8
-    batches the entropy behind ``crypto.randomUUID``.
+    Random bytes are drawn from the OS 4 KiB at a time (one syscall per 512 ids), as V8
+    batches the entropy behind ``crypto.randomUUID``. Taking an id is one ``list.pop``, atomic
+    across threads; a forked child empties its pools so it never repeats its parent's ids.
     """
 
     def __init__(self) -> None:
-        self._pool = b""
-        self._next = 0
-        self._lock = threading.Lock()
-        self._pid = os.getpid()
+        self._pool: list[str] = []
+        _POOLS.add(self)
 
     def _hex8(self) -> str:
-        with self._lock:
-            start = self._next
-            if start + 4 > len(self._pool) or self._pid != os.getpid():  # a forked child must not repeat ids
-                self._pool = os.urandom(4096)
-                self._pid = os.getpid()
-                start = 0
-            self._next = start + 4
-            return self._pool[start : start + 4].hex()
+        try:
+            return self._pool.pop()
+        except IndexError:
+            digits = os.urandom(4096).hex()
+            fresh = [digits[i : i + 8] for i in range(0, len(digits), 8)]
+            candidate = fresh.pop()
+            self._pool = fresh
+            return candidate
 
     def entry_id(self, existing: Container[object]) -> str:
         for _ in range(100):
@@ -81,6 +80,18 @@ class RandomIds:
 
     def session_id(self, now_ms: int) -> str:
         return uuid7(now_ms)
+
+
+_POOLS: weakref.WeakSet[RandomIds] = weakref.WeakSet()
+
+
+def _forget_pools_after_fork() -> None:
+    for source in list(_POOLS):
+        source._pool = []
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools_after_fork)
 
 
 def uuid7(now_ms: int | None = None) -> str:
@@ -95,17 +106,23 @@ def uuid7(now_ms: int | None = None) -> str:
 
 
 _last_second: list[tuple[int, str]] = [(-1, "")]
+_last_ms: list[tuple[int, str]] = [(-1, "")]
 
 
 def iso_from_ms(ms: int) -> str:
     """JavaScript's ``new Date(ms).toISOString()``: always milliseconds and ``Z``."""
+    known = _last_ms[0]  # one tuple read: another thread may replace it meanwhile
+    if known[0] == ms:  # a burst of appends often shares the millisecond
+        return known[1]
     second = ms // 1000
     cached = _last_second[0]
-    if cached[0] != second:  # appends come in bursts within one second: format that once
+    if cached[0] != second:  # and the second: format that once
         moment = datetime.fromtimestamp(second, tz=timezone.utc)
         cached = (second, f"{moment:%Y-%m-%dT%H:%M:%S}")
         _last_second[0] = cached
-    return f"{cached[1]}.{ms % 1000:03d}Z"
+    text = f"{cached[1]}.{ms % 1000:03d}Z"
+    _last_ms[0] = (ms, text)
+    return text
 
 
 def assert_valid_session_id(session_id: object) -> None:

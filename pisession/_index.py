@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from bisect import bisect_left
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Container, Hashable, Iterable, Sequence
 from typing import Any
 
 from ._js import MISSING, js_date_ms, js_trim, js_truthy
@@ -186,31 +186,52 @@ class _Store:
     def push_one(self, head: Head, raw: bytes | None, entry: WireEntry | None) -> bool:
         """Append one entry with a string id whose string parent (or null) is already here;
         False (nothing changed) for anything else, which ``extend`` then handles."""
-        entry_id = head.id
-        parent_id = head.parentId
-        if type(entry_id) is not str or entry_id in self.by_id or entry_id in self.waiting:
+        message = head.message
+        return self.push_fields(
+            head.id,
+            head.parentId,
+            head.type,
+            MISSING if message is None else message.role,
+            head.timestamp,
+            raw,
+            entry,
+            head,
+        )
+
+    def push_fields(
+        self,
+        entry_id: Any,
+        parent_id: Any,
+        kind: Any,
+        role: Any,
+        timestamp: Any,
+        raw: bytes | None,
+        entry: WireEntry | None,
+        head: Head | None,
+    ) -> bool:
+        """``push_one`` from the head fields themselves (``head`` is read only for labels and
+        session names; None makes it taken from ``entry``)."""
+        by_id = self.by_id
+        if type(entry_id) is not str or entry_id in by_id or entry_id in self.waiting:
             return False
         if parent_id is None:
             parent = NO_PARENT
         elif type(parent_id) is str and parent_id:
-            parent = self.by_id.get(parent_id, NO_PARENT)
+            parent = by_id.get(parent_id, NO_PARENT)
             if parent == NO_PARENT:
                 return False
         else:
             return False
         pos = len(self.ids)
-        kind = head.type
-        message = head.message
-        role = MISSING if message is None else message.role
         self.dicts.append(entry)
         self.raws.append(raw if entry is None else None)
         self.models.append(None)
         self.ids.append(entry_id)
         self.types.append(kind)
         self.parent_ids.append(parent_id)
-        self.stamps.append(head.timestamp)
+        self.stamps.append(timestamp)
         self.roles.append(role)
-        self.by_id[entry_id] = pos
+        by_id[entry_id] = pos
         self.parents.append(parent)
         kids = self.children.get(parent_id)
         if kids is None:
@@ -218,6 +239,9 @@ class _Store:
         else:
             kids.append(pos)
         if kind == "label" or kind == "session_info":
+            if head is None:
+                assert entry is not None
+                head = head_of(entry)
             self._note_facts(pos, head)
         self._derive(pos, kind, role, parent)
         return True
@@ -354,6 +378,27 @@ class TreeIndex:
     def append(self, entries: Iterable[WireEntry]) -> TreeIndex:
         return self.append_records((head_of(e), None, e) for e in entries)
 
+    def append_written(self, entry: WireEntry, raw: bytes) -> TreeIndex:
+        """This index plus one entry we just made (``entry``) and its line (``raw``, kept as what
+        the index holds, parsed again when read). The append hot path: no head is built."""
+        store = self._store
+        if len(store) == self._n and store.regular:
+            message = entry.get("message")
+            role = message.get("role", MISSING) if isinstance(message, dict) else MISSING
+            get = entry.get
+            if store.push_fields(
+                get("id", MISSING),
+                get("parentId", MISSING),
+                get("type", MISSING),
+                role,
+                get("timestamp", MISSING),
+                raw,
+                None,
+                head_of(entry) if get("type") in ("label", "session_info") else None,
+            ):
+                return TreeIndex(store, self._n + 1)
+        return self.append_records([(head_of(entry), raw, None)])
+
     def append_records(self, records: Iterable[Record]) -> TreeIndex:
         new = list(records)
         if not new:
@@ -453,6 +498,11 @@ class TreeIndex:
     def get(self, entry_id: object) -> WireEntry | None:
         pos = self.position(entry_id)
         return None if pos is None else self._store.entry(pos)
+
+    def taken_ids(self) -> Container[object]:
+        """Every id this snapshot holds, perhaps with ids of later snapshots sharing its
+        storage: enough to choose a new id that is unique (a fast ``in``)."""
+        return self._store.by_id
 
     def __contains__(self, entry_id: object) -> bool:
         return self.position(entry_id) is not None

@@ -26,7 +26,6 @@ from ._json import dumps, dumps_bytes
 from ._load import (
     CURRENT_SESSION_VERSION,
     Record,
-    head_of,
     load_entries_from_file,
     migrate_session_entries,
     parse_raw,
@@ -78,16 +77,6 @@ def _put(entry: WireEntry, key: str, value: Any) -> None:
     """Set a field unless it is undefined (left out by the caller), as JSON.stringify drops it."""
     if value is not UNSET and value is not MISSING:
         entry[key] = _wire(value)
-
-
-def _serialise(entry: WireEntry) -> tuple[WireEntry, bytes]:
-    """The entry as plain JSON and its line (model objects nested in dicts converted)."""
-    try:
-        data = dumps_bytes(entry)
-    except TypeError:
-        entry = to_wire(entry)
-        data = dumps_bytes(entry)
-    return entry, data + b"\n"
 
 
 def _is_conversation(entry: Mapping[str, Any]) -> bool:
@@ -517,6 +506,7 @@ class SessionManager:
 
     def _reload(self) -> None:
         assert self._file is not None
+        self._file.confirm()  # lines the old descriptor wrote into a replaced file are rescued
         leaf = self._leaf_id
         was_tip = self._leaf_is_tip()
         self._file = SessionFile(self._file.path)
@@ -563,50 +553,69 @@ class SessionManager:
                     yield
                 finally:
                     self._fresh -= 1
+                    if not self._fresh and self._file is not None and self._file.confirm():
+                        # Replaced during a batch: our lines were re-appended to the new file.
+                        self._reload_keeping_leaf(self._leaf_id)
 
     def _append(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> WireEntry:
-        with self._writing():
-            return self._append_locked(build, stamp_first)
+        with self._mutex:
+            if self._fresh:
+                # Inside batch() (or an operation's own holding) on this thread: the lock is
+                # held and the file read; only the mutex, re-entered, guards this append.
+                return self._append_locked(build, stamp_first)
+            with self._writing():
+                return self._append_locked(build, stamp_first)
 
     def _append_id(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> str:
         return str(self._append(build, stamp_first=stamp_first)["id"])
 
     def _append_locked(self, build: Callable[[Any, str, str], WireEntry], stamp_first: bool) -> WireEntry:
+        # The append hot path (batch() runs it thousands of times): few calls, no head built.
+        index = self._index
         if stamp_first:
             timestamp = iso_from_ms(self._clock.now_ms())
-            entry_id = self._ids.entry_id(self._index)
+            entry_id = self._ids.entry_id(index.taken_ids())
         else:
-            entry_id = self._ids.entry_id(self._index)
+            entry_id = self._ids.entry_id(index.taken_ids())
             timestamp = iso_from_ms(self._clock.now_ms())
+        leaf = self._leaf_id
+        entry = build(leaf, entry_id, timestamp)
+        try:
+            data = dumps_bytes(entry)
+        except TypeError:  # a model object nested in a dict
+            entry = to_wire(entry)
+            data = dumps_bytes(entry)
         # Pi keeps the object it wrote; its JSON round trip is what Pi holds (array-index keys
         # first, numbers as doubles), so the index keeps the line and parses it when read.
-        entry, line = _serialise(build(self._leaf_id, entry_id, timestamp))
-        previous = (self._index, self._leaf_id, self._has_conversation)
-        self._index = self._index.append_records([(head_of(entry), line[:-1], None)])
+        self._index = index.append_written(entry, data)
         self._leaf_id = entry.get("id")
-        self._has_conversation = self._has_conversation or _is_conversation(entry)
+        had_conversation = self._has_conversation
+        if not had_conversation:
+            self._has_conversation = _is_conversation(entry)
         try:
-            self._persist_entry(entry, line)
+            if self._persist and self._file is not None:
+                if self._flushed:
+                    self._write_line(entry, data + b"\n")
+                elif self._has_conversation:
+                    self._flush_all()
         except BaseException:
             # An entry that was not written must not become the parent of later entries.
-            self._index, self._leaf_id, self._has_conversation = previous
+            self._index, self._leaf_id, self._has_conversation = index, leaf, had_conversation
             raise
         return entry
 
-    def _persist_entry(self, entry: WireEntry, line: bytes) -> None:
-        if not self._persist or self._file is None:
-            return
-        if not self._flushed:
-            if not self._has_conversation:
-                return
-            lines = [_line(self._header), *(_line(e) for e in self._index.wire_entries())]
-            self._file.create(lines)
-            self._flushed = True
-            return
-        # Outside a batch, _append_locked has just read the file under this lock (and checked it
-        # is still the same file); inside one, the store checks for a replacement itself.
-        result = self._file.append(line, verified=not self._batch_depth)
-        if result.interleaved:
+    def _flush_all(self) -> None:
+        """Pi writes nothing until the first user or assistant message, then everything."""
+        assert self._file is not None
+        lines = [_line(self._header), *(_line(e) for e in self._index.wire_entries())]
+        self._file.create(lines)
+        self._flushed = True
+
+    def _write_line(self, entry: WireEntry, line: bytes) -> None:
+        assert self._file is not None
+        # Outside a batch, _writing() has just read the file under this lock (and checked it is
+        # still the same file); inside one, the store checks for a replacement itself.
+        if self._file.append(line, verified=not self._batch_depth):
             # A writer without the lock (Pi) appended between our look and our write: the file
             # order differs from ours, so read the file again rather than guess.
             self._reload_keeping_leaf(entry.get("id"))
@@ -1103,9 +1112,13 @@ def _stamp(entry_id: str, parent: Any, timestamp: str) -> WireEntry:
 
 
 def _entry(entry_type: str, entry_id: str, parent: Any, timestamp: str, **fields: Any) -> WireEntry:
-    entry: WireEntry = {"type": entry_type, **_stamp(entry_id, parent, timestamp)}
+    if parent is MISSING:
+        entry: WireEntry = {"type": entry_type, "id": entry_id, "timestamp": timestamp}
+    else:
+        entry = {"type": entry_type, "id": entry_id, "parentId": parent, "timestamp": timestamp}
     for key, value in fields.items():
-        _put(entry, key, value)
+        if value is not UNSET and value is not MISSING:
+            entry[key] = _wire(value)
     return entry
 
 

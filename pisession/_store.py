@@ -15,6 +15,7 @@ import os
 import stat
 import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Iterable
 from typing import Any
@@ -23,10 +24,11 @@ from ._errors import InvalidSessionError, SessionExistsError
 from ._load import Record, is_session_header, iter_file_lines, parse_line, scan_raw
 from ._lock import SessionLock, SymlinkRefusedError
 
-__all__ = ["SessionFile", "Appended", "FILE_MODE", "DIR_MODE", "make_private_dirs"]
+__all__ = ["SessionFile", "FILE_MODE", "DIR_MODE", "make_private_dirs"]
 
 WireEntry = dict[str, Any]
 
+RECHECK_NS = 2_000_000  # inside a batch, look whether the file was replaced at most every 2 ms
 FILE_MODE = 0o600  # sessions hold prompts and tool output
 DIR_MODE = 0o700
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -80,15 +82,6 @@ def _refuse_symlink(path: str, error: OSError) -> None:
         ) from error
 
 
-class Appended:
-    """What one append learned: whether another writer's lines landed next to ours."""
-
-    __slots__ = ("interleaved",)
-
-    def __init__(self, interleaved: bool) -> None:
-        self.interleaved = interleaved
-
-
 class SessionFile:
     """A session file plus our read position in it."""
 
@@ -97,6 +90,9 @@ class SessionFile:
         self.lock = _shared_lock(path + ".lock")
         self._fd: int | None = None
         self._identity: tuple[int, int] | None = None
+        # Lines appended (unverified, in a batch) since the path was last seen to name our file.
+        self._unconfirmed: list[bytes] = []
+        self._confirmed_at = 0
         self.offset = 0  # bytes of complete lines already parsed
         self.size = 0  # file size when last looked at
         self._unterminated = False  # the last line was parsed but has no "\n" after it yet
@@ -231,47 +227,99 @@ class SessionFile:
         self._identity = (info.st_dev, info.st_ino)
         self.offset = self.size = len(data)
 
-    def append(self, data: bytes, *, verified: bool = False) -> Appended:
+    def append(self, data: bytes, *, verified: bool = False) -> bool:
         """Append whole lines with one write; a torn line left by a crash is closed first.
 
-        ``interleaved`` in the result means the file holds more than the caller has read: another
-        writer's lines landed next to ours, a torn line was closed, or the path now names another
-        file (replaced since we last looked, e.g. inside a batch); the caller should re-read it.
+        True means the file holds more than the caller has read: another writer's lines landed
+        next to ours, a torn line was closed, or the path named another file than the one we
+        had open (replaced since we last looked, inside a batch); the caller should re-read it.
+
+        ``verified``: the caller has just read the file under the lock (``read_new`` checks
+        the path still names our file), so nothing more is checked. Otherwise (inside a batch)
+        the path is looked at again at most every ``RECHECK_NS`` and by :meth:`confirm`: a
+        stat per append would cost a fifth of the append. Lines written since the last look
+        are kept until the next, so a file replaced meanwhile gets the ones it lacks.
         """
-        fd = self._descriptor()
+        fd = self._fd
         if fd is None:
-            raise InvalidSessionError(f"Session file disappeared: {self.path}")
-        # verified: the caller read the file under the lock just now (read_new checks identity).
-        replaced = False if verified else self._replaced(fd)
-        if replaced:
-            # Our descriptor names a file no longer at the path: writing there would lose the
-            # entry. Append to the file that is there now instead.
-            self._close()
-            self._identity = None
             fd = self._descriptor()
             if fd is None:
                 raise InvalidSessionError(f"Session file disappeared: {self.path}")
-            self.offset = self.size = os.fstat(fd).st_size
-            self._unterminated = self.size > 0 and os.pread(fd, 1, self.size - 1) != b"\n"
+        interleaved = self._write_lines(fd, data, replaced=False)
+        if verified:
+            self._unconfirmed.clear()
+            self._confirmed_at = time.monotonic_ns()
+            return interleaved
+        self._unconfirmed.append(data)
+        if time.monotonic_ns() - self._confirmed_at >= RECHECK_NS:
+            return self.confirm() or interleaved
+        return interleaved
+
+    def confirm(self) -> bool:
+        """Check the path still names the file our unconfirmed lines went to; if it was
+        replaced, append the lines the new file lacks to it. True if it was replaced."""
+        replaced = False
+        if self._unconfirmed:
+            fd = self._fd
+            if fd is None or self._replaced(fd):
+                self._rescue(self._unconfirmed)
+                replaced = True
+            self._unconfirmed.clear()
+        self._confirmed_at = time.monotonic_ns()
+        return replaced
+
+    def _rescue(self, lines: list[bytes]) -> None:
+        """Append to the file now at the path those of ``lines`` whose entries it lacks (a
+        copy of the old file made after some of them were written already holds those)."""
+        fd = self._reopen()
+        present: set[Any] = set()
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            for line in iter_file_lines(handle):
+                scanned = scan_raw(line) if line else None
+                if scanned is not None:
+                    present.add(_hashable_id(scanned[0].id))
+        missing = []
+        for data in lines:
+            for line in data.split(b"\n"):
+                if not line:
+                    continue
+                scanned = scan_raw(line)
+                if scanned is None or _hashable_id(scanned[0].id) not in present:
+                    missing.append(line + b"\n")
+        if missing:
+            self._write_lines(fd, b"".join(missing), replaced=True)
+
+    def _reopen(self) -> int:
+        self._close()
+        self._identity = None
+        fd = self._descriptor()
+        if fd is None:
+            raise InvalidSessionError(f"Session file disappeared: {self.path}")
+        self.offset = self.size = os.fstat(fd).st_size
+        self._unterminated = self.size > 0 and os.pread(fd, 1, self.size - 1) != b"\n"
+        return fd
+
+    def _write_lines(self, fd: int, data: bytes, *, replaced: bool) -> bool:
         closing = self.has_partial_line
-        if closing:
-            data = b"\n" + data
-        before = self.size
-        written = os.write(fd, data)
-        if written != len(data):
-            # A short write (disk full) leaves a torn line; the next append closes it.
-            self.size = os.fstat(fd).st_size
-            raise OSError(f"short write to {self.path}: {written} of {len(data)} bytes")
+        written = self._write_once(fd, b"\n" + data if closing else data)
         end = os.lseek(fd, 0, os.SEEK_CUR)
         self._unterminated = False
         # Closing someone else's unterminated line may have completed an entry we never read
         # (one whose writer died just before its "\n"): report it like an interleaved write so
         # the caller reads the file again instead of missing that entry.
-        interleaved = closing or replaced or end - len(data) != before
+        interleaved = closing or replaced or end - written != self.size
         self.size = end
         if not interleaved:
             self.offset = end
-        return Appended(interleaved)
+        return interleaved
+
+    def _write_once(self, fd: int, data: bytes) -> int:
+        written = os.write(fd, data)
+        if written != len(data):
+            # A short write (disk full) leaves a torn line; the next append closes it.
+            self.size = os.fstat(fd).st_size
+            raise OSError(f"short write to {self.path}: {written} of {len(data)} bytes")
+        return written
 
     def append_newline(self) -> None:
         fd = self._descriptor()
@@ -355,6 +403,14 @@ class SessionFile:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def _hashable_id(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
 
 
 def _identity(info: os.stat_result) -> tuple[int, int]:

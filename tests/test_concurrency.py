@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from conftest import ORACLE, needs_oracle, oracle_available
 
-from pisession import LockTimeout, SessionManager
+from pisession import LockTimeout, SessionManager, _store
 from pisession._lock import SessionLock
 
 REPO = str(Path(__file__).resolve().parents[1])
@@ -593,6 +593,38 @@ def test_batch_survives_the_file_being_replaced_meanwhile(tmp_path: Path) -> Non
     thread.join(30)
     assert outcome == ["done"], "append deadlocked on its own batch's lock"
     assert [e["message"]["content"] for e in checked_entries(path)[-3:]] == ["one", "two", "three"]
+
+
+@pytest.mark.parametrize("recheck_ns", [0, 10**18], ids=["every-append", "at-batch-end"])
+@pytest.mark.parametrize("copied", ["mid-batch", "before-batch"])
+def test_lines_a_batch_wrote_into_a_replaced_file_reach_the_new_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recheck_ns: int, copied: str
+) -> None:
+    """Inside a batch the path is looked at only now and then (and when the batch ends): lines
+    written meanwhile into a file that was replaced are appended to the new file, each once."""
+    monkeypatch.setattr(_store, "RECHECK_NS", recheck_ns)
+    path = new_session(tmp_path)
+    before = Path(path).read_bytes()
+    manager = SessionManager.open(path)
+    with manager.batch():
+        first = [manager.append_message(user(f"a{i}")) for i in range(2)]
+        copy = path + ".copy"
+        Path(copy).write_bytes(Path(path).read_bytes() if copied == "mid-batch" else before)
+        os.replace(copy, path)
+        second = [manager.append_message(user(f"b{i}")) for i in range(2)]
+    if copied == "mid-batch" or recheck_ns == 10**18:
+        ids = [e["id"] for e in checked_entries(path)]
+        # Copied after a0, a1 landed, or nothing was confirmed before the replacement: the new
+        # file gets every batch entry it lacks, once, in order.
+        assert ids[-4:] == first + second
+    else:
+        ids = [json.loads(line)["id"] for line in Path(path).read_bytes().splitlines()[1:]]
+        # a0 and a1 were seen in the old file at the path before it was replaced by an older
+        # copy: whoever replaced it dropped them, as it would have between two batches.
+        assert ids[-2:] == second and not set(first) & set(ids)
+    assert len(ids) == len(set(ids))
+    assert [e.id for e in manager.get_entries()] == ids, "the manager re-read the new file"
+    assert manager.get_leaf_id() == second[-1]
 
 
 def test_two_managers_of_one_file_in_one_thread_do_not_deadlock(tmp_path: Path) -> None:

@@ -40,3 +40,19 @@ def test_fast_path_catches_each_known_difference() -> None:
         ({"a": "\ud800"}, b'{"a":"\\ud800"}'),
     ]:
         assert dumps_bytes(value) == expected
+
+
+def test_fast_path_agrees_on_every_exponent_in_every_position() -> None:
+    # orjson and JavaScript switch to exponent notation at different magnitudes (1e16 / 1e21
+    # and 1e-5 / 1e-6); a number ends at "," "}" or "]" depending on where it sits.
+    for exponent in range(-330, 309):
+        for mantissa in (1.0, 2.5, 9.999999999999999):
+            number = mantissa * 10.0**exponent if exponent > -300 else float(f"{mantissa}e{exponent}")
+            for value in (
+                {"a": number},
+                {"a": number, "b": 1},
+                {"a": [number]},
+                {"a": [number, 1]},
+                {"a": -number},
+            ):
+                assert dumps_bytes(value) == dumps(value).encode("utf-8"), value
