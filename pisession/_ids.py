@@ -72,7 +72,10 @@ class RandomIds:
             return candidate
 
     def entry_id(self, existing: Container[object]) -> str:
-        for _ in range(100):
+        candidate = self._hex8()
+        if candidate not in existing:  # all but once in ~4 billion / len(existing) times
+            return candidate
+        for _ in range(99):
             candidate = self._hex8()
             if candidate not in existing:
                 return candidate

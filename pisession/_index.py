@@ -25,6 +25,7 @@ __all__ = ["TreeIndex", "WireEntry"]
 WireEntry = dict[str, Any]
 
 NO_PARENT = -1
+_NOTHING_SET = (NO_PARENT, NO_PARENT, NO_PARENT)
 
 
 def _key(value: object) -> Hashable:
@@ -50,8 +51,7 @@ class _Store:
     """Append-only arrays shared by successive snapshots of one session."""
 
     __slots__ = (
-        "dicts",
-        "raws",
+        "items",
         "ids",
         "types",
         "parent_ids",
@@ -65,19 +65,16 @@ class _Store:
         "regular",
         "has_cycles",
         "cycles",
-        "latest_compaction",
-        "latest_thinking",
-        "latest_model",
+        "latest",
         "waiting",
         "models",
         "cache",
     )
 
     def __init__(self) -> None:
-        # An entry is its raw line until first read (dicts[pos] None, raws[pos] the bytes);
+        # An entry is its raw line (bytes) until first read, then its parsed dict;
         # the index itself needs only the head fields kept in the parallel arrays below.
-        self.dicts: list[WireEntry | None] = []
-        self.raws: list[bytes | None] = []
+        self.items: list[WireEntry | bytes] = []
         self.ids: list[Any] = []
         self.types: list[Any] = []
         self.parent_ids: list[Any] = []
@@ -93,25 +90,24 @@ class _Store:
         self.regular = True
         self.has_cycles = False
         self.cycles: list[tuple[Any, ...]] = []
-        self.latest_compaction: list[int] = []
-        self.latest_thinking: list[int] = []
-        self.latest_model: list[int] = []
+        # (latest compaction, thinking-level change, model setter) on each entry's path; an
+        # entry that sets none of them shares its parent's tuple.
+        self.latest: list[tuple[int, int, int]] = []
         self.waiting: dict[Hashable, list[int]] = {}
-        self.models: list[Any] = []
+        self.models: dict[int, Any] = {}  # typed models built so far, by position
         self.cache: dict[Any, Any] = {}
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def entry(self, pos: int) -> WireEntry:
-        entry = self.dicts[pos]
-        if entry is None:
-            raw = self.raws[pos]
-            entry = parse_raw(raw) if raw is not None else None
-            if entry is None:  # pragma: no cover - the scanner accepted this line
-                entry = {"type": self.types[pos], "id": self.ids[pos], "parentId": self.parent_ids[pos]}
-            self.dicts[pos] = entry
-            self.raws[pos] = None
+        item = self.items[pos]
+        if not isinstance(item, bytes):
+            return item
+        entry = parse_raw(item)
+        if entry is None:  # pragma: no cover - the scanner accepted this line
+            entry = {"type": self.types[pos], "id": self.ids[pos], "parentId": self.parent_ids[pos]}
+        self.items[pos] = entry
         return entry
 
     # -- building ---------------------------------------------------------------------------
@@ -121,7 +117,7 @@ class _Store:
 
         This is the open path for 20,000-entry sessions, so it is one loop over local names.
         """
-        dicts, raws, models = self.dicts, self.raws, self.models
+        items = self.items
         ids, types, parent_ids, stamps, roles = self.ids, self.types, self.parent_ids, self.stamps, self.roles
         parents, by_id, waiting, children = self.parents, self.by_id, self.waiting, self.children
         derive = self._derive
@@ -139,9 +135,7 @@ class _Store:
             kind = head.type
             message = head.message
             role = MISSING if message is None else message.role
-            dicts.append(entry)
-            raws.append(raw if entry is None else None)
-            models.append(None)
+            items.append(raw if entry is None else entry)
             ids.append(entry_id)
             types.append(kind)
             parent_ids.append(parent_id)
@@ -223,9 +217,7 @@ class _Store:
         else:
             return False
         pos = len(self.ids)
-        self.dicts.append(entry)
-        self.raws.append(raw if entry is None else None)
-        self.models.append(None)
+        self.items.append(raw if entry is None else entry)  # type: ignore[arg-type]
         self.ids.append(entry_id)
         self.types.append(kind)
         self.parent_ids.append(parent_id)
@@ -249,24 +241,17 @@ class _Store:
     def _derive(self, pos: int, kind: Any, role: Any, parent: int) -> None:
         """The latest compaction, thinking-level and model entries on ``pos``'s path, from its
         parent's: one step per entry, so no path is ever walked to find them."""
-        if parent == NO_PARENT:
-            compaction = thinking = model = NO_PARENT
-        else:
-            compaction = self.latest_compaction[parent]
-            thinking = self.latest_thinking[parent]
-            model = self.latest_model[parent]
+        facts = _NOTHING_SET if parent == NO_PARENT else self.latest[parent]
         if kind == "message":
             if role == "assistant":
-                model = pos
+                facts = (facts[0], facts[1], pos)
         elif kind == "compaction":
-            compaction = pos
+            facts = (pos, facts[1], facts[2])
         elif kind == "thinking_level_change":
-            thinking = pos
+            facts = (facts[0], pos, facts[2])
         elif kind == "model_change":
-            model = pos
-        self.latest_compaction.append(compaction)
-        self.latest_thinking.append(thinking)
-        self.latest_model.append(model)
+            facts = (facts[0], facts[1], pos)
+        self.latest.append(facts)
 
     def _note_facts(self, pos: int, head: Head) -> None:
         kind = head.type
@@ -294,10 +279,9 @@ class _Store:
         store.regular = False
         for pos, (head, raw, entry) in enumerate(records):
             if pos < len(partial):  # keep what the regular pass already parsed
-                entry, raw = partial.dicts[pos], partial.raws[pos]
-            store.dicts.append(entry)
-            store.raws.append(raw if entry is None else None)
-            store.models.append(None)
+                store.items.append(partial.items[pos])
+            else:
+                store.items.append(raw if entry is None else entry)  # type: ignore[arg-type]
             store.ids.append(head.id)
             store.types.append(head.type)
             store.parent_ids.append(head.parentId)
@@ -318,15 +302,13 @@ class _Store:
     def records(self, n: int) -> list[Record]:
         out: list[Record] = []
         for pos in range(n):
-            entry = self.dicts[pos]
-            if entry is not None:
-                out.append((head_of(entry), None, entry))
+            item = self.items[pos]
+            if not isinstance(item, bytes):
+                out.append((head_of(item), None, item))
             else:
-                raw = self.raws[pos]
-                assert raw is not None
-                scanned = scan_raw(raw)
+                scanned = scan_raw(item)
                 assert scanned is not None
-                out.append((scanned[0], raw, None))
+                out.append((scanned[0], item, None))
         return out
 
     def _find_cycles(self) -> None:
@@ -470,7 +452,7 @@ class TreeIndex:
     def model_at(self, pos: int) -> Any:
         """The typed model of the entry at ``pos``, built on first use and then shared."""
         store = self._store
-        model = store.models[pos]
+        model = store.models.get(pos)
         if model is None:
             from ._codec import from_wire
 
@@ -561,7 +543,7 @@ class TreeIndex:
     def latest_compaction_on_path(self, leaf: int) -> int | None:
         """The nearest compaction at or above ``leaf``, in O(1) for a regular index."""
         if self._store.regular:
-            pos = self._store.latest_compaction[leaf]
+            pos = self._store.latest[leaf][0]
             return None if pos == NO_PARENT else pos
         types = self._store.types
         for pos in reversed(self.path_positions(leaf)):
@@ -573,7 +555,8 @@ class TreeIndex:
         """Positions of the entries that set thinking level and model on the path (or -1)."""
         store = self._store
         if store.regular:
-            return store.latest_thinking[leaf], store.latest_model[leaf]
+            _, thinking, model = store.latest[leaf]
+            return thinking, model
         thinking = model = NO_PARENT
         for pos in self.path_positions(leaf):
             kind = store.types[pos]

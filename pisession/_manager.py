@@ -592,12 +592,18 @@ class SessionManager:
         had_conversation = self._has_conversation
         if not had_conversation:
             self._has_conversation = _is_conversation(entry)
+        file = self._file
         try:
-            if self._persist and self._file is not None:
-                if self._flushed:
-                    self._write_line(entry, data + b"\n")
-                elif self._has_conversation:
-                    self._flush_all()
+            if self._persist and file is not None:
+                if not self._flushed:
+                    if self._has_conversation:
+                        self._flush_all()
+                # Outside a batch, _writing() has just read the file under this lock (and
+                # checked it is still the same file); inside one, the store checks now and then.
+                elif file.append(data + b"\n", verified=not self._batch_depth):
+                    # A writer without the lock (Pi) appended between our look and our write, or
+                    # the file was replaced: read it again rather than guess.
+                    self._reload_keeping_leaf(entry.get("id"))
         except BaseException:
             # An entry that was not written must not become the parent of later entries.
             self._index, self._leaf_id, self._has_conversation = index, leaf, had_conversation
@@ -610,15 +616,6 @@ class SessionManager:
         lines = [_line(self._header), *(_line(e) for e in self._index.wire_entries())]
         self._file.create(lines)
         self._flushed = True
-
-    def _write_line(self, entry: WireEntry, line: bytes) -> None:
-        assert self._file is not None
-        # Outside a batch, _writing() has just read the file under this lock (and checked it is
-        # still the same file); inside one, the store checks for a replacement itself.
-        if self._file.append(line, verified=not self._batch_depth):
-            # A writer without the lock (Pi) appended between our look and our write: the file
-            # order differs from ours, so read the file again rather than guess.
-            self._reload_keeping_leaf(entry.get("id"))
 
     def _reload_keeping_leaf(self, leaf: Any) -> None:
         self._reload()
@@ -633,9 +630,19 @@ class SessionManager:
         manager.append_message({"role": "user", "content": "hello", "timestamp": 1733234400000})
         """
         wire_message = _wire(message)
-        return self._append_id(
-            lambda parent, eid, ts: _entry("message", eid, parent, ts, message=wire_message)
-        )
+        if wire_message is MISSING or wire_message is UNSET:
+            return self._append_id(
+                lambda parent, eid, ts: _entry("message", eid, parent, ts, message=wire_message)
+            )
+
+        def build(parent: Any, eid: str, ts: str) -> WireEntry:  # _entry, unrolled: the hot path
+            if parent is MISSING:
+                return {"type": "message", "id": eid, "timestamp": ts, "message": wire_message}
+            return {
+                "type": "message", "id": eid, "parentId": parent, "timestamp": ts, "message": wire_message
+            }
+
+        return self._append_id(build)
 
     def append_thinking_level_change(self, thinking_level: str) -> str:
         """Record a thinking-level change (``"off"``, ``"low"``, ``"high"``, ...); returns the id."""

@@ -245,7 +245,15 @@ class SessionFile:
             fd = self._descriptor()
             if fd is None:
                 raise InvalidSessionError(f"Session file disappeared: {self.path}")
-        interleaved = self._write_lines(fd, data, replaced=False)
+        if self._unterminated or self.size > self.offset:
+            interleaved = self._write_lines(fd, data, replaced=False)
+        else:  # the common case, inline: it runs thousands of times in a batch
+            written = self._write_once(fd, data)
+            end = os.lseek(fd, 0, os.SEEK_CUR)
+            interleaved = end - written != self.size
+            self.size = end
+            if not interleaved:
+                self.offset = end
         if verified:
             self._unconfirmed.clear()
             self._confirmed_at = time.monotonic_ns()
