@@ -15,6 +15,7 @@ import errno
 import os
 import threading
 import time
+import weakref
 from types import TracebackType
 
 __all__ = ["SessionLock", "LockTimeout", "SymlinkRefusedError"]
@@ -36,6 +37,19 @@ class LockTimeout(PisessionError, TimeoutError):
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
+# Every lock of this process, so a forked child can give each its own descriptor (checked by an
+# at-fork hook rather than a getpid() per acquire).
+_LOCKS: weakref.WeakSet[SessionLock] = weakref.WeakSet()
+
+
+def _reset_locks_after_fork() -> None:
+    for lock in list(_LOCKS):
+        lock._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_locks_after_fork)
+
 
 class SessionLock:
     """Re-entrant (per thread) exclusive lock on ``path``; ``with lock:`` holds it.
@@ -50,16 +64,15 @@ class SessionLock:
         self._thread_lock = threading.RLock()
         self._depth = 0
         self._fd: int | None = None
+        self._fd_identity: tuple[int, int] | None = None  # (inode, device) _fd was opened on
         self._fallback: object | None = None
-        self._pid = os.getpid()
+        _LOCKS.add(self)
 
     @property
     def is_locked(self) -> bool:
         return self._depth > 0
 
     def acquire(self) -> None:
-        if self._pid != os.getpid():
-            self._after_fork()
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         if not self._thread_lock.acquire(timeout=-1 if self.timeout is None else self.timeout):
             raise LockTimeout(f"Timed out waiting for the session lock {self.path}")
@@ -138,8 +151,7 @@ class SessionLock:
                 current = os.stat(self.path, follow_symlinks=False)
             except FileNotFoundError:
                 current = None
-            mine = os.fstat(fd)
-            if current is not None and (current.st_ino, current.st_dev) == (mine.st_ino, mine.st_dev):
+            if current is not None and (current.st_ino, current.st_dev) == self._fd_identity:
                 return
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
@@ -164,24 +176,26 @@ class SessionLock:
         # A forked child shares the parent's open file description, and flock locks on one
         # description do not exclude each other: the child needs its own descriptor.
         if self._fd is not None:
-            os.close(self._fd)
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
         self._fd = None
         self._depth = 0
         self._thread_lock = threading.RLock()
-        self._pid = os.getpid()
 
     def _descriptor(self) -> int:
         if self._fd is None:
             # O_NOFOLLOW: a lock path planted as a symlink must not make us create or lock a
             # file elsewhere; opening it fails instead (ELOOP).
             try:
-                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
             except OSError as error:
                 if error.errno == errno.ELOOP or (error.errno == errno.EMLINK and os.path.islink(self.path)):
                     raise SymlinkRefusedError(
                         error.errno, f"Lock file is a symbolic link, refusing to follow it: {self.path}"
                     ) from error
                 raise
+            info = os.fstat(fd)
+            self._fd, self._fd_identity = fd, (info.st_ino, info.st_dev)
         return self._fd
 
     def _unlock_file(self) -> None:

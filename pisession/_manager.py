@@ -30,6 +30,7 @@ from ._load import (
     migrate_session_entries,
     parse_raw,
 )
+from ._lock import SessionLock
 from ._model import UNSET, Entry, SessionContext, SessionHeader, Unset
 from ._paths import (
     default_session_dir_path,
@@ -544,18 +545,37 @@ class SessionManager:
         """The mutex and the session lock held, and what other writers appended absorbed, once
         per holding: an operation's checks and the append that follows see the same file."""
         with self._mutex:
-            lock = self._file.lock if self._persist and self._file is not None else None
-            with lock if lock is not None else contextlib.nullcontext():
-                if self._flushed and not self._fresh:
-                    self._sync_for_check()
-                self._fresh += 1
-                try:
-                    yield
-                finally:
-                    self._fresh -= 1
-                    if not self._fresh and self._file is not None and self._file.confirm():
-                        # Replaced during a batch: our lines were re-appended to the new file.
-                        self._reload_keeping_leaf(self._leaf_id)
+            lock = self._begin_writing()
+            try:
+                yield
+            finally:
+                self._end_writing(lock)
+
+    def _begin_writing(self) -> SessionLock | None:
+        """``_writing()``'s entry, with the mutex held (``_append`` calls it directly: a
+        generator-based context manager costs more than the rest of its bookkeeping)."""
+        lock = self._file.lock if self._persist and self._file is not None else None
+        if lock is not None:
+            lock.acquire()
+        try:
+            if self._flushed and not self._fresh:
+                self._sync_for_check()
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        self._fresh += 1
+        return lock
+
+    def _end_writing(self, lock: SessionLock | None) -> None:
+        try:
+            self._fresh -= 1
+            if not self._fresh and self._file is not None and self._file.confirm():
+                # Replaced during a batch: our lines were re-appended to the new file.
+                self._reload_keeping_leaf(self._leaf_id)
+        finally:
+            if lock is not None:
+                lock.release()
 
     def _append(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> WireEntry:
         with self._mutex:
@@ -563,8 +583,11 @@ class SessionManager:
                 # Inside batch() (or an operation's own holding) on this thread: the lock is
                 # held and the file read; only the mutex, re-entered, guards this append.
                 return self._append_locked(build, stamp_first)
-            with self._writing():
+            lock = self._begin_writing()
+            try:
                 return self._append_locked(build, stamp_first)
+            finally:
+                self._end_writing(lock)
 
     def _append_id(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> str:
         return str(self._append(build, stamp_first=stamp_first)["id"])

@@ -677,3 +677,31 @@ def test_threads_sharing_one_manager_keep_a_single_chain(tmp_path: Path) -> None
     for previous, entry in itertools.pairwise(entries):
         assert entry["parentId"] == previous["id"]
     assert [e.id for e in manager.get_entries()] == [e["id"] for e in entries]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_takes_its_own_lock(tmp_path: Path) -> None:
+    """A child shares its parent's open descriptors, and flock does not exclude holders of one
+    description: the child must open the lock file anew, or the parent's lock would not stop it."""
+    lock = SessionLock(str(tmp_path / "s.jsonl.lock"), timeout=0.2)
+    with lock:
+        pass  # the descriptor is now cached
+    with lock:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child
+            os.close(read)
+            try:
+                with lock:
+                    outcome = b"acquired"
+            except LockTimeout:
+                outcome = b"timed out"
+            os.write(write, outcome)
+            os._exit(0)
+        os.close(write)
+        with os.fdopen(read, "rb") as pipe:
+            outcome = pipe.read()
+        os.waitpid(pid, 0)
+    assert outcome == b"timed out"
+    with lock:  # and the parent's lock still works after the child has gone
+        pass
