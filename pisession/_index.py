@@ -58,6 +58,7 @@ class _Store:
         "stamps",
         "roles",
         "parents",
+        "roots",
         "by_id",
         "children",
         "label_changes",
@@ -81,6 +82,7 @@ class _Store:
         self.stamps: list[Any] = []
         self.roles: list[Any] = []
         self.parents: list[int] = []
+        self.roots: list[int] = []  # positions without a resolved parent (kept while regular)
         self.by_id: dict[Hashable, int] = {}
         self.children: dict[Hashable, list[int]] = {}
         self.label_changes: dict[Hashable, list[tuple[int, Any, Any]]] = {}
@@ -120,6 +122,7 @@ class _Store:
         items = self.items
         ids, types, parent_ids, stamps, roles = self.ids, self.types, self.parent_ids, self.stamps, self.roles
         parents, by_id, waiting, children = self.parents, self.by_id, self.waiting, self.children
+        roots = self.roots
         derive = self._derive
         pending = records if isinstance(records, list) else list(records)
         pos = len(ids)
@@ -159,6 +162,8 @@ class _Store:
                     self.regular = False  # a falsy parentId such as "" resolves differently in getTree
                 children_key = _key(parent_id)
             parents.append(parent)
+            if parent == NO_PARENT:
+                roots.append(pos)
             kids = children.get(children_key)
             if kids is None:
                 children[children_key] = [pos]
@@ -225,6 +230,8 @@ class _Store:
         self.roles.append(role)
         by_id[entry_id] = pos
         self.parents.append(parent)
+        if parent == NO_PARENT:
+            self.roots.append(pos)
         kids = self.children.get(parent_id)
         if kids is None:
             self.children[parent_id] = [pos]
@@ -645,6 +652,25 @@ class TreeIndex:
             first_seen.setdefault(_key(self._store.ids[pos]), pos)
         result.sort(key=lambda p: first_seen[_key(self._store.ids[p])])
         return result
+
+    def regular_tree_parts(self) -> tuple[list[int], Sequence[Any], dict[Hashable, list[int]]]:
+        """For a regular index (``is_regular``): roots, ids by position, and the positions of
+        each parent's children by the parent's id, in file order (shared storage: read only;
+        a list may hold positions past this snapshot, last). ``sort_children`` orders them as
+        ``tree_order`` does."""
+        store = self._store
+        assert store.regular
+        roots = store.roots
+        # A regular store's roots stay roots (an awaited parent arriving makes it irregular).
+        return roots[: bisect_left(roots, self._n)], store.ids, store.children
+
+    def sort_children(self, kids: list[int]) -> list[int]:
+        """Children positions (in file order, possibly past this snapshot) as getTree orders them."""
+        n = self._n
+        kids = [k for k in kids if k < n]
+        if len(kids) > 1:
+            _sort_by_time(kids, self._store.stamps)
+        return kids
 
     def tree_order(self) -> tuple[list[int], dict[int, list[int]]]:
         """Roots and children by position, as Pi's ``getTree`` builds them (children by time).

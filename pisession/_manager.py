@@ -20,7 +20,7 @@ from ._codec import from_wire, to_wire
 from ._context import WireProjection, context_positions, current_system_message, project_leaf
 from ._errors import EntryNotFoundError, InvalidContextEditError, InvalidSessionError, PisessionError
 from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, iso_from_ms
-from ._index import TreeIndex, hashable_key
+from ._index import TreeIndex
 from ._js import MISSING, bulk, js_date_ms, js_to_number, js_trim, js_truthy
 from ._json import dumps, dumps_bytes
 from ._load import (
@@ -1165,34 +1165,31 @@ def _session_options(session_id: str | None, parent_session: str | None) -> dict
     return options
 
 
-def _build_regular_tree(index: TreeIndex, label_info: dict[Any, tuple[Any, Any]]) -> tuple[TreeNode, ...]:
+def _build_regular_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
     """The tree of a regular index: children come after their parents in the file, so one
     pass from the end builds every node after its children, with no stack and no recursion."""
     n = len(index)
-    roots, children = index.tree_order()
-    ids = index.ids()
+    roots, ids, children_by_parent_id = index.regular_tree_parts()
     built: list[Any] = [None] * n
     new = tuple.__new__
-    no_label = (None, None)
-    for pos in range(n - 1, -1, -1):
-        kids = children.get(pos)
+    no_kids: tuple[TreeNode, ...] = ()
+    pos = n
+    # One C-level pass finds every entry's children; the loop then only builds nodes.
+    for kids in reversed(list(map(children_by_parent_id.get, ids[:n]))):
+        pos -= 1
         if kids is None:
-            nodes: tuple[TreeNode, ...] = ()
+            nodes = no_kids
         elif len(kids) == 1:
-            nodes = (built[kids[0]],)
+            nodes = (built[kids[0]],) if kids[0] < n else no_kids
         else:
-            nodes = tuple([built[c] for c in kids])
-        label, stamp = label_info.get(hashable_key(ids[pos]), no_label) if label_info else no_label
-        built[pos] = new(TreeNode, (index, pos, nodes, label, stamp))
-    return tuple(built[r] for r in roots)
+            nodes = tuple([built[c] for c in index.sort_children(kids)])
+        built[pos] = new(TreeNode, (index, pos, nodes))
+    return tuple([built[r] for r in roots])
 
 
 def _build_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
-    labels = index.labels()
-    label_info = {target: (label, index.label_timestamp(target)) for target, label in labels.items()}
-    ids = index.ids()
     if index.is_regular:
-        return _build_regular_tree(index, label_info)
+        return _build_regular_tree(index)
     roots, children = index.tree_order()
     built: dict[int, TreeNode] = {}
     # Irregular files (forward references, duplicate ids): children before parents, without
@@ -1216,8 +1213,7 @@ def _build_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
                 continue
             on_stack.discard(pos)
             kids = tuple(built[c] for c in children.get(pos, ()) if c in built)
-            label, stamp = label_info.get(hashable_key(ids[pos]), (None, None))
-            built[pos] = TreeNode(index, pos, kids, label, stamp)
+            built[pos] = TreeNode(index, pos, kids)
     return tuple(built[r] for r in roots if r in built)
 
 

@@ -133,16 +133,15 @@ class EntryList(Sequence[Entry]):
 class TreeNode(tuple):  # type: ignore[type-arg]
     """One node of :meth:`SessionManager.get_tree`: ``entry``, ``children``, ``label``, ``label_timestamp``.
 
-    Nodes are immutable (a tuple underneath, so 20,000 of them cost little); ``entry`` is typed
-    on first access, ``wire_entry`` is the entry's JSON.
+    Nodes are immutable (a tuple of snapshot, position and children underneath, so 20,000 of
+    them cost little); ``entry`` is typed on first access, ``wire_entry`` is the entry's JSON,
+    the label is looked up in the snapshot when asked for.
     """
 
     __slots__ = ()
 
-    def __new__(
-        cls, index: TreeIndex, pos: int, children: tuple[TreeNode, ...], label: Any, label_timestamp: Any
-    ) -> TreeNode:
-        return tuple.__new__(cls, (index, pos, children, label, label_timestamp))
+    def __new__(cls, index: TreeIndex, pos: int, children: tuple[TreeNode, ...]) -> TreeNode:
+        return tuple.__new__(cls, (index, pos, children))
 
     @property
     def entry(self) -> Entry:
@@ -158,11 +157,13 @@ class TreeNode(tuple):  # type: ignore[type-arg]
 
     @property
     def label(self) -> str | None:
-        return self[3]  # type: ignore[no-any-return]
+        index = self[0]
+        return index.label(index.id_at(self[1]))  # type: ignore[no-any-return]
 
     @property
     def label_timestamp(self) -> str | None:
-        return self[4]  # type: ignore[no-any-return]
+        index = self[0]
+        return index.label_timestamp(index.id_at(self[1]))  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         return (
