@@ -47,6 +47,7 @@ from ._results import (
     EntryList,
     SessionProjection,
     TreeNode,
+    TreeShape,
     context_from_projection,
     projection_from_wire,
 )
@@ -1165,33 +1166,31 @@ def _session_options(session_id: str | None, parent_session: str | None) -> dict
     return options
 
 
-def _build_regular_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
+def _build_regular_shapes(index: TreeIndex) -> list[TreeShape]:
     """The tree of a regular index: children come after their parents in the file, so one
     pass from the end builds every node after its children, with no stack and no recursion."""
     n = len(index)
     roots, ids, children_by_parent_id = index.regular_tree_parts()
     built: list[Any] = [None] * n
-    new = tuple.__new__
-    no_kids: tuple[TreeNode, ...] = ()
+    leaf: tuple[TreeShape, ...] = ()
     pos = n
-    # One C-level pass finds every entry's children; the loop then only builds nodes.
+    # One C-level pass finds every entry's children; the loop then only builds shapes.
     for kids in reversed(list(map(children_by_parent_id.get, ids[:n]))):
         pos -= 1
         if kids is None:
-            nodes = no_kids
+            built[pos] = (pos, leaf)
         elif len(kids) == 1:
-            nodes = (built[kids[0]],) if kids[0] < n else no_kids
+            built[pos] = (pos, (built[kids[0]],) if kids[0] < n else leaf)
         else:
-            nodes = tuple([built[c] for c in index.sort_children(kids)])
-        built[pos] = new(TreeNode, (index, pos, nodes))
-    return tuple([built[r] for r in roots])
+            built[pos] = (pos, tuple([built[c] for c in index.sort_children(kids)]))
+    return [built[r] for r in roots]
 
 
-def _build_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
+def _build_shapes(index: TreeIndex) -> list[TreeShape]:
     if index.is_regular:
-        return _build_regular_tree(index)
+        return _build_regular_shapes(index)
     roots, children = index.tree_order()
-    built: dict[int, TreeNode] = {}
+    built: dict[int, TreeShape] = {}
     # Irregular files (forward references, duplicate ids): children before parents, without
     # recursion, and never through a node already on the way down (a duplicated id can make a
     # node its own ancestor).
@@ -1212,9 +1211,12 @@ def _build_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
                         stack.append((child, False))
                 continue
             on_stack.discard(pos)
-            kids = tuple(built[c] for c in children.get(pos, ()) if c in built)
-            built[pos] = TreeNode(index, pos, kids)
-    return tuple(built[r] for r in roots if r in built)
+            built[pos] = (pos, tuple(built[c] for c in children.get(pos, ()) if c in built))
+    return [built[r] for r in roots if r in built]
+
+
+def _build_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
+    return tuple([TreeNode(index, shape) for shape in _build_shapes(index)])
 
 
 __all__ += ["PisessionError"]

@@ -130,55 +130,69 @@ class EntryList(Sequence[Entry]):
         return [index.entry_at(p) for p in positions]
 
 
+TreeShape = tuple[int, tuple[Any, ...]]
+"""A node of the tree's shape: (position, child shapes in getTree's order)."""
+
+
 class TreeNode(tuple):  # type: ignore[type-arg]
     """One node of :meth:`SessionManager.get_tree`: ``entry``, ``children``, ``label``, ``label_timestamp``.
 
-    Nodes are immutable (a tuple of snapshot, position and children underneath, so 20,000 of
-    them cost little); ``entry`` is typed on first access, ``wire_entry`` is the entry's JSON,
-    the label is looked up in the snapshot when asked for.
+    The tree's shape is built whole by ``get_tree`` as plain tuples (position, child shapes);
+    a node is a view of one shape in its snapshot, made when its parent's ``children`` is read
+    (creating 20,000 tuple-subclass nodes up front cost as much as the rest of getTree). So
+    nodes are immutable and compare by content, not identity; ``entry`` is typed on first
+    access, ``wire_entry`` is the entry's JSON, the label is looked up in the snapshot.
     """
 
     __slots__ = ()
 
-    def __new__(cls, index: TreeIndex, pos: int, children: tuple[TreeNode, ...]) -> TreeNode:
-        return tuple.__new__(cls, (index, pos, children))
+    def __new__(cls, index: TreeIndex, shape: TreeShape) -> TreeNode:
+        return tuple.__new__(cls, (index, shape))
 
     @property
     def entry(self) -> Entry:
-        return self[0].model_at(self[1])  # type: ignore[no-any-return]
+        return self[0].model_at(self[1][0])  # type: ignore[no-any-return]
 
     @property
     def wire_entry(self) -> dict[str, Any]:
-        return self[0].entry_at(self[1])  # type: ignore[no-any-return]
+        return self[0].entry_at(self[1][0])  # type: ignore[no-any-return]
 
     @property
     def children(self) -> tuple[TreeNode, ...]:
-        return self[2]  # type: ignore[no-any-return]
+        index, new, cls = self[0], tuple.__new__, type(self)
+        return tuple([new(cls, (index, shape)) for shape in self[1][1]])
 
     @property
     def label(self) -> str | None:
         index = self[0]
-        return index.label(index.id_at(self[1]))  # type: ignore[no-any-return]
+        return index.label(index.id_at(self[1][0]))  # type: ignore[no-any-return]
 
     @property
     def label_timestamp(self) -> str | None:
         index = self[0]
-        return index.label_timestamp(index.id_at(self[1]))  # type: ignore[no-any-return]
+        return index.label_timestamp(index.id_at(self[1][0]))  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         return (
-            f"TreeNode(id={self.wire_entry.get('id')!r}, label={self.label!r}, children={len(self.children)})"
+            f"TreeNode(id={self.wire_entry.get('id')!r}, label={self.label!r}, children={len(self[1][1])})"
         )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TreeNode):
             return NotImplemented
-        return (
-            self.wire_entry == other.wire_entry
-            and self.label == other.label
-            and self.label_timestamp == other.label_timestamp
-            and self.children == other.children
-        )
+        # Without recursion: sessions can be 100,000 entries deep.
+        pending = [(self, other)]
+        while pending:
+            mine, theirs = pending.pop()
+            if (
+                mine.wire_entry != theirs.wire_entry
+                or mine.label != theirs.label
+                or mine.label_timestamp != theirs.label_timestamp
+                or len(mine[1][1]) != len(theirs[1][1])
+            ):
+                return False
+            pending.extend(zip(mine.children, theirs.children, strict=True))
+        return True
 
     def __ne__(self, other: object) -> bool:
         result = self.__eq__(other)
@@ -189,23 +203,28 @@ class TreeNode(tuple):  # type: ignore[type-arg]
     def to_wire(self) -> dict[str, Any]:
         """``{entry, children, label?, labelTimestamp?}`` as Pi's getTree nodes, built without
         recursion (sessions can be 100,000 entries deep)."""
-        root = self._shell()
-        stack: list[tuple[TreeNode, dict[str, Any]]] = [(self, root)]
+        index = self[0]
+        root = _tree_shell(index, self[1][0])
+        stack: list[tuple[TreeShape, dict[str, Any]]] = [(self[1], root)]
         while stack:
-            node, out = stack.pop()
-            for child in node.children:
-                shell = child._shell()
+            shape, out = stack.pop()
+            for child in shape[1]:
+                shell = _tree_shell(index, child[0])
                 out["children"].append(shell)
                 stack.append((child, shell))
         return root
 
-    def _shell(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"entry": self.wire_entry, "children": []}
-        if self.label is not None:
-            out["label"] = self.label
-        if self.label_timestamp is not None:
-            out["labelTimestamp"] = self.label_timestamp
-        return out
+
+def _tree_shell(index: TreeIndex, pos: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"entry": index.entry_at(pos), "children": []}
+    entry_id = index.id_at(pos)
+    label = index.label(entry_id)
+    if label is not None:
+        out["label"] = label
+    stamp = index.label_timestamp(entry_id)
+    if stamp is not None:
+        out["labelTimestamp"] = stamp
+    return out
 
 
 @attrs.frozen

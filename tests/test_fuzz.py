@@ -504,7 +504,9 @@ def test_a_chain_of_100000_entries_needs_no_recursion(deep_files: dict[str, Path
 
 def test_a_deep_tree_converts_to_wire_without_recursion(deep_files: dict[str, Path]) -> None:
     manager = SessionManager.open(deep_files["chain"])  # another test may have appended to it
-    wire = pisession.to_wire(manager.get_tree())
+    tree = manager.get_tree()
+    assert tree == SessionManager.open(deep_files["chain"]).get_tree()  # compared without recursion
+    wire = pisession.to_wire(tree)
     depth, node = 0, wire[0]
     while node["children"]:
         node, depth = node["children"][0], depth + 1

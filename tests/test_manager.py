@@ -280,3 +280,28 @@ def test_opening_a_current_session_writes_nothing_not_even_a_lock_file(tmp_path:
     manager.get_tree()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl"]
     assert path.read_bytes() == source.read_bytes()
+
+
+def test_tree_nodes_read_their_snapshot_and_compare_by_content(
+    tmp_path: Path, clock: StepClock, ids: CountingIds
+) -> None:
+    manager = make(tmp_path, clock, ids)
+    root = manager.append_message(user("root"))
+    first = manager.append_message(assistant("first"))
+    manager.branch(root)
+    second = manager.append_message(user("second", 2))
+    manager.append_label_change(first, "keep")
+    tree = manager.get_tree()
+    [node] = tree
+    assert node.entry.id == root and node.label is None and node.label_timestamp is None
+    assert [c.entry.id for c in node.children] == [first, second]
+    assert node.children[0].label == "keep" and node.children[0].label_timestamp is not None
+    assert node.children[0].children == ()
+    assert [c.entry.type for c in node.children[1].children] == ["label"]
+    again = SessionManager.open(manager.get_session_file() or "").get_tree()
+    assert again == tree and not again != tree
+    manager.append_label_change(first, "changed")
+    relabelled = manager.get_tree()
+    assert relabelled != tree
+    assert tree[0].children[0].label == "keep", "an earlier tree keeps its snapshot's labels"
+    assert relabelled[0].to_wire()["children"][0]["label"] == "changed"
