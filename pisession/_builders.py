@@ -47,7 +47,7 @@ def build_context_entries(entries: EntriesLike, leaf_id: str | None | Unset = UN
     """The entries the model context is built from: the path to the leaf, cut at its latest
     compaction (the compaction first, then the kept entries, then everything after it)."""
     index = _index(entries)
-    return [index.model_at(p) for p in _context.context_positions(index, _leaf(index, leaf_id))]
+    return index.models_at(_context.context_positions(index, _leaf(index, leaf_id)))
 
 
 def build_session_projection(entries: EntriesLike, leaf_id: str | None | Unset = UNSET) -> SessionProjection:

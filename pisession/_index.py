@@ -59,6 +59,7 @@ class _Store:
         "roles",
         "parents",
         "roots",
+        "run_starts",
         "by_id",
         "children",
         "label_changes",
@@ -83,6 +84,9 @@ class _Store:
         self.roles: list[Any] = []
         self.parents: list[int] = []
         self.roots: list[int] = []  # positions without a resolved parent (kept while regular)
+        # Where the run of entries each one ends lies: a run is consecutive positions, each the
+        # parent of the next, so a path is a few ranges (kept while regular).
+        self.run_starts: list[int] = []
         self.by_id: dict[Hashable, int] = {}
         self.children: dict[Hashable, list[int]] = {}
         self.label_changes: dict[Hashable, list[tuple[int, Any, Any]]] = {}
@@ -259,6 +263,8 @@ class _Store:
         elif kind == "model_change":
             facts = (facts[0], facts[1], pos)
         self.latest.append(facts)
+        starts = self.run_starts
+        starts.append(starts[parent] if parent == pos - 1 and pos else pos)
 
     def _note_facts(self, pos: int, head: Head) -> None:
         kind = head.type
@@ -456,6 +462,17 @@ class TreeIndex:
         entry = self._store.entry
         return [entry(p) for p in range(self._n)]
 
+    def models_at(self, positions: Sequence[int]) -> list[Any]:
+        """``model_at`` of each position (a path of thousands mostly reads the cache)."""
+        models = self._store.models
+        try:
+            return list(map(models.__getitem__, positions))
+        except KeyError:
+            pass
+        for pos in set(positions).difference(models):
+            self.model_at(pos)
+        return list(map(models.__getitem__, positions))
+
     def model_at(self, pos: int) -> Any:
         """The typed model of the entry at ``pos``, built on first use and then shared."""
         store = self._store
@@ -516,11 +533,24 @@ class TreeIndex:
         """Positions from the root down to ``leaf``; a cycle ends the walk before a repeat."""
         if leaf is None:
             return []
-        parents = self._store.parents
-        path = []
+        store = self._store
+        parents = store.parents
         node = leaf
+        if store.regular:
+            # Parents precede their children: walk run by run, each run a range.
+            starts = store.run_starts
+            runs = []
+            while node != NO_PARENT:
+                start = starts[node]
+                runs.append(range(start, node + 1))
+                node = parents[start]
+            path: list[int] = []
+            for run in reversed(runs):
+                path.extend(run)
+            return path
+        path = []
         n = self._n
-        if not self._store.has_cycles:
+        if not store.has_cycles:
             while node != NO_PARENT:
                 path.append(node)
                 node = parents[node]

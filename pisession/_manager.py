@@ -1035,12 +1035,15 @@ class SessionManager:
     def get_session_name(self) -> str | None:
         return self._index.session_name()
 
-    def get_branch(self, from_id: str | None = None) -> _Entries:
-        """The path from the root to ``from_id`` (default: the leaf), root first; unknown → []."""
+    def get_branch(self, from_id: str | None = None) -> Sequence[Entry]:
+        """The path from the root to ``from_id`` (default: the leaf), root first; unknown → empty.
+
+        Like :meth:`get_entries`, a sequence of the snapshot's entries typed when read.
+        """
         index = self._index
         start = from_id if from_id is not None else self._leaf_id
         pos = index.position(start) if js_truthy(start) else None
-        return [index.model_at(p) for p in index.path_positions(pos)] if pos is not None else []
+        return EntryList(index, index.path_positions(pos) if pos is not None else [])
 
     def _branch_wire(self, from_id: Any) -> _WireEntries:
         index = self._index
@@ -1065,7 +1068,7 @@ class SessionManager:
     def build_context_entries(self) -> _Entries:
         """The entries the model context is built from at the leaf (compaction-aware)."""
         index = self._index
-        return [index.model_at(p) for p in context_positions(index, self._leaf_position())]
+        return index.models_at(context_positions(index, self._leaf_position()))
 
     def build_session_projection(self) -> SessionProjection:
         """The model context with, for each message, the entry it came from."""

@@ -108,10 +108,10 @@ class EntryList(Sequence[Entry]):
         return self._index.model_at(pos)  # type: ignore[no-any-return]
 
     def __iter__(self) -> Iterator[Entry]:
-        model_at = self._index.model_at
-        positions = range(len(self._index)) if self._positions is None else self._positions
-        for pos in positions:
-            yield model_at(pos)
+        index = self._index
+        positions = range(len(index)) if self._positions is None else self._positions
+        for start in range(0, len(positions), 1024):  # typed a block at a time
+            yield from index.models_at(positions[start : start + 1024])
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence) and not isinstance(other, str):

@@ -305,3 +305,17 @@ def test_tree_nodes_read_their_snapshot_and_compare_by_content(
     assert relabelled != tree
     assert tree[0].children[0].label == "keep", "an earlier tree keeps its snapshot's labels"
     assert relabelled[0].to_wire()["children"][0]["label"] == "changed"
+
+
+def test_get_branch_is_a_sequence_of_typed_entries(tmp_path: Path, clock: StepClock, ids: CountingIds) -> None:
+    manager = make(tmp_path, clock, ids)
+    root = manager.append_message(user("root"))
+    child = manager.append_message(assistant("child"))
+    branch = manager.get_branch()
+    assert len(branch) == 2 and [e.id for e in branch] == [root, child]
+    assert branch[-1].id == child and [e.id for e in branch[:1]] == [root]
+    assert isinstance(branch[0], pisession.MessageEntry)
+    assert branch == list(manager.get_branch()) == manager.get_branch(child)
+    assert manager.get_branch("no-such-id") == [] and len(manager.get_branch("no-such-id")) == 0
+    manager.append_message(user("later"))
+    assert len(branch) == 2, "a branch is read from its snapshot"
