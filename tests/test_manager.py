@@ -299,7 +299,8 @@ def test_tree_nodes_read_their_snapshot_and_compare_by_content(
     assert node.children[0].children == ()
     assert [c.entry.type for c in node.children[1].children] == ["label"]
     again = SessionManager.open(manager.get_session_file() or "").get_tree()
-    assert again == tree and not again != tree
+    assert again == tree
+    assert (again != tree) is False  # __ne__ too
     manager.append_label_change(first, "changed")
     relabelled = manager.get_tree()
     assert relabelled != tree
@@ -307,7 +308,9 @@ def test_tree_nodes_read_their_snapshot_and_compare_by_content(
     assert relabelled[0].to_wire()["children"][0]["label"] == "changed"
 
 
-def test_get_branch_is_a_sequence_of_typed_entries(tmp_path: Path, clock: StepClock, ids: CountingIds) -> None:
+def test_get_branch_is_a_sequence_of_typed_entries(
+    tmp_path: Path, clock: StepClock, ids: CountingIds
+) -> None:
     manager = make(tmp_path, clock, ids)
     root = manager.append_message(user("root"))
     child = manager.append_message(assistant("child"))
