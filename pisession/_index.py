@@ -108,7 +108,7 @@ class _Store:
 
     def entry(self, pos: int) -> WireEntry:
         item = self.items[pos]
-        if not isinstance(item, bytes):
+        if isinstance(item, dict):
             return item
         entry = parse_raw(item)
         if entry is None:  # pragma: no cover - the scanner accepted this line
@@ -316,7 +316,7 @@ class _Store:
         out: list[Record] = []
         for pos in range(n):
             item = self.items[pos]
-            if not isinstance(item, bytes):
+            if isinstance(item, dict):
                 out.append((head_of(item), None, item))
             else:
                 scanned = scan_raw(item)
@@ -683,13 +683,15 @@ class TreeIndex:
         result.sort(key=lambda p: first_seen[_key(self._store.ids[p])])
         return result
 
-    def regular_tree_parts(self) -> tuple[list[int], Sequence[Any], dict[Hashable, list[int]]]:
-        """For a regular index (``is_regular``): roots, ids by position, and the positions of
-        each parent's children by the parent's id, in file order (shared storage: read only;
-        a list may hold positions past this snapshot, last). ``sort_children`` orders them as
-        ``tree_order`` does."""
+    def regular_tree_parts(self) -> tuple[list[int], Sequence[Any], dict[Hashable, list[int]]] | None:
+        """For a regular index: roots, ids by position, and the positions of each parent's
+        children by the parent's id, in file order (shared storage: read only; a list may hold
+        positions past this snapshot, last). ``sort_children`` orders them as ``tree_order``
+        does. None when the index is not regular (a later append to the shared storage can make
+        it so at any moment: ask once, then use the answer)."""
         store = self._store
-        assert store.regular
+        if not store.regular:
+            return None
         roots = store.roots
         # A regular store's roots stay roots (an awaited parent arriving makes it irregular).
         return roots[: bisect_left(roots, self._n)], store.ids, store.children

@@ -132,7 +132,10 @@ class SessionManager:
         self._flushed = False
         self._has_conversation = False
         self._batch_depth = 0
-        self._fresh = 0  # > 0 while _writing() holds the lock with the file already read
+        # The locks of the _writing() holdings this thread is inside, innermost last; each was
+        # taken, and its file read, when the holding began.
+        self._held: list[SessionLock | None] = []
+        self._unconfirmed_since: tuple[TreeIndex, Any, bool] | None = None
         self._unreported: builtins.list[int] = []  # others' entries refresh() has not returned yet
         if persist and self._session_dir and not os.path.exists(self._session_dir):
             make_private_dirs(self._session_dir)
@@ -317,7 +320,15 @@ class SessionManager:
 
     # ------------------------------------------------------------------ loading
 
+    def _leave_file(self) -> None:
+        """Before another file becomes the session's: lines a batch wrote into this one since
+        the path was last checked reach the file now at its path if it was replaced."""
+        if self._file is not None:
+            with contextlib.suppress(PisessionError):  # gone: nothing left to add them to
+                self._file.confirm()
+
     def _set_session_file(self, path: str) -> None:
+        self._leave_file()
         self._session_file = resolve_path(path)
         self._file = SessionFile(self._session_file)
         if os.path.exists(self._session_file):
@@ -429,6 +440,7 @@ class SessionManager:
         self._flushed = False
         self._has_conversation = False
         if self._persist:
+            self._leave_file()
             self._session_file = os.path.join(self._session_dir, session_file_name(timestamp, session_id))
             self._file = SessionFile(self._session_file)
 
@@ -512,7 +524,10 @@ class SessionManager:
         leaf = self._leaf_id
         was_tip = self._leaf_is_tip()
         self._file = SessionFile(self._file.path)
-        header, records, _ = self._file.load()
+        try:
+            header, records, _ = self._file.load()
+        except FileNotFoundError:
+            raise InvalidSessionError(f"Session file disappeared: {self._file.path}") from None
         if header is None:
             raise InvalidSessionError(f"Session file is no longer a valid pi session: {self._file.path}")
         count = len(self._index)
@@ -549,51 +564,82 @@ class SessionManager:
             lock = self._begin_writing()
             try:
                 yield
-            finally:
-                self._end_writing(lock)
+            except BaseException:
+                self._end_writing(lock, failing=True)
+                raise
+            self._end_writing(lock)
+
+    def _current_lock(self) -> SessionLock | None:
+        return self._file.lock if self._persist and self._file is not None else None
+
+    def _covered(self, lock: SessionLock | None) -> bool:
+        """Whether the innermost holding on this thread holds ``lock`` and read its file. Not
+        after the session was switched inside it (another lock), nor in a child forked inside
+        it (the child's copy of the lock was reset, it holds nothing)."""
+        held = self._held
+        return bool(held) and held[-1] is lock and (lock is None or lock.is_locked)
 
     def _begin_writing(self) -> SessionLock | None:
         """``_writing()``'s entry, with the mutex held (``_append`` calls it directly: a
         generator-based context manager costs more than the rest of its bookkeeping)."""
-        lock = self._file.lock if self._persist and self._file is not None else None
+        lock = self._current_lock()
+        covered = self._covered(lock)
         if lock is not None:
             lock.acquire()
         try:
-            if self._flushed and not self._fresh:
+            if self._flushed and not covered:
                 self._sync_for_check()
         except BaseException:
             if lock is not None:
                 lock.release()
             raise
-        self._fresh += 1
+        self._held.append(lock)
         return lock
 
-    def _end_writing(self, lock: SessionLock | None) -> None:
+    def _end_writing(self, lock: SessionLock | None, *, failing: bool = False) -> None:
         try:
-            self._fresh -= 1
-            if not self._fresh and self._file is not None and self._file.confirm():
-                # Replaced during a batch: our lines were re-appended to the new file.
-                self._reload_keeping_leaf(self._leaf_id)
+            self._held.pop()
+            file = self._file
+            if file is not None and file.lock is lock and not self._covered(lock):
+                # The outermost holding of this file: look once more whether a batch's lines
+                # went into a file replaced meanwhile (they are then appended to the new one).
+                pending = bool(file.unconfirmed)
+                try:
+                    if file.confirm():
+                        self._reload_keeping_leaf(self._leaf_id)
+                except PisessionError:
+                    if pending and self._unconfirmed_since is not None:
+                        self._forget_unconfirmed()
+                    if not failing:  # the error that ends the block is the one to report
+                        raise
         finally:
-            if lock is not None:
+            # A child forked inside a holding has a reset lock that it does not hold.
+            if lock is not None and lock.is_locked:
                 lock.release()
 
     def _append(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> WireEntry:
         with self._mutex:
-            if self._fresh:
+            # _covered(_current_lock()), inline: this runs for every append of a batch.
+            file = self._file
+            lock = file.lock if self._persist and file is not None else None
+            held = self._held
+            if held and held[-1] is lock and (lock is None or lock.is_locked):
                 # Inside batch() (or an operation's own holding) on this thread: the lock is
-                # held and the file read; only the mutex, re-entered, guards this append.
-                return self._append_locked(build, stamp_first)
+                # held and the file read; only the mutex, re-entered, guards this append. In a
+                # batch the store checks the path now and then, not at every append.
+                return self._append_locked(build, stamp_first, verified=not self._batch_depth)
             lock = self._begin_writing()
             try:
-                return self._append_locked(build, stamp_first)
+                return self._append_locked(build, stamp_first, verified=True)
             finally:
                 self._end_writing(lock)
 
     def _append_id(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> str:
         return str(self._append(build, stamp_first=stamp_first)["id"])
 
-    def _append_locked(self, build: Callable[[Any, str, str], WireEntry], stamp_first: bool) -> WireEntry:
+    def _append_locked(
+        self, build: Callable[[Any, str, str], WireEntry], stamp_first: bool, *, verified: bool
+    ) -> WireEntry:
         # The append hot path (batch() runs it thousands of times): few calls, no head built.
         index = self._index
         if stamp_first:
@@ -617,6 +663,10 @@ class SessionManager:
         if not had_conversation:
             self._has_conversation = _is_conversation(entry)
         file = self._file
+        if not verified and file is not None and not file.unconfirmed:
+            # The state before the first line the store has not yet seen land at the path: if
+            # the file turns out to be gone, every entry since then went nowhere.
+            self._unconfirmed_since = (index, leaf, had_conversation)
         try:
             if self._persist and file is not None:
                 if not self._flushed:
@@ -624,15 +674,27 @@ class SessionManager:
                         self._flush_all()
                 # Outside a batch, _writing() has just read the file under this lock (and
                 # checked it is still the same file); inside one, the store checks now and then.
-                elif file.append(data + b"\n", verified=not self._batch_depth):
+                elif file.append(data + b"\n", verified=verified):
                     # A writer without the lock (Pi) appended between our look and our write, or
                     # the file was replaced: read it again rather than guess.
                     self._reload_keeping_leaf(entry.get("id"))
+        except InvalidSessionError:
+            # The file disappeared: entries written since the path was last checked are lost.
+            if not verified and self._unconfirmed_since is not None:
+                self._forget_unconfirmed()
+            else:
+                self._index, self._leaf_id, self._has_conversation = index, leaf, had_conversation
+            raise
         except BaseException:
             # An entry that was not written must not become the parent of later entries.
             self._index, self._leaf_id, self._has_conversation = index, leaf, had_conversation
             raise
         return entry
+
+    def _forget_unconfirmed(self) -> None:
+        assert self._unconfirmed_since is not None
+        self._index, self._leaf_id, self._has_conversation = self._unconfirmed_since
+        self._unconfirmed_since = None
 
     def _flush_all(self) -> None:
         """Pi writes nothing until the first user or assistant message, then everything."""
@@ -666,7 +728,7 @@ class SessionManager:
                 "type": "message", "id": eid, "parentId": parent, "timestamp": ts, "message": wire_message
             }
 
-        return self._append_id(build)
+        return self._append(build)["id"]  # type: ignore[no-any-return]  # the id we made: a str
 
     def append_thinking_level_change(self, thinking_level: str) -> str:
         """Record a thinking-level change (``"off"``, ``"low"``, ``"high"``, ...); returns the id."""
@@ -967,6 +1029,7 @@ class SessionManager:
             self._header = header
             self._reindex(entries)
             self._session_file = new_file
+            self._leave_file()
             self._file = SessionFile(new_file)
             if self._has_conversation:
                 with self._file.lock:
@@ -1169,11 +1232,13 @@ def _session_options(session_id: str | None, parent_session: str | None) -> dict
     return options
 
 
-def _build_regular_shapes(index: TreeIndex) -> list[TreeShape]:
+def _build_regular_shapes(
+    index: TreeIndex, parts: tuple[list[int], Sequence[Any], dict[Any, list[int]]]
+) -> list[TreeShape]:
     """The tree of a regular index: children come after their parents in the file, so one
     pass from the end builds every node after its children, with no stack and no recursion."""
     n = len(index)
-    roots, ids, children_by_parent_id = index.regular_tree_parts()
+    roots, ids, children_by_parent_id = parts
     built: list[Any] = [None] * n
     leaf: tuple[TreeShape, ...] = ()
     pos = n
@@ -1190,8 +1255,9 @@ def _build_regular_shapes(index: TreeIndex) -> list[TreeShape]:
 
 
 def _build_shapes(index: TreeIndex) -> list[TreeShape]:
-    if index.is_regular:
-        return _build_regular_shapes(index)
+    parts = index.regular_tree_parts()
+    if parts is not None:
+        return _build_regular_shapes(index, parts)
     roots, children = index.tree_order()
     built: dict[int, TreeShape] = {}
     # Irregular files (forward references, duplicate ids): children before parents, without

@@ -91,7 +91,7 @@ class SessionFile:
         self._fd: int | None = None
         self._identity: tuple[int, int] | None = None
         # Lines appended (unverified, in a batch) since the path was last seen to name our file.
-        self._unconfirmed: list[bytes] = []
+        self.unconfirmed: list[bytes] = []
         self._confirmed_at = 0
         self.offset = 0  # bytes of complete lines already parsed
         self.size = 0  # file size when last looked at
@@ -235,10 +235,11 @@ class SessionFile:
         had open (replaced since we last looked, inside a batch); the caller should re-read it.
 
         ``verified``: the caller has just read the file under the lock (``read_new`` checks
-        the path still names our file), so nothing more is checked. Otherwise (inside a batch)
-        the path is looked at again at most every ``RECHECK_NS`` and by :meth:`confirm`: a
-        stat per append would cost a fifth of the append. Lines written since the last look
-        are kept until the next, so a file replaced meanwhile gets the ones it lacks.
+        the path still names our file), and the write position tells whether anyone wrote
+        beside us. Otherwise (inside a batch, where the lock stays held) both are looked at
+        every ``RECHECK_NS`` and by :meth:`confirm` rather than per append (a ``stat`` and an
+        ``lseek`` per append cost a fifth of it); lines written since the last look are kept
+        until the next, so a file replaced meanwhile gets the ones it lacks.
         """
         fd = self._fd
         if fd is None:
@@ -247,34 +248,50 @@ class SessionFile:
                 raise InvalidSessionError(f"Session file disappeared: {self.path}")
         if self._unterminated or self.size > self.offset:
             interleaved = self._write_lines(fd, data, replaced=False)
-        else:  # the common case, inline: it runs thousands of times in a batch
+        elif verified:
             written = self._write_once(fd, data)
             end = os.lseek(fd, 0, os.SEEK_CUR)
             interleaved = end - written != self.size
             self.size = end
             if not interleaved:
                 self.offset = end
+        else:  # the batch path, inline: it runs thousands of times
+            self.offset = self.size = self.size + self._write_once(fd, data)
+            self.unconfirmed.append(data)
+            if time.monotonic_ns() - self._confirmed_at >= RECHECK_NS:
+                return self.confirm()
+            return False
         if verified:
-            self._unconfirmed.clear()
+            self.unconfirmed.clear()
             self._confirmed_at = time.monotonic_ns()
             return interleaved
-        self._unconfirmed.append(data)
+        self.unconfirmed.append(data)
         if time.monotonic_ns() - self._confirmed_at >= RECHECK_NS:
             return self.confirm() or interleaved
         return interleaved
 
     def confirm(self) -> bool:
-        """Check the path still names the file our unconfirmed lines went to; if it was
-        replaced, append the lines the new file lacks to it. True if it was replaced."""
-        replaced = False
-        if self._unconfirmed:
-            fd = self._fd
-            if fd is None or self._replaced(fd):
-                self._rescue(self._unconfirmed)
-                replaced = True
-            self._unconfirmed.clear()
+        """Look whether the unconfirmed lines landed as we assumed: if the path names another
+        file now, append the lines it lacks to it; if another writer's bytes came between
+        ours, say so. True in either case: the caller should read the file again."""
+        changed = False
+        if self.unconfirmed:
+            try:
+                fd = self._fd
+                if (fd is None and self._identity is None) or self._replaced(fd):
+                    self._rescue(self.unconfirmed)
+                    changed = True
+                elif fd is not None and os.lseek(fd, 0, os.SEEK_CUR) != self.size:
+                    # With O_APPEND our position is the end of our last line: more bytes
+                    # before it than we wrote mean a writer without the lock wrote between.
+                    changed = True
+            except BaseException:
+                self._confirmed_at = 0  # gone or unreadable: look again at the next append
+                raise
+            finally:
+                self.unconfirmed.clear()
         self._confirmed_at = time.monotonic_ns()
-        return replaced
+        return changed
 
     def _rescue(self, lines: list[bytes]) -> None:
         """Append to the file now at the path those of ``lines`` whose entries it lacks (a
@@ -379,14 +396,18 @@ class SessionFile:
             os.close(self._fd)
             self._fd = None
 
-    def _replaced(self, fd: int) -> bool:
+    def _replaced(self, fd: int | None) -> bool:
         """Whether the path now names another file than ``fd`` (or nothing at all)."""
         try:
             current = os.stat(self.path, follow_symlinks=False)
         except FileNotFoundError:
             raise InvalidSessionError(f"Session file disappeared: {self.path}") from None
         # _descriptor() recorded the identity of the file fd was opened on.
-        mine = self._identity if self._identity is not None else _identity(os.fstat(fd))
+        if self._identity is not None:
+            mine = self._identity
+        else:
+            assert fd is not None
+            mine = _identity(os.fstat(fd))
         return (current.st_dev, current.st_ino) != mine
 
     def _descriptor(self) -> int | None:

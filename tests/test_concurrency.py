@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from conftest import ORACLE, needs_oracle, oracle_available
 
+import pisession
 from pisession import LockTimeout, SessionManager, _store
 from pisession._lock import SessionLock
 
@@ -705,3 +706,121 @@ def test_a_forked_child_takes_its_own_lock(tmp_path: Path) -> None:
     assert outcome == b"timed out"
     with lock:  # and the parent's lock still works after the child has gone
         pass
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_child_forked_inside_a_batch_waits_for_the_parents_lock(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+    manager = SessionManager.open(path)
+    with manager.batch():
+        manager.append_message(user("parent-1"))
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child
+            os.close(read)
+            try:
+                manager.append_message(user("child"))  # still inside the batch it inherited
+                os.write(write, b"ok")
+            except BaseException as error:  # reported to the parent
+                os.write(write, repr(error).encode())
+            os._exit(0)
+        os.close(write)
+        time.sleep(0.5)  # the child must wait for this batch, however long it lasts
+        manager.append_message(user("parent-2"))
+    with os.fdopen(read, "rb") as pipe:
+        outcome = pipe.read()
+    os.waitpid(pid, 0)
+    assert outcome == b"ok"
+    texts = [e["message"]["content"] for e in checked_entries(path)]
+    assert texts[-3:] == ["parent-1", "parent-2", "child"]
+
+
+def test_switching_session_inside_a_batch_takes_the_new_files_lock(tmp_path: Path) -> None:
+    first, second = new_session(tmp_path / "a"), new_session(tmp_path / "b")
+    manager = SessionManager.open(first)
+    other = SessionManager.open(second)
+    seen: list[bool] = []
+    with manager.batch():
+        manager.append_message(user("in first"))
+        manager.set_session_file(second)
+        original = _store.SessionFile.append
+
+        def append(self: _store.SessionFile, data: bytes, *, verified: bool = False) -> bool:
+            seen.append(self.lock.is_locked)
+            return original(self, data, verified=verified)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(_store.SessionFile, "append", append)
+            manager.append_message(user("in second"))
+    assert seen == [True], "the second file was written without its lock"
+    assert [e["message"]["content"] for e in checked_entries(second)][-1] == "in second"
+    assert other.refresh()[-1].id == manager.get_leaf_id()
+
+
+def test_switching_session_inside_a_batch_rescues_lines_of_a_replaced_first_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_store, "RECHECK_NS", 10**18)
+    path = new_session(tmp_path)
+    manager = SessionManager.open(path)
+    with manager.batch():
+        manager.append_message(user("b"))
+        Path(path + ".copy").write_bytes(Path(path).read_bytes())
+        os.replace(path + ".copy", path)
+        c = manager.append_message(user("c"))  # into the replaced file's old inode
+        manager.new_session()
+    assert [e["id"] for e in checked_entries(path)][-1] == c
+
+
+def test_a_file_deleted_during_a_batch_is_reported_and_its_unchecked_entries_forgotten(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_store, "RECHECK_NS", 10**18)
+    path = new_session(tmp_path)
+    manager = SessionManager.open(path)
+    before = [e.id for e in manager.get_entries()]
+    with pytest.raises(pisession.InvalidSessionError, match="disappeared"), manager.batch():
+        manager.append_message(user("b"))
+        os.unlink(path)
+        manager.append_message(user("c"))
+    # Neither entry is in any file at the path: the manager does not keep them as parents.
+    assert [e.id for e in manager.get_entries()] == before
+    with pytest.raises(pisession.InvalidSessionError, match="disappeared"):
+        manager.append_message(user("d"))
+
+
+def test_an_error_inside_a_batch_is_the_one_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_store, "RECHECK_NS", 10**18)
+    path = new_session(tmp_path)
+    manager = SessionManager.open(path)
+    with pytest.raises(ZeroDivisionError), manager.batch():
+        manager.append_message(user("b"))
+        os.unlink(path)
+        1 / 0  # noqa: B018
+
+
+@pytest.mark.parametrize("recheck_ns", [0, 10**18], ids=["every-append", "at-batch-end"])
+def test_a_lock_free_line_written_inside_a_batch_is_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, recheck_ns: int
+) -> None:
+    """Pi takes no lock: its line can land between two of a batch's. The batch notices (from
+    the write position, now and then and when it ends) and the manager reads the file again."""
+    monkeypatch.setattr(_store, "RECHECK_NS", recheck_ns)
+    path = new_session(tmp_path)
+    manager = SessionManager.open(path)
+    with manager.batch():
+        a = manager.append_message(user("a"))
+        pi_line = {
+            "type": "message",
+            "id": "pi000001",
+            "parentId": a,
+            "timestamp": "2024-12-03T14:00:00.000Z",
+            "message": user("from pi"),
+        }
+        with open(path, "ab") as handle:
+            handle.write(json.dumps(pi_line, separators=(",", ":")).encode() + b"\n")
+        b = manager.append_message(user("b"))
+    ids = [e["id"] for e in checked_entries(path)]
+    assert ids[-3:] == [a, "pi000001", b]
+    assert [e.id for e in manager.get_entries()] == ids
+    assert manager.get_leaf_id() == b and manager.get_entry(b).parent_id == a

@@ -74,3 +74,15 @@ def test_a_forked_child_does_not_repeat_its_parents_ids() -> None:
     parent = [ids.entry_id(()) for _ in range(50)]
     assert len(child) == 50
     assert not set(child) & set(parent)
+
+
+def test_a_copied_or_pickled_source_does_not_repeat_the_originals_ids() -> None:
+    import copy
+    import pickle
+
+    ids = RandomIds()
+    ids.entry_id(())  # fill the pool
+    copies = [pickle.loads(pickle.dumps(ids)), copy.copy(ids), copy.deepcopy(ids)]
+    drawn = [ids.entry_id(()) for _ in range(20)]
+    for other in copies:
+        assert not set(drawn) & {other.entry_id(()) for _ in range(20)}
