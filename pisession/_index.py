@@ -39,9 +39,6 @@ def _key(value: object) -> Hashable:
     return value
 
 
-hashable_key = _key
-
-
 def _role(head: Head) -> Any:
     message = head.message
     return MISSING if message is None else message.role
