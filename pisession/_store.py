@@ -246,25 +246,16 @@ class SessionFile:
             fd = self._descriptor()
             if fd is None:
                 raise InvalidSessionError(f"Session file disappeared: {self.path}")
-        if self._unterminated or self.size > self.offset:
-            interleaved = self._write_lines(fd, data, replaced=False)
-        elif verified:
-            written = self._write_once(fd, data)
-            end = os.lseek(fd, 0, os.SEEK_CUR)
-            interleaved = end - written != self.size
-            self.size = end
-            if not interleaved:
-                self.offset = end
-        else:  # the batch path, inline: it runs thousands of times
-            self.offset = self.size = self.size + self._write_once(fd, data)
-            self.unconfirmed.append(data)
-            if time.monotonic_ns() - self._confirmed_at >= RECHECK_NS:
-                return self.confirm()
-            return False
         if verified:
+            interleaved = self._write_lines(fd, data, replaced=False)
             self.unconfirmed.clear()
             self._confirmed_at = time.monotonic_ns()
             return interleaved
+        if self._unterminated or self.size > self.offset:
+            interleaved = self._write_lines(fd, data, replaced=False)
+        else:  # the batch path, inline: it runs thousands of times
+            self.offset = self.size = self.size + self._write_once(fd, data)
+            interleaved = False
         self.unconfirmed.append(data)
         if time.monotonic_ns() - self._confirmed_at >= RECHECK_NS:
             return self.confirm() or interleaved
@@ -297,19 +288,19 @@ class SessionFile:
         """Append to the file now at the path those of ``lines`` whose entries it lacks (a
         copy of the old file made after some of them were written already holds those)."""
         fd = self._reopen()
-        present: set[Any] = set()
+        present: set[str] = set()  # the ids of our lines are strings we made
         with os.fdopen(os.dup(fd), "rb") as handle:
             for line in iter_file_lines(handle):
                 scanned = scan_raw(line) if line else None
-                if scanned is not None:
-                    present.add(_hashable_id(scanned[0].id))
+                if scanned is not None and type(scanned[0].id) is str:
+                    present.add(scanned[0].id)
         missing = []
         for data in lines:
             for line in data.split(b"\n"):
                 if not line:
                     continue
                 scanned = scan_raw(line)
-                if scanned is None or _hashable_id(scanned[0].id) not in present:
+                if scanned is None or scanned[0].id not in present:
                     missing.append(line + b"\n")
         if missing:
             self._write_lines(fd, b"".join(missing), replaced=True)
@@ -432,14 +423,6 @@ class SessionFile:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
-
-
-def _hashable_id(value: Any) -> Any:
-    try:
-        hash(value)
-    except TypeError:
-        return repr(value)
-    return value
 
 
 def _identity(info: os.stat_result) -> tuple[int, int]:
