@@ -1143,24 +1143,30 @@ class SessionManager:
             positions = [p for p in positions if index.type_at(p) == wire_type]
         return [e for e in index.models_at(positions) if isinstance(e, entry_type)]
 
-    def get_latest_custom_entry(self, custom_type: str) -> CustomEntry | None:
+    def get_latest_custom_entry(self, custom_type: str, *, branch: bool = True) -> CustomEntry | None:
         """The newest ``custom`` entry of ``custom_type`` on the path to the leaf, or None: where
-        an extension's state stands on the current branch (see :meth:`get_custom_data`)."""
+        an extension's state stands on the current branch, as Pi's extensions rebuild it from
+        ``getBranch()``. ``branch=False``: the newest in the whole file, whichever branch holds it::
+
+            entry = manager.get_latest_custom_entry("my-extension")
+            state = entry.data if entry is not None else {}
+        """
         index = self._index
-        for pos in reversed(index.path_positions(self._leaf_position())):
+        positions = index.path_positions(self._leaf_position()) if branch else range(len(index))
+        for pos in reversed(positions):
             if index.type_at(pos) == "custom":
                 entry = index.model_at(pos)
                 if isinstance(entry, CustomEntry) and entry.custom_type == custom_type:
                     return entry
         return None
 
-    def get_custom_data(self, custom_type: str, default: Any = None) -> Any:
+    def get_custom_data(self, custom_type: str, default: Any = None, *, branch: bool = True) -> Any:
         """The ``data`` of :meth:`get_latest_custom_entry`, or ``default`` when there is no such
         entry or it has no ``data``::
 
             state = manager.get_custom_data("my-extension", {"todos": []})
         """
-        entry = self.get_latest_custom_entry(custom_type)
+        entry = self.get_latest_custom_entry(custom_type, branch=branch)
         return default if entry is None or entry.data is UNSET else entry.data
 
     def _branch_wire(self, from_id: Any) -> _WireEntries:

@@ -350,7 +350,10 @@ class AsyncSessionManager:
 
     async def close(self) -> None:
         """Release file descriptors and the manager's thread (the manager stays readable; a
-        later call starts a new thread)."""
+        later call starts a new thread). Inside a transaction the thread stays until it ends."""
+        if self in _TRANSACTIONS.get():  # the transaction's exit must run on this same thread
+            await self._run(self._manager.close)
+            return
         async with self._transaction_lock:
             await self._run(self._manager.close)
             executor, self._executor = self._executor, None

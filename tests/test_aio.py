@@ -388,3 +388,19 @@ def test_a_closed_manager_starts_a_new_thread_when_used_again(tmp_path: Path) ->
     assert [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry)] == [
         "after-close"
     ]
+
+
+def test_closing_inside_a_transaction_waits_for_its_end(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+
+    async def main() -> None:
+        manager = await AsyncSessionManager.open(path)
+        async with manager.transaction():
+            await manager.append_custom_entry("before-close")
+            await manager.close()
+            await manager.append_custom_entry("after-close")
+        await manager.close()
+
+    run(main())
+    types = [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry)]
+    assert types == ["before-close", "after-close"]

@@ -233,3 +233,17 @@ def test_a_transaction_holds_other_threads_off_until_it_ends(tmp_path: Path) -> 
     assert done == ["other"]
     assert counts(path) == [1, 2]
 
+
+
+def test_latest_custom_entry_in_the_whole_file() -> None:
+    """Beside a Pi that never reads the backend's entries, each one ends a side branch."""
+    manager = SessionManager.in_memory("/p")
+    turn = manager.append_message({"role": "user", "content": "hi", "timestamp": 1})
+    manager.append_custom_entry("audit", {"n": 1})
+    manager.branch(turn)  # Pi's next entry hangs from its own last one
+    manager.append_message({"role": "user", "content": "next", "timestamp": 2})
+    assert manager.get_custom_data("audit") is None
+    assert manager.get_custom_data("audit", branch=False) == {"n": 1}
+    entry = manager.get_latest_custom_entry("audit", branch=False)
+    assert entry is not None and entry.data == {"n": 1}
+    assert manager.get_latest_custom_entry("other", branch=False) is None
