@@ -404,3 +404,34 @@ def test_closing_inside_a_transaction_waits_for_its_end(tmp_path: Path) -> None:
     run(main())
     types = [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry)]
     assert types == ["before-close", "after-close"]
+
+
+def test_a_task_cancelled_inside_a_transaction_ends_it(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+
+    async def main() -> None:
+        manager = await AsyncSessionManager.open(path)
+        inside = asyncio.Event()
+
+        async def body() -> None:
+            async with manager.transaction():
+                await manager.append_custom_entry("inside")
+                inside.set()
+                await asyncio.sleep(10 * HANG_GUARD)
+
+        task = asyncio.ensure_future(body())
+        await inside.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # Another task of the manager, and another thread, can write again.
+        await manager.append_custom_entry("after")
+        other = threading.Thread(target=lambda: SessionManager.open(path).append_custom_entry("other"))
+        other.start()
+        await asyncio.to_thread(other.join, HANG_GUARD)
+        assert not other.is_alive(), "the session lock was left held"
+        await manager.close()
+
+    run(main())
+    types = [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry)]
+    assert types == ["inside", "after", "other"]
