@@ -1135,8 +1135,8 @@ class SessionManager:
             for entry in manager.get_entries_of_type(pisession.CustomEntry):
                 print(entry.custom_type, entry.data)
         """
-        index = self._index
-        leaf = self._leaf_position()
+        index = self._index  # one snapshot throughout, whatever other threads append meanwhile
+        leaf = index.resolve_leaf(self._leaf_id)
         positions: Sequence[int] = index.path_positions(leaf) if branch else range(len(index))
         wire_type = getattr(entry_type, "type", None)
         if isinstance(wire_type, str):  # a known entry class (a ClassVar type): parse only its lines
@@ -1152,7 +1152,7 @@ class SessionManager:
             state = entry.data if entry is not None else {}
         """
         index = self._index
-        positions = index.path_positions(self._leaf_position()) if branch else range(len(index))
+        positions = index.path_positions(index.resolve_leaf(self._leaf_id)) if branch else range(len(index))
         for pos in reversed(positions):
             if index.type_at(pos) == "custom":
                 entry = index.model_at(pos)
