@@ -435,3 +435,34 @@ def test_a_task_cancelled_inside_a_transaction_ends_it(tmp_path: Path) -> None:
     run(main())
     types = [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry)]
     assert types == ["inside", "after", "other"]
+
+
+@pytest.mark.skipif(not _watch.inotify_available(), reason="inotify is Linux-only")
+def test_the_watcher_reports_changes_to_its_file_only(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    watcher = _watch.open_watcher(str(path))  # the file need not exist yet
+    assert watcher is not None
+    try:
+        assert watcher.drain() is False
+        (tmp_path / "other.jsonl").write_text("x\n")
+        assert watcher.drain() is False
+        path.write_text("created\n")
+        assert watcher.drain() is True
+        assert watcher.drain() is False  # drained
+        with path.open("a") as handle:
+            handle.write("appended\n")
+        assert watcher.drain() is True
+        (tmp_path / "copy").write_text("replaced\n")
+        (tmp_path / "copy").rename(path)
+        assert watcher.drain() is True
+    finally:
+        watcher.close()
+    with pytest.raises(ValueError):
+        watcher.fileno()
+
+
+def test_no_watcher_where_inotify_cannot_watch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _watch.open_watcher(str(tmp_path / "no-such-folder" / "s.jsonl")) is None
+    monkeypatch.setattr(_watch, "_LIBC", None)  # as on macOS or Windows
+    assert not _watch.inotify_available()
+    assert _watch.open_watcher(str(tmp_path / "s.jsonl")) is None
