@@ -212,8 +212,8 @@ class AsyncSessionManager:
             await manager.append_custom_entry("counter", {"n": count + 1})
 
     Tasks sharing one manager are served in turn; a transaction keeps other tasks' writes out
-    until it ends. Cancelling a call stops the wait, not the operation: an append already
-    handed to the manager's thread still happens.
+    until it ends. A call cancelled while it waits its turn does not happen; one the manager's
+    thread has started completes (an append is written) and only its result is dropped.
     """
 
     def __init__(

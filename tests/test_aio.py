@@ -466,3 +466,37 @@ def test_no_watcher_where_inotify_cannot_watch(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(_watch, "_LIBC", None)  # as on macOS or Windows
     assert not _watch.inotify_available()
     assert _watch.open_watcher(str(tmp_path / "s.jsonl")) is None
+
+
+def test_a_cancelled_call_happens_entirely_or_not_at_all(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+    holder = SessionManager.open(path)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with holder.transaction():
+            held.set()
+            release.wait(HANG_GUARD)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(HANG_GUARD)
+
+    async def main() -> None:
+        manager = await AsyncSessionManager.open(path)
+        started = asyncio.ensure_future(manager.append_custom_entry("started"))  # waits for the lock
+        queued = asyncio.ensure_future(manager.append_custom_entry("queued"))  # waits its turn
+        await asyncio.sleep(0.05)
+        started.cancel()
+        queued.cancel()
+        release.set()
+        for task in (started, queued):
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        await manager.append_custom_entry("last")
+        await manager.close()
+
+    run(main())
+    thread.join(HANG_GUARD)
+    types = [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry)]
+    assert types == ["started", "last"]
