@@ -14,7 +14,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ._codec import from_wire, to_wire
 from ._context import WireProjection, context_positions, current_system_message, project_leaf
@@ -31,7 +31,7 @@ from ._load import (
     parse_raw,
 )
 from ._lock import SessionLock
-from ._model import UNSET, Entry, SessionContext, SessionHeader, Unset
+from ._model import UNSET, CustomEntry, Entry, SessionContext, SessionHeader, Unset
 from ._paths import (
     default_session_dir_path,
     find_most_recent_session,
@@ -60,6 +60,7 @@ _WireEntries = list[WireEntry]
 _Records = list[Record]
 _Entries = list[Entry]
 _TreeNodes = list[TreeNode]
+_E = TypeVar("_E", bound=Entry)
 
 _EDITABLE_ROLES = ("user", "assistant", "toolResult")
 
@@ -540,12 +541,22 @@ class SessionManager:
     # ------------------------------------------------------------------ appending
 
     @contextlib.contextmanager
-    def batch(self) -> Iterator[SessionManager]:
-        """Hold the session lock across many appends (one lock, one read of other writers)::
+    def transaction(self) -> Iterator[SessionManager]:
+        """Read the latest state and append from it, with no other writer in between::
 
-        with manager.batch():
-            for message in messages:
-                manager.append_message(message)
+            with manager.transaction():
+                count = manager.get_custom_data("counter", {"n": 0})["n"]
+                manager.append_custom_entry("counter", {"n": count + 1})
+
+        The block holds the session lock (other processes, and other threads and managers of
+        this process, wait for it) and first reads what others appended, moving the leaf onto
+        entries that continue from it; reads inside the block therefore see the latest state and
+        appends continue from it. Appends inside one lock also cost less (one lock, one read of
+        the file). Blocks nest. An exception does not undo appends already made: the file is
+        append-only, the lines are written as they are appended.
+
+        A writer that takes no lock (Pi itself) is not held off; its lines are never cut or
+        interleaved, and an append that finds one continues from it.
         """
         with self._writing():
             # The lock is not released until the block ends: only a writer that takes no lock
@@ -555,6 +566,15 @@ class SessionManager:
                 yield self
             finally:
                 self._batch_depth -= 1
+
+    def batch(self) -> contextlib.AbstractContextManager[SessionManager]:
+        """The same as :meth:`transaction`, by the name that says what it is also good for::
+
+            with manager.batch():
+                for message in messages:
+                    manager.append_message(message)
+        """
+        return self.transaction()
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
@@ -1107,6 +1127,47 @@ class SessionManager:
         start = from_id if from_id is not None else self._leaf_id
         pos = index.position(start) if js_truthy(start) else None
         return EntryList(index, index.path_positions(pos) if pos is not None else [])
+
+    def get_entries_of_type(self, entry_type: type[_E], *, branch: bool = False) -> builtins.list[_E]:
+        """The entries of one class in file order; ``branch=True``: only those on the path to
+        the leaf, root first::
+
+            for entry in manager.get_entries_of_type(pisession.CustomEntry):
+                print(entry.custom_type, entry.data)
+        """
+        index = self._index  # one snapshot throughout, whatever other threads append meanwhile
+        leaf = index.resolve_leaf(self._leaf_id)
+        positions: Sequence[int] = index.path_positions(leaf) if branch else range(len(index))
+        wire_type = getattr(entry_type, "type", None)
+        if isinstance(wire_type, str):  # a known entry class (a ClassVar type): parse only its lines
+            positions = [p for p in positions if index.type_at(p) == wire_type]
+        return [e for e in index.models_at(positions) if isinstance(e, entry_type)]
+
+    def get_latest_custom_entry(self, custom_type: str, *, branch: bool = True) -> CustomEntry | None:
+        """The newest ``custom`` entry of ``custom_type`` on the path to the leaf, or None: where
+        an extension's state stands on the current branch, as Pi's extensions rebuild it from
+        ``getBranch()``. ``branch=False``: the newest in the whole file, whichever branch holds it::
+
+            entry = manager.get_latest_custom_entry("my-extension")
+            state = entry.data if entry is not None else {}
+        """
+        index = self._index
+        positions = index.path_positions(index.resolve_leaf(self._leaf_id)) if branch else range(len(index))
+        for pos in reversed(positions):
+            if index.type_at(pos) == "custom":
+                entry = index.model_at(pos)
+                if isinstance(entry, CustomEntry) and entry.custom_type == custom_type:
+                    return entry
+        return None
+
+    def get_custom_data(self, custom_type: str, default: Any = None, *, branch: bool = True) -> Any:
+        """The ``data`` of :meth:`get_latest_custom_entry`, or ``default`` when there is no such
+        entry or it has no ``data``::
+
+            state = manager.get_custom_data("my-extension", {"todos": []})
+        """
+        entry = self.get_latest_custom_entry(custom_type, branch=branch)
+        return default if entry is None or entry.data is UNSET else entry.data
 
     def _branch_wire(self, from_id: Any) -> _WireEntries:
         index = self._index

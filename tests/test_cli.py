@@ -1109,6 +1109,8 @@ def test_docs_example_runs(script: Path, tmp_path: Path) -> None:
         "extension_backend.py": ["custom entries written by the backend: 15", "every parent exists: True"],
         "auto_fork.py": ["forked to ", "checkpoint ", "parent recorded: True"],
         "auto_compact.py": ["compaction ", "system prompt kept: True"],
+        "extension_state.py": ["with transactions: 100 of 100 increments kept"],
+        "async_backend.py": ["every tool call audited once: True", "every parent exists: True"],
     }[script.name]
     for text in expected:
         assert text in result.stdout
@@ -1119,7 +1121,13 @@ def test_docs_example_runs(script: Path, tmp_path: Path) -> None:
 
 
 def test_the_examples_are_all_tested() -> None:
-    assert {p.name for p in EXAMPLES} == {"extension_backend.py", "auto_fork.py", "auto_compact.py"}
+    assert {p.name for p in EXAMPLES} == {
+        "extension_backend.py",
+        "auto_fork.py",
+        "auto_compact.py",
+        "extension_state.py",
+        "async_backend.py",
+    }
 
 
 def test_odd_but_loadable_entries_never_crash_the_output(

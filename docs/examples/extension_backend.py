@@ -1,9 +1,11 @@
 """An extension backend that appends its own entries to a session while Pi is writing it.
 
 Pi is simulated by a second ``SessionManager`` in a thread: it writes user, assistant and
-tool-result messages. The backend follows the file (``follow``), and for every tool call it sees
-it appends a ``custom`` entry (extension state that stays out of the model context). Both write
-under the session's lock, so lines never interleave and every entry's parent exists.
+tool-result messages. The backend follows the file (``follow``) and keeps its state, a count of
+tool calls by tool, in ``custom`` entries (extension state that stays out of the model context):
+for every tool call it sees, it reads the latest state and appends the next one, in a
+transaction. Both write under the session's lock, so lines never interleave and every entry's
+parent exists.
 
 Run it as it is (it writes to a temporary folder) or give it a folder::
 
@@ -87,9 +89,9 @@ def main() -> int:
     assert path is not None
     pi.close()
 
-    # The extension backend opens the file twice: a reader that only follows it, and a writer.
-    # A manager that appends also takes in what others appended meanwhile, and refresh()/follow()
-    # do not report those entries again, so a reader that never writes is the one to follow with.
+    # The backend opens the file twice: a reader that follows it, and a writer that keeps the
+    # state. refresh() reports each entry once per manager, so the writer's
+    # refresh(move_leaf=True) finds what Pi appended only because it does not follow too.
     reader = pisession.SessionManager.open(path)
     writer = pisession.SessionManager.open(path)
     finished = threading.Event()
@@ -105,10 +107,14 @@ def main() -> int:
             for block in entry.message.content or ():
                 if isinstance(block, pisession.ToolCall):
                     seen[block.name] += 1
-                    # Put the writer's leaf at the newest entry, so the custom entry continues the
-                    # conversation instead of starting a side branch.
-                    writer.refresh(move_leaf=True)
-                    writer.append_custom_entry("tool-audit", {"tool": block.name, "count": seen[block.name]})
+                    # Read the latest state and append the next one with no writer in between.
+                    with writer.transaction():
+                        # Put the leaf at the newest entry, so the state continues the
+                        # conversation instead of starting a side branch.
+                        writer.refresh(move_leaf=True)
+                        counts = dict(writer.get_custom_data("tool-audit", {}, branch=False))
+                        counts[block.name] = counts.get(block.name, 0) + 1
+                        writer.append_custom_entry("tool-audit", counts)
 
     for entry in reader.follow(poll_interval=0.01, stop=finished):
         handle(entry)
@@ -124,16 +130,19 @@ def main() -> int:
     ids = {e.id for e in entries}
     kinds = collections.Counter(e.type for e in entries)
     parents_ok = all(e.parent_id is None or e.parent_id in ids for e in entries)
-    audits = [e for e in entries if isinstance(e, pisession.CustomEntry) and e.custom_type == "tool-audit"]
+    audits = [e for e in session.get_entries_of_type(pisession.CustomEntry) if e.custom_type == "tool-audit"]
     print(f"session file: {path}")
     print(f"entries: {len(entries)} ({dict(kinds)})")
     print(f"tool calls seen by the backend: {dict(seen)}")
     print(f"custom entries written by the backend: {len(audits)}")
+    state = session.get_custom_data("tool-audit", {})
+    print(f"backend state at the leaf: {state}")
     print(f"every parent exists: {parents_ok}; cycles: {list(session.snapshot().cycles)}")
     messages = len(session.build_session_context().messages)
     print(f"model context at the leaf: {messages} messages (custom entries are not part of it)")
     complete = messages == 1 + 3 * TURNS  # the conversation is one unbroken path
-    return 0 if parents_ok and complete and len(audits) == TURNS and sum(seen.values()) == TURNS else 1
+    counted = state == dict(seen)  # no update lost: the state counts every tool call
+    return 0 if parents_ok and complete and counted and len(audits) == TURNS else 1
 
 
 if __name__ == "__main__":

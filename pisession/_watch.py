@@ -1,0 +1,110 @@
+"""Waking up when a session file changes: inotify on Linux, through ctypes (no dependency).
+
+The watch is on the file's folder, not on the file: a file that does not exist yet, or that is
+replaced by a rename (a rewrite, a migration), is still seen. Events for other names in the
+folder are read and dropped. Where inotify is missing (macOS, Windows, a libc without it, a
+process out of watches) :func:`open_watcher` returns None and the caller polls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import struct
+import sys
+
+__all__ = ["FileWatcher", "open_watcher", "inotify_available"]
+
+_IN_MODIFY = 0x00000002
+_IN_ATTRIB = 0x00000004  # truncation through ftruncate reports as IN_MODIFY; a chmod as this
+_IN_MOVED_FROM = 0x00000040
+_IN_MOVED_TO = 0x00000080
+_IN_CREATE = 0x00000100
+_IN_DELETE = 0x00000200
+_IN_Q_OVERFLOW = 0x00004000
+_IN_IGNORED = 0x00008000  # the watched folder is gone
+_IN_NONBLOCK = os.O_NONBLOCK
+_IN_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_MASK = _IN_MODIFY | _IN_ATTRIB | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE
+_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of NUL-padded name
+
+
+def _load_libc() -> ctypes.CDLL | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        init, add = libc.inotify_init1, libc.inotify_add_watch
+    except (OSError, AttributeError):
+        return None
+    init.argtypes, init.restype = [ctypes.c_int], ctypes.c_int
+    add.argtypes, add.restype = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32], ctypes.c_int
+    return libc
+
+
+_LIBC = _load_libc()
+
+
+def inotify_available() -> bool:
+    """Whether this platform's libc offers inotify."""
+    return _LIBC is not None
+
+
+class FileWatcher:
+    """An inotify descriptor watching one file's folder; :meth:`fileno` becomes readable when
+    something happens there, :meth:`drain` then says whether it concerned the file."""
+
+    def __init__(self, fd: int, name: bytes) -> None:
+        self._fd: int | None = fd
+        self._name = name
+
+    def fileno(self) -> int:
+        if self._fd is None:
+            raise ValueError("watcher is closed")
+        return self._fd
+
+    def drain(self) -> bool:
+        """Read every pending event; True if one may concern the file (an overflow may)."""
+        fd = self.fileno()
+        relevant = False
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                return relevant
+            except InterruptedError:
+                continue
+            if not data:
+                return relevant
+            offset = 0
+            while offset + _EVENT.size <= len(data):
+                _, mask, _, length = _EVENT.unpack_from(data, offset)
+                name = data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0")
+                offset += _EVENT.size + length
+                if mask & (_IN_Q_OVERFLOW | _IN_IGNORED) or name == self._name:
+                    relevant = True
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def open_watcher(path: str) -> FileWatcher | None:
+    """A watcher for ``path`` (which need not exist yet), or None where inotify is unavailable
+    or refuses (no such folder, the per-user limit of watches reached, ...)."""
+    if _LIBC is None:
+        return None
+    fd = int(_LIBC.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
+    if fd < 0:
+        return None
+    folder, name = os.path.split(os.path.abspath(path))
+    if int(_LIBC.inotify_add_watch(fd, os.fsencode(folder), _MASK)) < 0:
+        os.close(fd)  # whatever the reason (ENOENT, ENOSPC, EACCES, ...), polling still works
+        return None
+    return FileWatcher(fd, os.fsencode(name))

@@ -1,0 +1,383 @@
+"""``AsyncSessionManager``: :class:`~pisession.SessionManager` for asyncio code.
+
+Every method that may touch the file or wait for the session lock is a coroutine run on one
+thread of the manager's own (a one-worker executor), so the event loop never blocks. One thread,
+not a pool: the session lock and the manager's mutex belong to the thread that took them, so a
+transaction's enter, appends and exit must all run on the same one. Methods that only read the
+manager's in-memory snapshot (``get_entries``, ``build_session_context``, ...) stay plain calls,
+as on ``SessionManager``; they never wait for a lock.
+
+Follow a session from a coroutine::
+
+    async with await AsyncSessionManager.open(path) as manager:
+        async for entry in manager.follow():
+            print(entry.type)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import contextvars
+import functools
+from collections.abc import AsyncIterator, Callable, Coroutine
+from types import TracebackType
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+
+from ._manager import SessionManager
+from ._model import Entry
+from ._watch import open_watcher
+
+__all__ = ["AsyncSessionManager"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+# With inotify the follower still looks this often, in case a change was not reported (a file on
+# a network file system written from another machine).
+_NOTIFIED_POLL = 5.0
+
+# The transactions the running task (and the tasks it starts) is inside, by manager.
+_TRANSACTIONS: contextvars.ContextVar[tuple[AsyncSessionManager, ...]] = contextvars.ContextVar(
+    "pisession_aio_transactions", default=()
+)
+
+
+def _new_executor() -> concurrent.futures.ThreadPoolExecutor:
+    return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="pisession")
+
+
+class _Offloaded(Generic[_P, _R]):
+    """A ``SessionManager`` method as a coroutine that runs it on the manager's thread.
+
+    ``exclusive``: it waits while another task of the same manager is inside a transaction
+    (a write, or a leaf move, must not land in the middle of someone else's transaction).
+    """
+
+    def __init__(self, method: Callable[Concatenate[SessionManager, _P], _R], *, exclusive: bool) -> None:
+        self._method = method
+        self._exclusive = exclusive
+        self.__doc__ = method.__doc__
+        self.__name__ = method.__name__
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> _Offloaded[_P, _R]: ...
+    @overload
+    def __get__(
+        self, obj: AsyncSessionManager, owner: type[Any]
+    ) -> Callable[_P, Coroutine[Any, Any, _R]]: ...
+    def __get__(
+        self, obj: AsyncSessionManager | None, owner: type[Any]
+    ) -> _Offloaded[_P, _R] | Callable[_P, Coroutine[Any, Any, _R]]:
+        if obj is None:
+            return self
+        method, exclusive = self._method, self._exclusive
+
+        @functools.wraps(method)
+        async def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            job = functools.partial(method, obj._manager, *args, **kwargs)
+            if exclusive and obj not in _TRANSACTIONS.get():
+                async with obj._transaction_lock:
+                    return await obj._run(job)
+            return await obj._run(job)
+
+        return call
+
+
+class _InMemory(Generic[_P, _R]):
+    """A ``SessionManager`` read of the in-memory snapshot, called as it is."""
+
+    def __init__(self, method: Callable[Concatenate[SessionManager, _P], _R]) -> None:
+        self._method = method
+        self.__doc__ = method.__doc__
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> _InMemory[_P, _R]: ...
+    @overload
+    def __get__(self, obj: AsyncSessionManager, owner: type[Any]) -> Callable[_P, _R]: ...
+    def __get__(
+        self, obj: AsyncSessionManager | None, owner: type[Any]
+    ) -> _InMemory[_P, _R] | Callable[_P, _R]:
+        if obj is None:
+            return self
+        return functools.partial(self._method, obj._manager)
+
+
+class _Constructor(Generic[_P]):
+    """A ``SessionManager`` constructor as a coroutine building the manager on its new thread."""
+
+    def __init__(self, make: Callable[_P, SessionManager]) -> None:
+        self._make = make
+        self.__doc__ = make.__doc__
+
+    def __get__(
+        self, obj: object, owner: type[AsyncSessionManager]
+    ) -> Callable[_P, Coroutine[Any, Any, AsyncSessionManager]]:
+        make = self._make
+
+        @functools.wraps(make)
+        async def construct(*args: _P.args, **kwargs: _P.kwargs) -> AsyncSessionManager:
+            executor = _new_executor()
+            try:
+                loop = asyncio.get_running_loop()
+                manager = await loop.run_in_executor(executor, functools.partial(make, *args, **kwargs))
+            except BaseException:
+                executor.shutdown(wait=False)
+                raise
+            return owner(manager, _executor=executor)
+
+        return construct
+
+
+class _Static(Generic[_P, _R]):
+    """A ``SessionManager`` static method (listing, finding) as a coroutine in a worker thread."""
+
+    def __init__(self, function: Callable[_P, _R]) -> None:
+        self._function = function
+        self.__doc__ = function.__doc__
+
+    def __get__(self, obj: object, owner: type[Any]) -> Callable[_P, Coroutine[Any, Any, _R]]:
+        function = self._function
+
+        @functools.wraps(function)
+        async def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            return await asyncio.to_thread(function, *args, **kwargs)
+
+        return call
+
+
+class _Transaction:
+    """``async with manager.transaction():`` — see :meth:`AsyncSessionManager.transaction`."""
+
+    def __init__(self, owner: AsyncSessionManager) -> None:
+        self._owner = owner
+        self._sync: contextlib.AbstractContextManager[SessionManager] | None = None
+        self._token: contextvars.Token[tuple[AsyncSessionManager, ...]] | None = None
+        self._locked = False
+
+    async def __aenter__(self) -> AsyncSessionManager:
+        owner = self._owner
+        if owner not in _TRANSACTIONS.get():
+            await owner._transaction_lock.acquire()
+            self._locked = True
+        try:
+            sync = self._sync = owner._manager.transaction()
+            entering = owner._submit(sync.__enter__)
+            try:
+                await asyncio.shield(asyncio.wrap_future(entering))
+            except asyncio.CancelledError:
+                # The thread goes on taking the lock: it lets it go again right after (one thread,
+                # jobs in order: the enter is done when this runs).
+                owner._submit(lambda: entering.exception() is None and sync.__exit__(None, None, None))
+                raise
+        except BaseException:
+            self._release()
+            raise
+        self._token = _TRANSACTIONS.set((*_TRANSACTIONS.get(), owner))
+        return owner
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._token is not None:
+            _TRANSACTIONS.reset(self._token)
+            self._token = None
+        assert self._sync is not None
+        exiting = self._owner._submit(functools.partial(self._sync.__exit__, exc_type, exc, tb))
+        try:
+            # Shielded: a cancelled task still ends the transaction it is in, on the same thread.
+            await asyncio.shield(asyncio.wrap_future(exiting))
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._locked:
+            self._locked = False
+            self._owner._transaction_lock.release()
+
+
+class AsyncSessionManager:
+    """A Pi session for asyncio code: :class:`~pisession.SessionManager`'s constructors and
+    methods, those that may wait for the file or the lock as coroutines::
+
+        manager = await AsyncSessionManager.open(path)
+        entry_id = await manager.append_message({"role": "user", "content": "hi", "timestamp": 1})
+        context = manager.build_session_context()  # in memory: a plain call
+        async with manager.transaction():
+            count = manager.get_custom_data("counter", {"n": 0})["n"]
+            await manager.append_custom_entry("counter", {"n": count + 1})
+
+    Tasks sharing one manager are served in turn; a transaction keeps other tasks' writes out
+    until it ends. A call cancelled while it waits its turn does not happen; one the manager's
+    thread has started completes (an append is written) and only its result is dropped.
+    """
+
+    def __init__(
+        self, manager: SessionManager, *, _executor: concurrent.futures.ThreadPoolExecutor | None = None
+    ) -> None:
+        """Wrap an existing ``SessionManager`` (do not use it from other threads meanwhile)."""
+        self._manager = manager
+        self._executor = _executor
+        self._transaction_lock = asyncio.Lock()
+
+    @property
+    def sync(self) -> SessionManager:
+        """The ``SessionManager`` underneath (its methods block: call them in a thread)."""
+        return self._manager
+
+    def _submit(self, job: Callable[[], _R]) -> concurrent.futures.Future[_R]:
+        if self._executor is None:
+            self._executor = _new_executor()
+        return self._executor.submit(job)
+
+    async def _run(self, job: Callable[[], _R]) -> _R:
+        return await asyncio.wrap_future(self._submit(job))
+
+    # -- constructors --------------------------------------------------------------------------
+
+    create = _Constructor(SessionManager.create)
+    open = _Constructor(SessionManager.open)
+    in_memory = _Constructor(SessionManager.in_memory)
+    continue_recent = _Constructor(SessionManager.continue_recent)
+    fork_from = _Constructor(SessionManager.fork_from)
+    list = _Static(SessionManager.list)
+    list_all = _Static(SessionManager.list_all)
+    find_by_id = _Static(SessionManager.find_by_id)
+
+    # -- writing (coroutines) ------------------------------------------------------------------
+
+    append_message = _Offloaded(SessionManager.append_message, exclusive=True)
+    append_thinking_level_change = _Offloaded(SessionManager.append_thinking_level_change, exclusive=True)
+    append_model_change = _Offloaded(SessionManager.append_model_change, exclusive=True)
+    append_usage = _Offloaded(SessionManager.append_usage, exclusive=True)
+    append_compaction = _Offloaded(SessionManager.append_compaction, exclusive=True)
+    append_custom_entry = _Offloaded(SessionManager.append_custom_entry, exclusive=True)
+    append_custom_message_entry = _Offloaded(SessionManager.append_custom_message_entry, exclusive=True)
+    append_session_info = _Offloaded(SessionManager.append_session_info, exclusive=True)
+    set_session_name = _Offloaded(SessionManager.set_session_name, exclusive=True)
+    append_context_edit = _Offloaded(SessionManager.append_context_edit, exclusive=True)
+    append_label_change = _Offloaded(SessionManager.append_label_change, exclusive=True)
+    branch = _Offloaded(SessionManager.branch, exclusive=True)
+    reset_leaf = _Offloaded(SessionManager.reset_leaf, exclusive=True)
+    branch_with_summary = _Offloaded(SessionManager.branch_with_summary, exclusive=True)
+    create_branched_session = _Offloaded(SessionManager.create_branched_session, exclusive=True)
+    new_session = _Offloaded(SessionManager.new_session, exclusive=True)
+    set_session_file = _Offloaded(SessionManager.set_session_file, exclusive=True)
+    refresh = _Offloaded(SessionManager.refresh, exclusive=False)
+
+    # -- reading the in-memory snapshot (plain calls) ------------------------------------------
+
+    snapshot = _InMemory(SessionManager.snapshot)
+    is_persisted = _InMemory(SessionManager.is_persisted)
+    get_cwd = _InMemory(SessionManager.get_cwd)
+    get_session_dir = _InMemory(SessionManager.get_session_dir)
+    get_session_id = _InMemory(SessionManager.get_session_id)
+    get_session_file = _InMemory(SessionManager.get_session_file)
+    uses_default_session_dir = _InMemory(SessionManager.uses_default_session_dir)
+    get_header = _InMemory(SessionManager.get_header)
+    get_entries = _InMemory(SessionManager.get_entries)
+    get_entry_count = _InMemory(SessionManager.get_entry_count)
+    get_entry = _InMemory(SessionManager.get_entry)
+    get_leaf_id = _InMemory(SessionManager.get_leaf_id)
+    get_leaf_entry = _InMemory(SessionManager.get_leaf_entry)
+    get_children = _InMemory(SessionManager.get_children)
+    get_label = _InMemory(SessionManager.get_label)
+    get_session_name = _InMemory(SessionManager.get_session_name)
+    get_branch = _InMemory(SessionManager.get_branch)
+    get_entries_of_type = _InMemory(SessionManager.get_entries_of_type)
+    get_latest_custom_entry = _InMemory(SessionManager.get_latest_custom_entry)
+    get_custom_data = _InMemory(SessionManager.get_custom_data)
+    get_tree = _InMemory(SessionManager.get_tree)
+    build_context_entries = _InMemory(SessionManager.build_context_entries)
+    build_session_projection = _InMemory(SessionManager.build_session_projection)
+    build_session_context = _InMemory(SessionManager.build_session_context)
+
+    # -- transactions, following, closing ------------------------------------------------------
+
+    def transaction(self) -> _Transaction:
+        """``async with manager.transaction():`` holds the session lock for the block and first
+        reads what others appended (see :meth:`SessionManager.transaction`); other tasks' writes
+        through this manager wait for it. The lock is taken on the manager's thread: the event
+        loop runs on while it waits."""
+        return _Transaction(self)
+
+    def batch(self) -> _Transaction:
+        """The same as :meth:`transaction`."""
+        return _Transaction(self)
+
+    async def follow(
+        self,
+        poll_interval: float = 0.25,
+        *,
+        stop: asyncio.Event | None = None,
+        notify: bool = True,
+    ) -> AsyncIterator[Entry]:
+        """Yield entries as other writers append them::
+
+            async for entry in manager.follow():
+                print(entry.type)
+
+        Wakes as soon as the file changes where inotify is available (Linux; ``notify=False``
+        turns it off), otherwise looks every ``poll_interval`` seconds. Runs until ``stop`` is
+        set or the task is cancelled (the watch is then closed); the leaf does not move.
+        """
+        loop = asyncio.get_running_loop()
+        path = self._manager.get_session_file()
+        watcher = open_watcher(path) if notify and path else None
+        changed = asyncio.Event()
+        if watcher is not None:
+
+            def on_readable() -> None:
+                if watcher.drain():
+                    changed.set()
+
+            loop.add_reader(watcher.fileno(), on_readable)
+        period = _NOTIFIED_POLL if watcher is not None else poll_interval
+        try:
+            while stop is None or not stop.is_set():
+                changed.clear()  # before reading: a change during the read wakes the next wait
+                for entry in await self.refresh():
+                    yield entry
+                await _wait_for_any(changed, stop, period)
+        finally:
+            if watcher is not None:
+                loop.remove_reader(watcher.fileno())
+                watcher.close()
+
+    async def close(self) -> None:
+        """Release file descriptors and the manager's thread (the manager stays readable; a
+        later call starts a new thread). Inside a transaction the thread stays until it ends."""
+        if self in _TRANSACTIONS.get():  # the transaction's exit must run on this same thread
+            await self._run(self._manager.close)
+            return
+        async with self._transaction_lock:
+            await self._run(self._manager.close)
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False)
+
+    async def __aenter__(self) -> AsyncSessionManager:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<AsyncSessionManager {self._manager!r}>"
+
+
+async def _wait_for_any(changed: asyncio.Event, stop: asyncio.Event | None, timeout: float) -> None:
+    """Until ``changed`` or ``stop`` is set, or ``timeout`` seconds have passed."""
+    waiters = [asyncio.ensure_future(changed.wait())]
+    if stop is not None:
+        waiters.append(asyncio.ensure_future(stop.wait()))
+    try:
+        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+

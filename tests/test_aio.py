@@ -1,0 +1,502 @@
+"""``pisession.aio``: the asyncio manager, its transactions, and ``follow()`` woken by inotify or
+by polling. Every wait has a generous hang guard; nothing here measures time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pisession
+from pisession import CustomEntry, SessionManager, _watch, aio
+from pisession.aio import AsyncSessionManager
+
+REPO = str(Path(__file__).resolve().parents[1])
+HANG_GUARD = 120.0  # seconds; only ever reached when something deadlocks
+
+APPENDER = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from pisession import SessionManager
+manager = SessionManager.open(sys.argv[2])
+for i in range(int(sys.argv[3])):
+    manager.append_message({"role": "user", "content": f"other-{i}", "timestamp": i})
+    time.sleep(0.002)
+print("done")
+"""
+
+
+def run(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    return asyncio.run(asyncio.wait_for(coroutine, HANG_GUARD))
+
+
+def user(text: str, ts: int = 1) -> dict[str, Any]:
+    return {"role": "user", "content": text, "timestamp": ts}
+
+
+def new_session(tmp_path: Path) -> str:
+    manager = SessionManager.create("/project", tmp_path / "sessions")
+    manager.append_message(user("start"))
+    path = manager.get_session_file()
+    assert path is not None
+    manager.close()
+    return path
+
+
+def assert_one_chain(path: str) -> list[str]:
+    """Every entry once, each parent the entry before it; returns the message texts."""
+    entries = [json.loads(line) for line in Path(path).read_text().splitlines()[1:]]
+    ids = [e["id"] for e in entries]
+    assert len(set(ids)) == len(ids)
+    assert [e["parentId"] for e in entries] == [None, *ids[:-1]]
+    return [e["message"]["content"] for e in entries if e["type"] == "message"]
+
+
+def test_tasks_appending_concurrently_through_one_manager(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+
+    async def main() -> list[str]:
+        async with await AsyncSessionManager.open(path) as manager:
+
+            async def task(k: int) -> list[str]:
+                return [await manager.append_message(user(f"t{k}-{i}", i)) for i in range(25)]
+
+            written = await asyncio.gather(*(task(k) for k in range(8)))
+            assert manager.get_entry_count() == 1 + 200
+            return [entry_id for ids in written for entry_id in ids]
+
+    written = run(main())
+    texts = assert_one_chain(path)
+    assert sorted(texts[1:]) == sorted(f"t{k}-{i}" for k in range(8) for i in range(25))
+    ids = [e.id for e in SessionManager.open(path).get_entries()]
+    assert sorted(ids[1:]) == sorted(written)
+
+
+def test_tasks_with_their_own_managers_append_every_entry_once(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+
+    async def main() -> None:
+        managers = [await AsyncSessionManager.open(path) for _ in range(4)]
+
+        async def task(k: int) -> None:
+            for i in range(25):
+                await managers[k].append_message(user(f"m{k}-{i}", i))
+
+        await asyncio.gather(*(task(k) for k in range(4)))
+        for manager in managers:
+            await manager.close()
+
+    run(main())
+    texts = assert_one_chain(path)  # each append first read the others': no stale parent
+    assert sorted(texts[1:]) == sorted(f"m{k}-{i}" for k in range(4) for i in range(25))
+
+
+@pytest.mark.parametrize("managers", [1, 4], ids=["one-manager", "four-managers"])
+def test_tasks_incrementing_in_transactions_lose_nothing(tmp_path: Path, managers: int) -> None:
+    path = new_session(tmp_path)
+
+    async def main() -> None:
+        pool = [await AsyncSessionManager.open(path) for _ in range(managers)]
+
+        async def task(manager: AsyncSessionManager) -> None:
+            for _ in range(10):
+                async with manager.transaction():
+                    count = manager.get_custom_data("counter", {"n": 0})["n"]
+                    await asyncio.sleep(0)  # other tasks run here, and must not write
+                    await manager.append_custom_entry("counter", {"n": count + 1})
+
+        await asyncio.gather(*(task(pool[k % managers]) for k in range(8)))
+        for manager in pool:
+            await manager.close()
+
+    run(main())
+    final = SessionManager.open(path)
+    assert [e.data["n"] for e in final.get_entries_of_type(CustomEntry, branch=True)] == list(range(1, 81))
+
+
+def test_without_a_transaction_tasks_lose_increments(tmp_path: Path) -> None:
+    """The test above, minus the transaction: every task reads 0 before any appends."""
+    path = new_session(tmp_path)
+
+    async def main() -> Any:
+        async with await AsyncSessionManager.open(path) as manager:
+
+            async def task() -> None:
+                count = manager.get_custom_data("counter", {"n": 0})["n"]
+                await asyncio.sleep(0)
+                await manager.append_custom_entry("counter", {"n": count + 1})
+
+            await asyncio.gather(*(task() for _ in range(8)))
+            return manager.get_custom_data("counter")
+
+    assert run(main()) == {"n": 1}
+
+
+def test_a_transaction_waits_for_the_lock_without_blocking_the_loop(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+    holder = SessionManager.open(path)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with holder.transaction():
+            held.set()
+            release.wait(HANG_GUARD)
+            holder.append_custom_entry("holder")
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(HANG_GUARD)
+
+    async def main() -> int:
+        manager = await AsyncSessionManager.open(path)
+        append = asyncio.ensure_future(manager.append_custom_entry("async"))
+        ticks = 0
+        while ticks < 20:  # the loop runs while the append waits for the lock
+            await asyncio.sleep(0.001)
+            ticks += 1
+            assert not append.done()
+        release.set()
+        await append
+        await manager.close()
+        return ticks
+
+    assert run(main()) == 20
+    thread.join(HANG_GUARD)
+    types = [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry, branch=True)]
+    assert types == ["holder", "async"], "the async append read the holder's entry first"
+
+
+def test_a_transaction_cancelled_while_waiting_for_the_lock_releases_it(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+    holder = SessionManager.open(path)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with holder.transaction():
+            held.set()
+            release.wait(HANG_GUARD)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(HANG_GUARD)
+
+    async def main() -> None:
+        manager = await AsyncSessionManager.open(path)
+
+        async def enter() -> None:
+            async with manager.transaction():
+                raise AssertionError("the cancelled transaction ran its body")
+
+        waiting = asyncio.ensure_future(enter())
+        await asyncio.sleep(0.05)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        release.set()
+        # The manager's thread took the lock after the cancel and let it go again: both the
+        # manager and another thread can write.
+        await manager.append_custom_entry("after")
+        other = threading.Thread(target=lambda: SessionManager.open(path).append_custom_entry("other"))
+        other.start()
+        await asyncio.to_thread(other.join, HANG_GUARD)
+        assert not other.is_alive(), "the session lock was left held"
+        await manager.close()
+
+    run(main())
+    thread.join(HANG_GUARD)
+    types = [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry)]
+    assert types == ["after", "other"]
+
+
+def test_transactions_nest_and_an_exception_ends_them(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+
+    async def main() -> None:
+        manager = await AsyncSessionManager.open(path)
+        with pytest.raises(KeyError):
+            async with manager.transaction() as inner:
+                assert inner is manager
+                async with manager.transaction():
+                    await manager.append_custom_entry("one")
+                await manager.append_custom_entry("two")
+                raise KeyError("boom")
+        # Released: a write from another task goes through, and so does another manager's.
+        other = await AsyncSessionManager.open(path)
+        await asyncio.gather(manager.append_custom_entry("three"), other.append_custom_entry("four"))
+        await other.close()
+        await manager.close()
+
+    run(main())
+    types = [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry)]
+    assert types[:2] == ["one", "two"] and sorted(types[2:]) == ["four", "three"]
+
+
+def follow_other_process(path: str, count: int, **options: Any) -> list[str]:
+    """The texts a follower saw while another process appended ``count`` messages."""
+
+    async def main() -> list[str]:
+        manager = await AsyncSessionManager.open(path)
+        seen: list[str] = []
+
+        async def collect() -> None:
+            async for entry in manager.follow(**options):
+                assert isinstance(entry, pisession.MessageEntry)
+                assert isinstance(entry.message, pisession.UserMessage)
+                seen.append(str(entry.message.content))
+                if len(seen) == count:
+                    return
+
+        follower = asyncio.ensure_future(collect())
+        await asyncio.sleep(0.01)
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", APPENDER, REPO, path, str(count), stdout=asyncio.subprocess.PIPE
+        )
+        out, _ = await child.communicate()
+        assert child.returncode == 0 and out.strip() == b"done"
+        await follower
+        assert manager.get_leaf_id() != manager.get_entries()[-1].id, "follow() moved the leaf"
+        await manager.close()
+        return seen
+
+    return run(main())  # type: ignore[no-any-return]
+
+
+@pytest.mark.skipif(not _watch.inotify_available(), reason="inotify is Linux-only")
+def test_follow_wakes_on_inotify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No poll could find the entries within the hang guard: only inotify wakes the follower.
+    monkeypatch.setattr(aio, "_NOTIFIED_POLL", 10 * HANG_GUARD)
+    path = new_session(tmp_path)
+    seen = follow_other_process(path, 40, poll_interval=10 * HANG_GUARD)
+    assert seen == [f"other-{i}" for i in range(40)]
+
+
+@pytest.mark.parametrize("how", ["notify-off", "no-inotify"])
+def test_follow_polls_where_inotify_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    opened: list[Any] = []
+    if how == "no-inotify":
+        monkeypatch.setattr(aio, "open_watcher", lambda path: opened.append(path))  # returns None
+    path = new_session(tmp_path)
+    seen = follow_other_process(path, 40, poll_interval=0.005, notify=how != "notify-off")
+    assert seen == [f"other-{i}" for i in range(40)]
+    assert opened == ([path] if how == "no-inotify" else [])
+
+
+@pytest.mark.skipif(not _watch.inotify_available(), reason="inotify is Linux-only")
+@pytest.mark.parametrize("how", ["cancel", "stop"])
+def test_follow_stops_cleanly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    watchers: list[_watch.FileWatcher] = []
+
+    def spy(path: str) -> _watch.FileWatcher | None:
+        watcher = _watch.open_watcher(path)
+        assert watcher is not None
+        watchers.append(watcher)
+        return watcher
+
+    monkeypatch.setattr(aio, "open_watcher", spy)
+    path = new_session(tmp_path)
+
+    async def main() -> list[str]:
+        manager = await AsyncSessionManager.open(path)
+        writer = await AsyncSessionManager.open(path)
+        stop = asyncio.Event()
+        seen: list[str] = []
+        got_one = asyncio.Event()
+
+        async def collect() -> None:
+            async for entry in manager.follow(stop=stop):
+                seen.append(entry.id)
+                got_one.set()
+
+        follower = asyncio.ensure_future(collect())
+        seen_id = await writer.append_custom_entry("x")
+        await got_one.wait()
+        if how == "cancel":
+            follower.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await follower
+        else:
+            stop.set()
+            await follower
+        fd = watchers[0]._fd
+        assert fd is None, "the inotify descriptor was left open"
+        await writer.close()
+        await manager.close()
+        return [seen_id, *seen]
+
+    first, *seen = run(main())
+    assert seen == [first]
+
+
+def test_constructors_and_listing(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+
+    async def main() -> None:
+        created = await AsyncSessionManager.create("/project", sessions, id="s-one")
+        await created.append_message(user("hi"))
+        await created.append_message(
+            {"role": "assistant", "content": [{"type": "text", "text": "hello"}], "timestamp": 2}
+        )
+        path = created.get_session_file()
+        assert path is not None and created.get_session_id() == "s-one"
+        await created.close()
+
+        listed = await AsyncSessionManager.list("/project", str(sessions))
+        assert [info.id for info in listed] == ["s-one"]
+        assert [info.id for info in await AsyncSessionManager.list_all(str(sessions))] == ["s-one"]
+        assert await AsyncSessionManager.find_by_id("/project", "s-one", str(sessions)) == path
+
+        recent = await AsyncSessionManager.continue_recent("/project", sessions)
+        assert recent.get_session_file() == path and len(recent.get_entries()) == 2
+        await recent.close()
+
+        forked = await AsyncSessionManager.fork_from(path, "/elsewhere", tmp_path / "forks")
+        header = forked.get_header()
+        assert header is not None and header.parent_session == path
+        assert [e.id for e in forked.get_entries()] == [e.id for e in recent.get_entries()]
+        await forked.close()
+
+        memory = await AsyncSessionManager.in_memory("/project")
+        first = await memory.append_message(user("one"))
+        await memory.append_message(user("two"))
+        await memory.branch(first)
+        assert memory.get_leaf_id() == first
+        assert not memory.is_persisted() and memory.sync.get_leaf_id() == first
+        context = memory.build_session_context()
+        assert [m.role for m in context.messages] == ["user"]
+
+    run(main())
+
+
+def test_a_closed_manager_starts_a_new_thread_when_used_again(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+
+    async def main() -> None:
+        manager = await AsyncSessionManager.open(path)
+        await manager.close()
+        await manager.append_custom_entry("after-close")
+        await manager.close()
+
+    run(main())
+    assert [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry)] == [
+        "after-close"
+    ]
+
+
+def test_closing_inside_a_transaction_waits_for_its_end(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+
+    async def main() -> None:
+        manager = await AsyncSessionManager.open(path)
+        async with manager.transaction():
+            await manager.append_custom_entry("before-close")
+            await manager.close()
+            await manager.append_custom_entry("after-close")
+        await manager.close()
+
+    run(main())
+    types = [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry)]
+    assert types == ["before-close", "after-close"]
+
+
+def test_a_task_cancelled_inside_a_transaction_ends_it(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+
+    async def main() -> None:
+        manager = await AsyncSessionManager.open(path)
+        inside = asyncio.Event()
+
+        async def body() -> None:
+            async with manager.transaction():
+                await manager.append_custom_entry("inside")
+                inside.set()
+                await asyncio.sleep(10 * HANG_GUARD)
+
+        task = asyncio.ensure_future(body())
+        await inside.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # Another task of the manager, and another thread, can write again.
+        await manager.append_custom_entry("after")
+        other = threading.Thread(target=lambda: SessionManager.open(path).append_custom_entry("other"))
+        other.start()
+        await asyncio.to_thread(other.join, HANG_GUARD)
+        assert not other.is_alive(), "the session lock was left held"
+        await manager.close()
+
+    run(main())
+    types = [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry)]
+    assert types == ["inside", "after", "other"]
+
+
+@pytest.mark.skipif(not _watch.inotify_available(), reason="inotify is Linux-only")
+def test_the_watcher_reports_changes_to_its_file_only(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    watcher = _watch.open_watcher(str(path))  # the file need not exist yet
+    assert watcher is not None
+    try:
+        assert watcher.drain() is False
+        (tmp_path / "other.jsonl").write_text("x\n")
+        assert watcher.drain() is False
+        path.write_text("created\n")
+        assert watcher.drain() is True
+        assert watcher.drain() is False  # drained
+        with path.open("a") as handle:
+            handle.write("appended\n")
+        assert watcher.drain() is True
+        (tmp_path / "copy").write_text("replaced\n")
+        (tmp_path / "copy").rename(path)
+        assert watcher.drain() is True
+    finally:
+        watcher.close()
+    with pytest.raises(ValueError):
+        watcher.fileno()
+
+
+def test_no_watcher_where_inotify_cannot_watch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _watch.open_watcher(str(tmp_path / "no-such-folder" / "s.jsonl")) is None
+    monkeypatch.setattr(_watch, "_LIBC", None)  # as on macOS or Windows
+    assert not _watch.inotify_available()
+    assert _watch.open_watcher(str(tmp_path / "s.jsonl")) is None
+
+
+def test_a_cancelled_call_happens_entirely_or_not_at_all(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+    holder = SessionManager.open(path)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with holder.transaction():
+            held.set()
+            release.wait(HANG_GUARD)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(HANG_GUARD)
+
+    async def main() -> None:
+        manager = await AsyncSessionManager.open(path)
+        started = asyncio.ensure_future(manager.append_custom_entry("started"))  # waits for the lock
+        queued = asyncio.ensure_future(manager.append_custom_entry("queued"))  # waits its turn
+        await asyncio.sleep(0.05)
+        started.cancel()
+        queued.cancel()
+        release.set()
+        for task in (started, queued):
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        await manager.append_custom_entry("last")
+        await manager.close()
+
+    run(main())
+    thread.join(HANG_GUARD)
+    types = [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry)]
+    assert types == ["started", "last"]
