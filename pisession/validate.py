@@ -13,12 +13,13 @@ dangling ``firstKeptEntryId`` / ``targetId`` / ``fromId`` references. Never writ
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
-from ._load import CURRENT_SESSION_VERSION, migrate_session_entries, parse_line
+from ._load import CURRENT_SESSION_VERSION, migrate_session_entries, open_regular, parse_line
 from ._manager import SessionManager
 from .describe import _compact_json, one_line
 
@@ -103,12 +104,17 @@ def validate_file(path: str | os.PathLike[str]) -> ValidationReport:
     """Check one session file; an unreadable or non-session file is a report with an error."""
     report = _Report(os.fspath(path))
     try:
-        with open(path, "rb") as handle:
+        # Non-blocking and regular files only: a FIFO or a pipe must not block the check, and a
+        # device such as /dev/zero must not be read until memory runs out.
+        with open_regular(path) as handle:
             data = handle.read()
     except IsADirectoryError:
         report.add("error", None, f"{report.path} is a directory, not a session file")
         return report.done()
     except OSError as error:
+        if error.errno == errno.EINVAL:
+            report.add("error", None, "not a regular file (a FIFO, pipe or device): not a Pi session")
+            return report.done()
         report.add("error", None, f"cannot read: {error.strerror or error}")
         return report.done()
     _check(data, report)
@@ -153,6 +159,13 @@ def _check(data: bytes, report: _Report) -> None:
         try:
             json.loads(text, parse_constant=_reject_constant)
             add("error", number, f"a JSON value that is not an object (Pi skips it): {snippet}")
+        except RecursionError:
+            if text.lstrip().startswith("{"):
+                add("error", number, f"an object nested too deeply for pisession (Pi reads it): {snippet}")
+            else:
+                add(
+                    "error", number, f"a JSON value nested too deeply, not an object (Pi skips it): {snippet}"
+                )
         except ValueError:
             unfinished = number == len(raw_lines) and not data.endswith(b"\n")
             what = "unfinished last line" if unfinished else "not valid JSON"

@@ -24,7 +24,7 @@ def print_stats(stats: SessionStats, style: Style) -> None:
     def table(title: str, rows: list[tuple[str, UsageTotals]]) -> None:
         name_width = max([len(title), *(len(name) for name, _ in rows)])
         cells = [_cells(usage) for _, usage in rows]
-        widths = [max(len(t), *(len(c[i]) for c in cells)) for i, t in enumerate(_COLUMNS)]
+        widths = [max([len(t), *(len(c[i]) for c in cells)]) for i, t in enumerate(_COLUMNS)]
         head = "  ".join(f"{t:>{w}}" for t, w in zip(_COLUMNS, widths, strict=True))
         emit(style(f"{title:<{name_width}}  {head}", "bold"))
         for (name, _), cell in zip(rows, cells, strict=True):
@@ -41,8 +41,9 @@ def print_stats(stats: SessionStats, style: Style) -> None:
         emit("No usage recorded.")
         return
     emit()
-    table("model", [(r.name, r.usage) for r in stats.by_model])
-    emit()
+    if stats.by_model:  # empty when every call used no tokens and cost nothing (an aborted request)
+        table("model", [(r.name, r.usage) for r in stats.by_model])
+        emit()
     table("source", [(r.name, r.usage) for r in stats.by_source] + [("total", stats.total)])
     emit(style("tokens = input + output + cache read + cache write, as Pi counts them", "dim"))
 

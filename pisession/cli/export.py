@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 from pisession.export import to_entry_lines, to_html, to_jsonl, to_markdown, write_text
 
 from . import sessions
 from .commands import Commands
-from .output import CliError, note
+from .output import CliError, note, write_out
 
 FORMATS = ("md", "html", "jsonl", "pi-jsonl")
 
@@ -31,7 +30,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         text = to_html(manager, all_branches=args.all)
     if args.output in (None, "-"):
-        sys.stdout.write(text)
+        write_out(text)  # control characters shown escaped; a file (-o) gets the text as it is
         return 0
     target = os.path.abspath(os.path.expanduser(args.output))
     if os.path.exists(target) and os.path.samefile(target, path):

@@ -13,7 +13,7 @@ from pisession import PisessionError, __version__
 
 from . import checking, demo, editing, export, reading
 from .commands import Commands
-from .output import CliError
+from .output import CliError, write_out
 
 # Command groups in the order `pisession --help` lists them; a new group is a module with a
 # `register(commands)` function added here.
@@ -60,10 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args))
     except CliError as error:
-        sys.stderr.write(f"pisession: error: {error}\n")
+        write_out(f"pisession: error: {error}\n", sys.stderr)
         return error.code
     except PisessionError as error:
-        sys.stderr.write(f"pisession: error: {error}\n")
+        write_out(f"pisession: error: {error}\n", sys.stderr)
         return 1
     except BrokenPipeError:
         try:
@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
         return 1
     except OSError as error:
-        sys.stderr.write(f"pisession: error: {_os_error_text(error)}\n")
+        write_out(f"pisession: error: {_os_error_text(error)}\n", sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import secrets
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
@@ -49,7 +51,29 @@ class Style:
         if not self.enabled or not styles or not text:
             return text
         codes = ";".join(self._CODES[s] for s in styles)
-        return f"\033[{codes}m{text}\033[0m"
+        return f"{_ESC}[{codes}m{text}{_ESC}[0m"
+
+
+# Session content is untrusted: tool output routinely carries escape sequences (OSC 52 clipboard
+# writes, title changes, screen clears). Every line is written with its control characters shown
+# as JSON-style escapes (valid inside --json output too). Our own styling is built with _ESC, a
+# marker session content cannot contain (random per process), and becomes ESC only when written.
+_ESC = "\ue000" + secrets.token_hex(8) + "\ue000"
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def safe(text: str) -> str:
+    """``text`` with control characters (C0 but newline and tab, DEL, C1) shown as ``\\u001b``."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def write_out(text: str, stream: TextIO | None = None) -> None:
+    """Write text to the terminal (stdout by default): content escaped, our own styling kept."""
+    (stream or sys.stdout).write("\x1b".join(safe(part) for part in text.split(_ESC)))
 
 
 KIND_STYLES: dict[str, tuple[str, ...]] = {
@@ -74,7 +98,7 @@ KIND_WIDTH = 14
 
 
 def emit(line: str = "") -> None:
-    sys.stdout.write(line + "\n")
+    write_out(line + "\n")
 
 
 def _json_default(value: Any) -> Any:
@@ -96,7 +120,7 @@ def emit_wire(value: Any) -> None:
 
 
 def note(message: str) -> None:
-    sys.stderr.write(f"pisession: {message}\n")
+    write_out(f"pisession: {message}\n", sys.stderr)
 
 
 def width() -> int:
@@ -109,6 +133,11 @@ def int_text(value: float) -> str:
 
 def cost_text(value: float) -> str:
     return f"${value:,.4f}"
+
+
+def id_text(value: Any) -> str:
+    """An id as text: a string as it is, any other JSON value as its JSON (``42``, ``{"a":1}``)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def home_short(path: str) -> str:

@@ -29,7 +29,18 @@ from pisession.views import context_data, tree_data, tree_rows
 
 from . import sessions
 from .commands import Commands
-from .output import KIND_STYLES, CliError, Style, emit, emit_json, emit_wire, entry_line, home_short, width
+from .output import (
+    KIND_STYLES,
+    CliError,
+    Style,
+    emit,
+    emit_json,
+    emit_wire,
+    entry_line,
+    home_short,
+    id_text,
+    width,
+)
 
 
 def print_tree(manager: SessionManager, show_all: bool, style: Style) -> None:
@@ -192,8 +203,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
         where = "any project" if args.all else (session_dir or default_session_dir(cwd))
         emit(f"No sessions found in {where}.")
         return 0
-    short = _short_ids([info.id for info in infos])
-    id_width = max(len(s) for s in short.values())
+    short = _short_ids([info.id for info in infos if isinstance(info.id, str)])
+    shown = [short[info.id] if isinstance(info.id, str) else id_text(info.id) for info in infos]
+    id_width = max(len(s) for s in shown)
     room = width()
     count_width = max(4, *(len(str(info.message_count)) for info in infos))
     head = f"{'MODIFIED':<16}  {'MSGS':>{count_width}}  {'ID':<{id_width}}  "
@@ -202,10 +214,10 @@ def cmd_ls(args: argparse.Namespace) -> int:
         cwd_width = min(30, max(len(home_short(info.cwd)) for info in infos))
         head += f"{'CWD':<{cwd_width}}  "
     emit(style(head + "NAME / FIRST MESSAGE", "bold"))
-    for info in infos:
+    for info, session_id in zip(infos, shown, strict=True):
         line = (
             f"{info.modified.astimezone():%Y-%m-%d %H:%M}  {info.message_count:>{count_width}}  "
-            + style(f"{short[info.id]:<{id_width}}", "yellow")
+            + style(f"{session_id:<{id_width}}", "yellow")
             + "  "
         )
         if args.all:

@@ -37,10 +37,12 @@ def _list_local(cwd: str, directory: str | None) -> list[SessionInfo]:
 
 
 def _pick(arg: str, infos: Sequence[SessionInfo], where: str) -> str | None:
-    exact = [info for info in infos if info.id == arg]
+    # A header id that is not a string (Pi lists such a file) is never matched by a SESSION argument.
+    named = [info for info in infos if isinstance(info.id, str)]
+    exact = [info for info in named if info.id == arg]
     if exact:
         return exact[0].path
-    matches = [info for info in infos if info.id.startswith(arg)]
+    matches = [info for info in named if info.id.startswith(arg)]
     if len(matches) > 1:
         shown = ", ".join(info.id for info in matches[:5]) + (" ..." if len(matches) > 5 else "")
         raise CliError(
