@@ -22,7 +22,7 @@ __all__ = ["read_session", "read_session_entries", "read_session_header", "defau
 def read_session_entries(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The file's entries as JSON dicts, header first, as written (not migrated); nothing written.
 
-    Raises :class:`InvalidSessionError` for a folder, a FIFO or device, an empty file or one
+    Raises `InvalidSessionError` for a folder, a FIFO or device, an empty file or one
     whose first JSON object is not a session header; ``OSError`` if the file cannot be read::
 
         entries = read_session_entries("session.jsonl")

@@ -122,15 +122,15 @@ def write_text(path: str | os.PathLike[str], text: str) -> str:
 def write_markdown(
     manager: SessionManager, path: str | os.PathLike[str], *, all_branches: bool = False
 ) -> str:
-    """Write :func:`to_markdown` to ``path`` (0600, atomically); returns the absolute path."""
+    """Write `to_markdown` to ``path`` (0600, atomically); returns the absolute path."""
     return write_text(path, to_markdown(manager, all_branches=all_branches))
 
 
 def write_html(manager: SessionManager, path: str | os.PathLike[str], *, all_branches: bool = False) -> str:
-    """Write :func:`to_html` to ``path`` (0600, atomically); returns the absolute path."""
+    """Write `to_html` to ``path`` (0600, atomically); returns the absolute path."""
     return write_text(path, to_html(manager, all_branches=all_branches))
 
 
 def write_jsonl(manager: SessionManager, path: str | os.PathLike[str], *, clock: Clock | None = None) -> str:
-    """Write :func:`to_jsonl` to ``path`` (0600, atomically); returns the absolute path."""
+    """Write `to_jsonl` to ``path`` (0600, atomically); returns the absolute path."""
     return write_text(path, to_jsonl(manager, clock=clock))
