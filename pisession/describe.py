@@ -24,8 +24,11 @@ from typing import Any, Literal
 from ._codec import to_wire
 from ._js import js_date_ms
 from ._manager import SessionManager
+from ._model import Entry, Message, Usage
 
 __all__ = [
+    "EntryLike",
+    "MessageLike",
     "describe_entry",
     "describe_message",
     "entry_kind",
@@ -50,8 +53,16 @@ _KIND_NAMES = {
 }
 
 
+EntryLike = Entry | Mapping[str, Any]
+"""A typed entry or its JSON dict."""
+MessageLike = Message | Mapping[str, Any]
+"""A typed message or its JSON dict."""
+
+
 def _as_wire(value: Any) -> Any:
-    return value if isinstance(value, Mapping) or value is None else to_wire(value)
+    if isinstance(value, Mapping) or value is None or isinstance(value, (str, int, float, list)):
+        return value
+    return to_wire(value)
 
 
 def _hashable(value: Any) -> bool:
@@ -160,15 +171,19 @@ def tool_names(tools: Any) -> list[str]:
     return names
 
 
-def describe_message(message: Any) -> str:
+def describe_message(message: MessageLike) -> str:
     """One message as a line of text: ``describe_message(entry.message)``.
 
     Assistant turns show their text and tool calls (``→ bash(pytest -q)``), tool results their
     tool and output, system messages their prompt and section/tool changes.
     """
-    message = _as_wire(message)
-    if not isinstance(message, Mapping):
-        return _compact_json(message)
+    wire = _as_wire(message)
+    if not isinstance(wire, Mapping):
+        return _compact_json(wire)
+    return _describe_message(wire)
+
+
+def _describe_message(message: Mapping[str, Any]) -> str:
     role = message.get("role")
     content = message.get("content")
     if role == "assistant":
@@ -217,34 +232,38 @@ def describe_message(message: Any) -> str:
     return _compact_json(rest)
 
 
-def entry_kind(entry: Any) -> str:
+def entry_kind(entry: EntryLike) -> str:
     """What the tree calls an entry: a message's role (``user``, ``toolResult``), else a short
     name for its type (``model``, ``branch summary``, ``compaction``)."""
-    entry = _as_wire(entry)
-    kind = entry.get("type")
+    wire = _as_wire(entry)
+    kind = wire.get("type")
     if kind == "message":
-        message = entry.get("message")
+        message = wire.get("message")
         role = message.get("role") if isinstance(message, Mapping) else None
         return str(role) if role is not None else "message"
     return _KIND_NAMES.get(str(kind), str(kind))
 
 
-def usage_text(usage: Any) -> str:
+def usage_text(usage: Usage | Mapping[str, Any] | None) -> str:
     """``"1,234 tokens, $0.0123"`` for a ``Usage`` (or its JSON); ``""`` for anything else."""
-    usage = _as_wire(usage)
-    if not isinstance(usage, Mapping):
+    wire = _as_wire(usage)
+    if not isinstance(wire, Mapping):
         return ""
-    cost = usage.get("cost")
+    cost = wire.get("cost")
     total = _num(cost.get("total")) if isinstance(cost, Mapping) else 0.0
-    return f"{_int_text(_num(usage.get('totalTokens')))} tokens, {_cost_text(total)}"
+    return f"{_int_text(_num(wire.get('totalTokens')))} tokens, {_cost_text(total)}"
 
 
-def describe_entry(entry: Any) -> str:
+def describe_entry(entry: EntryLike) -> str:
     """One entry as a line of text (the tree's text column): ``describe_entry(manager.get_entry(id))``."""
-    entry = _as_wire(entry)
+    return _describe_entry(_as_wire(entry))
+
+
+def _describe_entry(entry: Mapping[str, Any]) -> str:
     kind = entry.get("type")
     if kind == "message":
-        return describe_message(entry.get("message"))
+        message = entry.get("message")
+        return _describe_message(message) if isinstance(message, Mapping) else _compact_json(message)
     if kind == "model_change":
         return f"{entry.get('provider')}/{entry.get('modelId')}"
     if kind == "thinking_level_change":

@@ -118,3 +118,23 @@ def test_the_cli_package_uses_only_public_names_and_small_modules() -> None:
                     ), (module, node.module)
             elif isinstance(node, ast.ImportFrom) and node.level > 1:
                 raise AssertionError(f"{module.name} reaches into the library by a relative import")
+
+
+def test_descriptions_take_typed_entries_or_their_json() -> None:
+    from pisession import to_wire
+    from pisession.describe import describe_entry, describe_message, entry_kind, usage_text
+
+    manager = read_session(SESSIONS[0])
+    for entry in manager.get_entries():
+        wire = to_wire(entry)
+        assert describe_entry(entry) == describe_entry(wire)
+        assert entry_kind(entry) == entry_kind(wire)
+        message = getattr(entry, "message", None)
+        if message is not None:
+            assert describe_message(message) == describe_message(wire["message"])
+    kinds = {entry_kind(e) for e in manager.get_entries()}
+    assert {"user", "assistant", "toolResult", "compaction", "branch summary", "model"} <= kinds
+    calls = [describe_entry(e) for e in manager.get_entries() if entry_kind(e) == "assistant"]
+    assert any("→ bash(" in text for text in calls)
+    assert usage_text({"totalTokens": 1234, "cost": {"total": 0.5}}) == "1,234 tokens, $0.5000"
+    assert usage_text(None) == ""
