@@ -138,3 +138,13 @@ def test_descriptions_take_typed_entries_or_their_json() -> None:
     assert any("→ bash(" in text for text in calls)
     assert usage_text({"totalTokens": 1234, "cost": {"total": 0.5}}) == "1,234 tokens, $0.5000"
     assert usage_text(None) == ""
+
+
+def test_validate_a_folder_is_validate_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pisession.validate import validate_folder
+
+    for name in ("orphans.jsonl", "all_entry_types.jsonl"):
+        (tmp_path / name).write_bytes((CASES / name).read_bytes())
+    printed = json.loads(run(capsys, "validate", str(tmp_path), "--json"))
+    assert printed == [as_json(r.to_json()) for r in validate_folder(tmp_path)]
+    assert len(printed) == 2

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from pisession.stats import SessionStats, UsageTotals, session_stats
-from pisession.validate import Problem, ValidationReport, validate_file
+from pisession.validate import Problem, ValidationReport, validate_file, validate_folder
 
 from . import sessions
 from .commands import Commands
@@ -57,12 +58,15 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def _validate(args: argparse.Namespace, arg: str) -> ValidationReport:
+def _validate(args: argparse.Namespace, arg: str) -> list[ValidationReport]:
+    folder = os.path.expanduser(arg)
+    if arg and os.path.isdir(folder):
+        return validate_folder(os.path.abspath(folder))
     try:
         path = sessions.resolve(args, arg)
     except CliError as error:
-        return ValidationReport(arg, (Problem("error", None, str(error)),))
-    return validate_file(path)
+        return [ValidationReport(arg, (Problem("error", None, str(error)),))]
+    return [validate_file(path)]
 
 
 def print_reports(reports: list[ValidationReport], style: Style) -> None:
@@ -92,7 +96,7 @@ def print_reports(reports: list[ValidationReport], style: Style) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    reports = [_validate(args, arg) for arg in args.session]
+    reports = [report for arg in args.session for report in _validate(args, arg)]
     if args.json:
         emit_json([r.to_json() for r in reports])
     else:
@@ -116,8 +120,9 @@ def register(commands: Commands) -> None:
         "check files for problems",
         "Report malformed lines (with line numbers), non-session files, duplicate ids, orphans, "
         "parentId cycles and dangling firstKeptEntryId / targetId. Exit 1 when there is an error "
-        "(warnings alone exit 0). Never modifies a file. Python: pisession.validate.validate_file(path).",
+        "(warnings alone exit 0). A folder checks each of its *.jsonl files. Never modifies a file. "
+        "Python: pisession.validate.validate_file(path) / validate_folder(path).",
         [where, as_json],
         session=False,
     )
-    sub.add_argument("session", metavar="SESSION", nargs="+", help="session files or ids")
+    sub.add_argument("session", metavar="SESSION", nargs="+", help="session files, ids or folders")
