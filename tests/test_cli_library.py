@@ -148,3 +148,24 @@ def test_validate_a_folder_is_validate_folder(tmp_path: Path, capsys: pytest.Cap
     printed = json.loads(run(capsys, "validate", str(tmp_path), "--json"))
     assert printed == [as_json(r.to_json()) for r in validate_folder(tmp_path)]
     assert len(printed) == 2
+
+
+def test_ls_json_is_session_manager_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pisession import SessionManager
+
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    for path in SESSIONS:
+        (folder / path.name).write_bytes(path.read_bytes())
+    printed = json.loads(run(capsys, "ls", "--session-dir", str(folder), "--all", "--json"))
+    assert printed == as_json([info.to_wire() for info in SessionManager.list_all(str(folder))])
+    assert len(printed) == 3
+
+
+def test_an_export_into_a_missing_folder_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "missing" / "out.md"
+    code = main(["export", str(SESSIONS[0]), "--format", "md", "-o", str(target)])
+    err = capsys.readouterr().err
+    assert code == 1 and err == f"pisession: error: No such file or directory: {target}\n"

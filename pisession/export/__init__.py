@@ -101,7 +101,10 @@ def write_text(path: str | os.PathLike[str], text: str) -> str:
     folder, fsync, rename over ``path``; mode 0600. Returns the absolute path."""
     target = os.path.abspath(os.path.expanduser(os.fspath(path)))
     data = text.encode("utf-8", "surrogatepass")  # lone surrogates from a file are written back as read
-    fd, temp = tempfile.mkstemp(prefix=".pisession-export-", suffix=".tmp", dir=os.path.dirname(target))
+    try:
+        fd, temp = tempfile.mkstemp(prefix=".pisession-export-", suffix=".tmp", dir=os.path.dirname(target))
+    except OSError as error:  # name the file asked for, not the temporary one
+        raise OSError(error.errno, error.strerror, target) from None
     try:
         view = memoryview(data)
         while view:
