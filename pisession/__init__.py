@@ -45,6 +45,7 @@ from ._manager import SessionManager
 from ._model import *  # noqa: F403 - the model classes are the public vocabulary
 from ._model import __all__ as _model_all
 from ._paths import find_most_recent_session, get_default_session_dir
+from ._read import default_session_dir, read_session, read_session_entries, read_session_header
 from ._results import ProjectedEntry, SessionProjection, TreeNode
 
 __version__ = "0.1.0"
@@ -70,6 +71,10 @@ __all__ = [
     "migrate_session_entries",
     "CURRENT_SESSION_VERSION",
     "get_default_session_dir",
+    "default_session_dir",
+    "read_session",
+    "read_session_entries",
+    "read_session_header",
     "find_most_recent_session",
     "assert_valid_session_id",
     "uuid7",

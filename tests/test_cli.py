@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import pisession
-from pisession._cli import main
+from pisession.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests" / "conformance" / "cases"
@@ -1021,7 +1021,7 @@ def test_export_to_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 def _tail_process(path: Path, *extra: str) -> subprocess.Popen[str]:
-    code = "import sys; from pisession._cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from pisession.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.Popen(
         [sys.executable, "-c", code, "tail", str(path), "--interval", "0.05", *extra],
         stdout=subprocess.PIPE,
@@ -1161,17 +1161,17 @@ def test_odd_but_loadable_entries_never_crash_the_output(
 def test_progress_is_shown_only_on_a_terminal_for_many_files(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
-    from pisession import _cli
+    from pisession.cli import sessions
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
             return True
 
-    assert _cli._progress(io.StringIO()) is None
+    assert sessions.progress(io.StringIO()) is None
     terminal = Terminal()
-    report = _cli._progress(terminal)
+    report = sessions.progress(terminal)
     assert report is not None
-    monkeypatch.setattr(_cli.time, "monotonic", lambda: 1e9)  # past the initial quiet period
+    monkeypatch.setattr(sessions.time, "monotonic", lambda: 1e9)  # past the initial quiet period
     report(10, 20)
     assert terminal.getvalue() == ""  # few files: no progress line
     report(10, 200)
@@ -1190,7 +1190,7 @@ def test_piping_into_a_closed_reader_exits_quietly(tmp_path: Path) -> None:
                       "timestamp": "2024-12-03T14:00:00.000Z",
                       "message": {"role": "user", "content": "x" * 80, "timestamp": 1}})  # fmt: skip
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    code = "import sys; from pisession._cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from pisession.cli import main; sys.exit(main(sys.argv[1:]))"
     producer = subprocess.Popen(
         [sys.executable, "-c", code, "tree", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )

@@ -1,0 +1,73 @@
+"""Reading a session without the write path: no newline repair, no migration rewrite, no lock.
+
+What read-only tools (the ``pisession`` reading commands, scripts that inspect other people's
+files) want: the file is never changed, not even by opening it as Pi would.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from typing import Any
+
+from ._errors import InvalidSessionError
+from ._load import read_entries
+from ._manager import SessionManager
+from ._paths import HeaderScanLimitError, default_session_dir_path
+from ._paths import read_session_header as _read_header
+
+__all__ = ["read_session", "read_session_entries", "read_session_header", "default_session_dir"]
+
+
+def read_session_entries(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The file's entries as JSON dicts, header first, as written (not migrated); nothing written.
+
+    Raises `InvalidSessionError` for a folder, a FIFO or device, an empty file or one
+    whose first JSON object is not a session header; ``OSError`` if the file cannot be read::
+
+        entries = read_session_entries("session.jsonl")
+        print(entries[0]["version"], len(entries) - 1)
+    """
+    name = os.fspath(path)
+    try:
+        entries, _, _ = read_entries(name)
+    except IsADirectoryError:
+        raise InvalidSessionError(f"{name} is a directory, not a session file") from None
+    except OSError as error:
+        if error.errno == errno.EINVAL:
+            raise InvalidSessionError(f"{name} is not a regular file") from None
+        raise
+    if not entries:
+        empty = os.path.getsize(name) == 0
+        reason = "the file is empty" if empty else "its first JSON line is not a session header"
+        raise InvalidSessionError(f"{name} is not a Pi session ({reason})")
+    return entries
+
+
+def read_session(path: str | os.PathLike[str]) -> SessionManager:
+    """A read-only view of a session file: an in-memory manager holding its entries (an old
+    version migrated in memory only), with the header's cwd. The file is never written::
+
+        manager = read_session("session.jsonl")
+        print(manager.get_session_name(), len(manager.get_branch()))
+
+    Appends go to memory only. For a version-1 file the entry ids are assigned on every read.
+    """
+    entries = read_session_entries(path)
+    cwd = entries[0].get("cwd")
+    return SessionManager.in_memory(cwd if isinstance(cwd, str) and cwd else os.getcwd(), entries=entries)
+
+
+def read_session_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The session header of ``path`` read from its first MiB, or None when the file's first JSON
+    object is not a header or lies beyond that bound. ``OSError`` if the file cannot be read."""
+    try:
+        return _read_header(os.fspath(path))
+    except HeaderScanLimitError:
+        return None
+
+
+def default_session_dir(cwd: str | os.PathLike[str], agent_dir: str | None = None) -> str:
+    """Pi's session folder for ``cwd`` (``<agent dir>/sessions/--<cwd>--``), without creating it
+    (``get_default_session_dir`` creates it, as Pi does)."""
+    return default_session_dir_path(cwd, agent_dir)

@@ -1,0 +1,83 @@
+"""The ``pisession`` parser and entry point: builds the commands from ``GROUPS``, runs one, and
+turns every expected failure into one ``pisession: error: ...`` line and an exit status."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+
+from pisession import PisessionError, __version__
+
+from . import checking, demo, editing, export, reading
+from .commands import Commands
+from .output import CliError, write_out
+
+# Command groups in the order `pisession --help` lists them; a new group is a module with a
+# `register(commands)` function added here.
+GROUPS = (demo, reading, checking, editing, export)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pisession",
+        description="Read, check and edit the session files of the Pi coding agent. SESSION is a file path, "
+        "or "
+        "a session id (or unique id prefix) from the current folder's sessions, as with `pi --session`.",
+        epilog="Session folder: --session-dir, else $PI_CODING_AGENT_SESSION_DIR, else "
+        "$PI_CODING_AGENT_DIR/sessions/--<cwd>-- (default agent dir ~/.pi/agent). "
+        "`pisession demo` writes and shows a sample session.",
+    )
+    parser.add_argument("--version", action="version", version=f"pisession {__version__}")
+    commands = Commands(parser)
+    for group in GROUPS:
+        group.register(commands)
+    return parser
+
+
+def _os_error_text(error: OSError) -> str:
+    where = f": {error.filename}" if error.filename else ""
+    return f"{error.strerror or error}{where}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``pisession`` command line; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else 2
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 0
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        with contextlib.suppress(ValueError, OSError):
+            reconfigure(errors="backslashreplace")  # lone surrogates from a file must not crash output
+    try:
+        return int(handler(args))
+    except CliError as error:
+        write_out(f"pisession: error: {error}\n", sys.stderr)
+        return error.code
+    except PisessionError as error:
+        write_out(f"pisession: error: {error}\n", sys.stderr)
+        return 1
+    except BrokenPipeError:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 1
+    except OSError as error:
+        write_out(f"pisession: error: {_os_error_text(error)}\n", sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""Output for the terminal: styling, one-line entries, JSON, numbers, and the one error type."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, TextIO
+
+from pisession import UNSET, to_wire
+from pisession.describe import Note, describe_entry, entry_kind, one_line
+from pisession.export import to_json_line
+
+
+class CliError(Exception):
+    """A user mistake: reported as one ``pisession: error: ...`` line, exit ``code``."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Style:
+    """ANSI styling, on only for a terminal (and never with ``NO_COLOR`` or ``TERM=dumb``)."""
+
+    _CODES: ClassVar[dict[str, str]] = {
+        "bold": "1",
+        "dim": "2",
+        "red": "31",
+        "green": "32",
+        "yellow": "33",
+        "blue": "34",
+        "magenta": "35",
+        "cyan": "36",
+    }
+
+    def __init__(self, stream: TextIO) -> None:
+        isatty = getattr(stream, "isatty", None)
+        self.enabled = bool(
+            isatty is not None
+            and isatty()
+            and "NO_COLOR" not in os.environ
+            and os.environ.get("TERM") != "dumb"
+        )
+
+    def __call__(self, text: str, *styles: str) -> str:
+        if not self.enabled or not styles or not text:
+            return text
+        codes = ";".join(self._CODES[s] for s in styles)
+        return f"{_ESC}[{codes}m{text}{_ESC}[0m"
+
+
+# Session content is untrusted: tool output routinely carries escape sequences (OSC 52 clipboard
+# writes, title changes, screen clears). Every line is written with its control characters shown
+# as JSON-style escapes (valid inside --json output too). Our own styling is built with _ESC, a
+# marker session content cannot contain (random per process), and becomes ESC only when written.
+_ESC = "\ue000" + secrets.token_hex(8) + "\ue000"
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def safe(text: str) -> str:
+    """``text`` with control characters (C0 but newline and tab, DEL, C1) shown as ``\\u001b``."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def write_out(text: str, stream: TextIO | None = None) -> None:
+    """Write text to the terminal (stdout by default): content escaped, our own styling kept."""
+    (stream or sys.stdout).write("\x1b".join(safe(part) for part in text.split(_ESC)))
+
+
+KIND_STYLES: dict[str, tuple[str, ...]] = {
+    "user": ("bold",),
+    "assistant": ("blue",),
+    "toolResult": ("dim",),
+    "system": ("cyan",),
+    "compaction": ("yellow", "bold"),
+    "branch summary": ("magenta", "bold"),
+    "context edit": ("red",),
+    "label": ("cyan",),
+    "usage": ("dim",),
+}
+NOTE_STYLES: dict[str, tuple[str, ...]] = {
+    "label": ("cyan", "bold"),
+    "edit": ("red",),
+    "keep": ("yellow",),
+    "orphan": ("red",),
+    "leaf": ("green", "bold"),
+}
+KIND_WIDTH = 14
+
+
+def emit(line: str = "") -> None:
+    write_out(line + "\n")
+
+
+def _json_default(value: Any) -> Any:
+    return None if value is UNSET else to_wire(value)
+
+
+def json_text(value: Any) -> str:
+    """Indented JSON as ``--json`` prints it."""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=_json_default)
+
+
+def emit_json(value: Any) -> None:
+    emit(json_text(value))
+
+
+def emit_wire(value: Any) -> None:
+    """One line of Pi's own JSON (``JSON.stringify``): what the session file holds."""
+    emit(to_json_line(value))
+
+
+def note(message: str) -> None:
+    write_out(f"pisession: {message}\n", sys.stderr)
+
+
+def width() -> int:
+    return max(60, shutil.get_terminal_size((120, 24)).columns)
+
+
+def int_text(value: float) -> str:
+    return f"{round(value):,}"
+
+
+def cost_text(value: float) -> str:
+    return f"${value:,.4f}"
+
+
+def id_text(value: Any) -> str:
+    """An id as text: a string as it is, any other JSON value as its JSON (``42``, ``{"a":1}``)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def home_short(path: str) -> str:
+    home = os.path.expanduser("~")
+    return "~" + path[len(home) :] if home not in ("", "/") and path.startswith(home + os.sep) else path
+
+
+def entry_line(
+    entry: Mapping[str, Any],
+    style: Style,
+    *,
+    prefix: str = "",
+    notes: Sequence[Note] = (),
+    dim: bool = False,
+    width_: int | None = None,
+) -> str:
+    """One entry as a styled tree line: id, kind, its description cut to fit, then its notes."""
+    room_width = width_ or width()
+    kind = entry_kind(entry)
+    entry_id = str(entry.get("id", "?"))
+    note_text = "".join(" " + n.text for n in notes)
+    head = f"{prefix}{entry_id}  {kind:<{KIND_WIDTH}} "
+    room = max(20, room_width - len(head) - len(note_text))
+    text = one_line(describe_entry(entry), room)
+    kind_styles = ("dim",) if dim else KIND_STYLES.get(kind, ())
+    line = (
+        prefix
+        + style(entry_id, "dim" if dim else "yellow")
+        + "  "
+        + style(f"{kind:<{KIND_WIDTH}}", *kind_styles)
+        + " "
+        + (style(text, "dim") if dim else text)
+    )
+    for n in notes:
+        line += " " + style(n.text, *NOTE_STYLES[n.kind])
+    return line

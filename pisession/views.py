@@ -1,0 +1,199 @@
+"""Read-only views of a session as data: the tree in display order and the model context with a
+size estimate (what ``pisession tree`` and ``pisession context`` print, and their ``--json``).
+
+::
+
+    from pisession import SessionManager
+    from pisession.views import context_data, tree_rows
+
+    manager = SessionManager.open("session.jsonl")
+    for row in tree_rows(manager):
+        print(row.prefix, row.entry["id"], row.active)
+    print(context_data(manager)["totals"]["approxTokens"])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ._builders import get_current_system_message
+from ._codec import to_wire
+from ._manager import SessionManager
+from ._model import UNSET
+from ._results import TreeNode
+from .describe import SessionFacts, _blocks, _compact_json, content_text, describe_entry
+
+__all__ = ["TreeRow", "tree_rows", "tree_data", "context_data", "message_size"]
+
+
+@dataclass(frozen=True)
+class TreeRow:
+    """One line of the tree: the node, its graph prefix (``├─ ``, ``│  ``), its depth (branch
+    points passed), the children shown under it and whether it is on the active branch."""
+
+    node: TreeNode
+    prefix: str
+    depth: int
+    children: tuple[TreeNode, ...]
+    active: bool
+
+    @property
+    def entry(self) -> dict[str, Any]:
+        """The entry's JSON."""
+        return self.node.wire_entry
+
+
+def _visible(nodes: Sequence[TreeNode], hidden: Callable[[dict[str, Any]], bool]) -> list[TreeNode]:
+    out: list[TreeNode] = []
+    stack = list(reversed(nodes))
+    while stack:
+        node = stack.pop()
+        if hidden(node.wire_entry):
+            stack.extend(reversed(node.children))
+        else:
+            out.append(node)
+    return out
+
+
+def _rows(manager: SessionManager, show_all: bool) -> Iterator[tuple[TreeNode, str, int, list[TreeNode]]]:
+    def hidden(entry: dict[str, Any]) -> bool:
+        return not show_all and entry.get("type") == "usage"
+
+    roots = _visible(manager.get_tree(), hidden)
+    stack: list[tuple[TreeNode, str, str, int]] = []
+    if len(roots) == 1:
+        stack.append((roots[0], "", "", 0))
+    else:
+        for i in reversed(range(len(roots))):
+            last = i == len(roots) - 1
+            stack.append((roots[i], "└─ " if last else "├─ ", "   " if last else "│  ", 1))
+    while stack:
+        node, first, cont, depth = stack.pop()
+        kids = _visible(node.children, hidden)
+        yield node, first, depth, kids
+        if len(kids) == 1:
+            stack.append((kids[0], cont, cont, depth))
+        else:
+            for i in reversed(range(len(kids))):
+                last = i == len(kids) - 1
+                stack.append(
+                    (kids[i], cont + ("└─ " if last else "├─ "), cont + ("   " if last else "│  "), depth + 1)
+                )
+
+
+def tree_rows(manager: SessionManager, *, show_all: bool = True) -> Iterator[TreeRow]:
+    """The tree in display order, without recursion: ``for row in tree_rows(manager): ...``.
+
+    A run of single children stays in one column; only a branch point indents, like
+    ``git log --graph``, so a 100,000-entry conversation is 100,000 aligned rows. With
+    ``show_all=False`` usage entries are left out (their children move up).
+    """
+    facts = SessionFacts(manager)
+    for node, prefix, depth, kids in _rows(manager, show_all):
+        yield TreeRow(node, prefix, depth, tuple(kids), facts.is_active(node.wire_entry))
+
+
+def tree_data(manager: SessionManager) -> dict[str, Any]:
+    """The whole tree as JSON-ready data (what ``pisession tree --json`` prints)."""
+    facts = SessionFacts(manager)
+    nodes = []
+    for row in tree_rows(manager):
+        entry = row.entry
+        item: dict[str, Any] = {
+            "id": entry.get("id"),
+            "parentId": entry.get("parentId"),
+            "type": entry.get("type"),
+            "depth": row.depth,
+            "active": row.active,
+            "children": [k.wire_entry.get("id") for k in row.children],
+            "text": describe_entry(entry),
+        }
+        label = row.node.label
+        if label is not None:
+            item["label"] = label
+            item["labelTimestamp"] = row.node.label_timestamp
+        item["entry"] = entry
+        nodes.append(item)
+    header = manager.get_header()
+    return {
+        "sessionId": header.id if header else None,
+        "leafId": facts.leaf_id,
+        "name": manager.get_session_name(),
+        "entryCount": len(facts.entries),
+        "cycles": [list(c) for c in manager.snapshot().cycles],
+        "nodes": nodes,
+    }
+
+
+def message_size(message: Mapping[str, Any]) -> tuple[int, int]:
+    """(characters, images) of a message's JSON the way Pi estimates tokens: text, thinking,
+    tool names and arguments, summaries, shell commands and output."""
+    chars = 0
+    images = 0
+    role = message.get("role")
+    content = message.get("content")
+    if isinstance(content, str):
+        chars += len(content)
+    for block in _blocks(content):
+        kind = block.get("type")
+        if kind == "text":
+            chars += len(str(block.get("text", "")))
+        elif kind == "thinking":
+            chars += len(str(block.get("thinking", "")))
+        elif kind == "toolCall":
+            chars += len(str(block.get("name", ""))) + len(_compact_json(block.get("arguments", {})))
+        elif kind == "image":
+            images += 1
+    if role in ("branchSummary", "compactionSummary"):
+        chars += len(str(message.get("summary", "")))
+    elif role == "bashExecution":
+        chars += len(str(message.get("command", ""))) + len(str(message.get("output", "")))
+    return chars, images
+
+
+def _system_size(system: Mapping[str, Any] | None) -> int:
+    if system is None:
+        return 0
+    chars = len(content_text(system.get("content")))
+    sections = system.get("sections")
+    if isinstance(sections, Mapping):
+        chars += sum(len(v) for v in sections.values() if isinstance(v, str))
+    tools = system.get("toolsAdded")
+    if isinstance(tools, list) and tools:
+        chars += len(_compact_json(tools))
+    return chars
+
+
+def context_data(manager: SessionManager) -> dict[str, Any]:
+    """What the model receives at the manager's leaf, as JSON-ready data (``pisession context
+    --json``): ``leafId``, ``model``, ``thinkingLevel``, the replayed ``system`` message, the
+    ``messages``, and ``totals`` with ``approxTokens`` (characters / 4, 1,200 per image)."""
+    context = manager.build_session_context()
+    # Typed str, but UNSET when a thinking_level_change entry has no level.
+    thinking: Any = context.thinking_level
+    if thinking is UNSET:
+        thinking = None
+    messages = [to_wire(m) for m in context.messages]
+    replayed = get_current_system_message(messages)
+    system = to_wire(replayed) if replayed is not None else None
+    chars = 0
+    images = 0
+    for message in messages:
+        if message.get("role") == "system":
+            continue  # counted once, replayed, below
+        c, i = message_size(message)
+        chars += c
+        images += i
+    chars += _system_size(system)
+    tokens = math.ceil(chars / 4) + images * 1200
+    return {
+        "leafId": manager.get_leaf_id(),
+        "model": to_wire(context.model) if context.model is not None else None,
+        "thinkingLevel": thinking,
+        "system": system,
+        "messages": messages,
+        "totals": {"messages": len(messages), "characters": chars, "images": images, "approxTokens": tokens},
+    }
