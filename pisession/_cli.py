@@ -20,6 +20,7 @@ import shutil
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar, NoReturn, TextIO
@@ -30,6 +31,7 @@ from . import (
     PisessionError,
     SessionInfo,
     SessionManager,
+    SessionNotWrittenWarning,
     TreeNode,
     __version__,
     get_current_system_message,
@@ -1272,13 +1274,22 @@ def _edit(
     not even with the migration or newline repair that opening does), then on the file itself."""
     path = _resolve(args)
     operation(_load(path, quiet=True))
-    manager = SessionManager.open(path, _session_dir(args))
+    manager = SessionManager.open(path, _session_dir(args), **_locking(args))
     try:
         result = operation(manager)
     except BaseException:
         manager.close()
         raise
     return path, manager, result
+
+
+def _locking(args: argparse.Namespace) -> dict[str, Any]:
+    """The editing commands' lock options: wait at most --lock-timeout, say so after a second."""
+
+    def waiting(holder: str) -> None:
+        sys.stderr.write(f"pisession: waiting for the session lock held by {holder}\n")
+
+    return {"lock_timeout": args.lock_timeout, "on_lock_wait": waiting}
 
 
 def _report_entry(args: argparse.Namespace, manager: SessionManager, entry_id: str, message: str) -> int:
@@ -1375,7 +1386,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
     source = _resolve(args)
     _read(source)  # a clear error for a non-session, before fork_from reads it
     target = os.path.abspath(os.path.expanduser(args.cwd))
-    manager = SessionManager.fork_from(source, target, _session_dir(args))
+    manager = SessionManager.fork_from(source, target, _session_dir(args), **_locking(args))
     try:
         path = manager.get_session_file()
         if args.json:
@@ -1440,7 +1451,12 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     version = entries[0].get("version")
     with open(path, "rb") as handle:
         before = handle.read()
-    manager = SessionManager.open(path, _session_dir(args))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SessionNotWrittenWarning)  # migrate exists to write
+        try:
+            manager = SessionManager.open(path, _session_dir(args), **_locking(args))
+        except SessionNotWrittenWarning as warning:
+            raise CliError(str(warning)) from None
     manager.close()
     with open(path, "rb") as handle:
         after = handle.read()
@@ -2232,6 +2248,13 @@ def _parser() -> argparse.ArgumentParser:
         "`pisession demo` writes and shows a sample session.",
     )
     parser.add_argument("--version", action="version", version=f"pisession {__version__}")
+    parser.add_argument(
+        "--lock-timeout",
+        metavar="SECONDS",
+        type=_seconds,
+        default=30.0,
+        help="editing commands wait at most this long for another writer's session lock (default 30)",
+    )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     where = argparse.ArgumentParser(add_help=False)
@@ -2446,6 +2469,17 @@ def _os_error_text(error: OSError) -> str:
     return f"{error.strerror or error}{where}"
 
 
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}")
+    return value
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    sys.stderr.write(f"pisession: warning: {message}\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``pisession`` command line; returns the exit status."""
     parser = _parser()
@@ -2462,7 +2496,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(ValueError, OSError):
             reconfigure(errors="backslashreplace")  # lone surrogates from a file must not crash output
     try:
-        return int(handler(args))
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return int(handler(args))
     except CliError as error:
         sys.stderr.write(f"pisession: error: {error}\n")
         return error.code
