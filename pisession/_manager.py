@@ -565,6 +565,8 @@ class SessionManager:
         A file that was replaced or shrank is read again from the start.
         """
         with self._mutex:
+            if self._closed:  # reading on would reopen the file close() let go of
+                raise SessionClosedError(f"Session manager was closed: {self._session_file or 'in memory'}")
             self._sync()
             positions, self._unreported = self._unreported, []
             if move_leaf and positions:

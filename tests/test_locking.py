@@ -281,6 +281,9 @@ def test_writes_after_close_raise_a_typed_error(tmp_path: Path) -> None:
             write()
     with pytest.raises(SessionClosedError), manager.batch():
         pass
+    for reopen in (manager.refresh, lambda: manager.set_session_file(path)):
+        with pytest.raises(SessionClosedError):
+            reopen()
     assert contents(path) == ["start"]
     assert manager.get_entry_count() == 1  # still readable
     memory = SessionManager.in_memory()
