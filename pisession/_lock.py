@@ -354,36 +354,46 @@ _BY_SESSION: weakref.WeakValueDictionary[object, SessionLock] = weakref.WeakValu
 _BY_SESSION_GUARD = threading.Lock()
 
 
-def _keys(session_path: str) -> list[object]:
-    keys: list[object] = [session_path + ".lock"]
-    with contextlib.suppress(OSError):
+def _file_key(session_path: str) -> object | None:
+    try:
         info = os.stat(session_path, follow_symlinks=False)
-        keys.append((info.st_dev, info.st_ino))
-    with contextlib.suppress(OSError):
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
+
+
+def _folder_key(session_path: str) -> object | None:
+    try:
         folder = os.stat(os.path.dirname(session_path) or ".")
-        keys.append((folder.st_dev, folder.st_ino, os.path.basename(session_path)))
-    return keys
+    except OSError:
+        return None
+    return (folder.st_dev, folder.st_ino, os.path.basename(session_path))
 
 
 def session_lock(session_path: str) -> SessionLock:
     """The process's one lock object for the session file at ``session_path``.
 
     Its lock file is ``<path>.lock`` of the spelling first used in this process; another
-    spelling of the same file (an alias folder, a hard link) shares it. Only the lock path
-    is a fact forever; an identity found again is checked against the lock's own file first
+    spelling of the same file (an alias folder, a hard link) shares it. A spelling seen before
+    costs no system call; an identity found again is checked against the lock's own file first
     (inode numbers are reused once a file is deleted).
     """
-    keys = _keys(session_path)
+    path_key = session_path + ".lock"
     with _BY_SESSION_GUARD:
-        lock = _BY_SESSION.get(keys[0])
+        lock = _BY_SESSION.get(path_key)
+        if lock is not None:
+            return lock
+        keys: list[object] = [path_key]
+        for make_key in (_file_key, _folder_key):
+            key = make_key(session_path)
+            if key is None:
+                continue
+            keys.append(key)
+            found = _BY_SESSION.get(key)
+            if lock is None and found is not None and make_key(found.session_path or "") == key:
+                lock = found
         if lock is None:
-            for key in keys[1:]:
-                found = _BY_SESSION.get(key)
-                if found is not None and found.session_path is not None and key in _keys(found.session_path):
-                    lock = found
-                    break
-        if lock is None:
-            lock = SessionLock(session_path + ".lock", session_path=session_path)
+            lock = SessionLock(path_key, session_path=session_path)
         for key in keys:
             _BY_SESSION[key] = lock
         return lock
