@@ -6,6 +6,10 @@ the other way round. pisession does not go through ``filelock.FileLock.acquire``
 measured on the reference machine, filelock 4.3 spends about 300 µs per acquire/release (3.16:
 about 55 µs), several times the whole budget of an append; a cached descriptor and one ``flock``
 cost about 3 µs. Where ``fcntl`` is missing (Windows), ``filelock.FileLock`` is used as it is.
+
+A session file with several names (hard links) has a lock file per name; its holder then also
+``flock``s the session file itself, always after the lock file (one order, no deadlock), so
+writers through different names exclude each other too.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ WAIT_NOTICE_SECONDS: Final = 1.0
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 # Every lock of this process, so a forked child can give each its own descriptor (checked by an
 # at-fork hook rather than a getpid() per acquire).
@@ -75,6 +80,11 @@ class SessionLock:
         self.timeout = timeout
         # The session file the lock guards: as root, the lock file is given that file's owner.
         self.session_path = session_path
+        # The session file has other names (hard links), each with its own <name>.lock: a
+        # process writing through another name takes another lock file, so the holder also
+        # flocks the session file itself (nobody else flocks it: Pi takes no lock at all).
+        self.shares_inode = False
+        self._inode_fd: int | None = None
         self._thread_lock = threading.RLock()
         self._depth = 0
         self._fd: int | None = None
@@ -173,17 +183,19 @@ class SessionLock:
         if not self._thread_lock.acquire(blocking=False):
             return
         try:
-            if self._depth == 0 and self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            if self._depth == 0:
+                for fd in (self._fd, self._inode_fd):
+                    if fd is not None:
+                        os.close(fd)
+                self._fd = self._inode_fd = None
         finally:
             self._thread_lock.release()
 
     def __del__(self) -> None:
-        fd = getattr(self, "_fd", None)
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        for fd in (getattr(self, "_fd", None), getattr(self, "_inode_fd", None)):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
     # -- the file lock itself ------------------------------------------------------------------
 
@@ -211,10 +223,28 @@ class SessionLock:
             except FileNotFoundError:
                 current = None
             if current is not None and (current.st_ino, current.st_dev) == self._fd_identity:
-                return
+                break
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
             self._fd = None
+        if self.shares_inode:
+            try:
+                self._lock_inode(deadline, on_wait, start)
+            except BaseException:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                raise
+
+    def _lock_inode(self, deadline: float | None, on_wait: OnWait | None, start: float | None) -> None:
+        assert fcntl is not None and self.session_path is not None
+        if self._inode_fd is None:
+            try:
+                self._inode_fd = os.open(self.session_path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
+            except OSError:
+                return  # gone or unreadable: the writes that follow report it
+        if deadline is None and on_wait is None:
+            fcntl.flock(self._inode_fd, fcntl.LOCK_EX)
+        else:
+            self._poll(self._inode_fd, deadline, on_wait, start)
 
     def _poll(self, fd: int, deadline: float | None, on_wait: OnWait | None, start: float | None) -> None:
         assert fcntl is not None
@@ -247,10 +277,11 @@ class SessionLock:
     def _after_fork(self) -> None:
         # A forked child shares the parent's open file description, and flock locks on one
         # description do not exclude each other: the child needs its own descriptor.
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-        self._fd = None
+        for fd in (self._fd, self._inode_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._fd = self._inode_fd = None
         self._depth = 0
         self._thread_lock = threading.RLock()
 
@@ -279,6 +310,8 @@ class SessionLock:
             self._fallback.release()  # type: ignore[attr-defined]
             self._fallback = None
             return
+        if self._inode_fd is not None and fcntl is not None:
+            fcntl.flock(self._inode_fd, fcntl.LOCK_UN)
         if self._fd is not None and fcntl is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
@@ -354,7 +387,7 @@ _BY_SESSION: weakref.WeakValueDictionary[object, SessionLock] = weakref.WeakValu
 _BY_SESSION_GUARD = threading.Lock()
 
 
-def _file_key(session_path: str) -> object | None:
+def _file_key(session_path: str) -> tuple[int, int] | None:
     try:
         info = os.stat(session_path, follow_symlinks=False)
     except OSError:
@@ -362,7 +395,7 @@ def _file_key(session_path: str) -> object | None:
     return (info.st_dev, info.st_ino)
 
 
-def _folder_key(session_path: str) -> object | None:
+def _folder_key(session_path: str) -> tuple[int, int, str] | None:
     try:
         folder = os.stat(os.path.dirname(session_path) or ".")
     except OSError:
@@ -383,17 +416,26 @@ def session_lock(session_path: str) -> SessionLock:
         lock = _BY_SESSION.get(path_key)
         if lock is not None:
             return lock
+        try:
+            info: os.stat_result | None = os.stat(session_path, follow_symlinks=False)
+        except OSError:
+            info = None
         keys: list[object] = [path_key]
-        for make_key in (_file_key, _folder_key):
-            key = make_key(session_path)
-            if key is None:
-                continue
+        found_keys: list[tuple[object, Callable[[str], object]]] = []
+        if info is not None:
+            found_keys.append(((info.st_dev, info.st_ino), _file_key))
+        folder = _folder_key(session_path)
+        if folder is not None:
+            found_keys.append((folder, _folder_key))
+        for key, make_key in found_keys:
             keys.append(key)
             found = _BY_SESSION.get(key)
             if lock is None and found is not None and make_key(found.session_path or "") == key:
                 lock = found
         if lock is None:
             lock = SessionLock(path_key, session_path=session_path)
+        if info is not None and info.st_nlink > 1:
+            lock.shares_inode = True
         for key in keys:
             _BY_SESSION[key] = lock
         return lock

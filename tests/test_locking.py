@@ -155,6 +155,39 @@ def test_two_names_of_a_hard_link_exclude_each_other_in_a_process(tmp_path: Path
     assert contents(other)[-1] == "same thread"
 
 
+BATCH_HOLDER = """
+import sys
+from pisession import SessionManager
+manager = SessionManager.open(sys.argv[1])
+with manager.batch():
+    manager.append_message({"role": "user", "content": "holder", "timestamp": 1})
+    print("locked", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_two_names_of_a_hard_link_exclude_each_other_across_processes(tmp_path: Path) -> None:
+    path = new_session(tmp_path / "s")
+    other = str(tmp_path / "s" / "hard-link.jsonl")
+    os.link(path, other)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", BATCH_HOLDER, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        manager = SessionManager.open(other, lock_timeout=0.3)
+        with pytest.raises(LockTimeout, match=f"held by process {holder.pid}"):
+            manager.append_message(user("through the other name"))
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(HANG_GUARD)
+    manager.append_message(user("after"))
+    assert contents(path) == ["start", "holder", "after"]
+    # Each process locked <its name>.lock; the session file's own flock made them exclude.
+    assert os.path.exists(path + ".lock") and os.path.exists(other + ".lock")
+
+
 def test_a_lock_is_not_shared_with_a_deleted_file_whose_inode_came_back(tmp_path: Path) -> None:
     first = new_session(tmp_path / "a")
     keep = SessionManager.open(first)  # keeps its lock object alive
