@@ -109,7 +109,7 @@ class SessionLock:
         else:
             start = time.monotonic()
             deadline = None if timeout is None else start + timeout
-            self._wait_for_thread(start, deadline, on_wait)
+            wait_for_thread(self._thread_lock, timeout, on_wait, self.path, start)
             on_wait = None if time.monotonic() - start >= WAIT_NOTICE_SECONDS else on_wait
         try:
             if self._depth == 0:
@@ -121,25 +121,6 @@ class SessionLock:
         except BaseException:
             self._thread_lock.release()
             raise
-
-    def _wait_for_thread(self, start: float, deadline: float | None, on_wait: OnWait | None) -> None:
-        """Another thread of this process holds the lock: wait for it, telling ``on_wait``."""
-        notice = start + WAIT_NOTICE_SECONDS if on_wait is not None else None
-        while True:
-            until = min((t for t in (deadline, notice) if t is not None), default=None)
-            wait = -1.0 if until is None else max(0.0, until - time.monotonic())
-            if self._thread_lock.acquire(timeout=wait):
-                return
-            now = time.monotonic()
-            if deadline is not None and now >= deadline:
-                raise LockTimeout(
-                    f"Timed out after {deadline - start:g} s waiting for the session lock {self.path}, "
-                    f"held by another thread of this process ({os.getpid()})"
-                )
-            if notice is not None and now >= notice:
-                assert on_wait is not None
-                on_wait(f"another thread of this process ({os.getpid()})")
-                notice = None
 
     @contextlib.contextmanager
     def hold(
@@ -314,6 +295,37 @@ class SessionLock:
             fcntl.flock(self._inode_fd, fcntl.LOCK_UN)
         if self._fd is not None and fcntl is not None:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+
+def wait_for_thread(
+    lock: threading.RLock | threading.Lock,
+    timeout: float | None,
+    on_wait: OnWait | None,
+    path: str,
+    start: float | None = None,
+) -> None:
+    """Acquire ``lock``, which another thread of this process holds: at most ``timeout``
+    seconds (else :class:`LockTimeout` about the session lock ``path``), telling ``on_wait``
+    after ``WAIT_NOTICE_SECONDS``."""
+    start = time.monotonic() if start is None else start
+    deadline = None if timeout is None else start + timeout
+    notice = start + WAIT_NOTICE_SECONDS if on_wait is not None else None
+    holder = f"another thread of this process ({os.getpid()})"
+    while True:
+        until = min((t for t in (deadline, notice) if t is not None), default=None)
+        wait = -1.0 if until is None else max(0.0, until - time.monotonic())
+        if lock.acquire(timeout=wait):
+            return
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            raise LockTimeout(
+                f"Timed out after {deadline - start:g} s waiting for the session lock {path}, "
+                f"held by {holder}"
+            )
+        if notice is not None and now >= notice:
+            assert on_wait is not None
+            on_wait(holder)
+            notice = None
 
 
 def _give_owner(fd: int, info: os.stat_result, session_path: str) -> None:

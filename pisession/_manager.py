@@ -39,7 +39,7 @@ from ._load import (
     unwritable,
     warn_not_written,
 )
-from ._lock import SessionLock
+from ._lock import SessionLock, wait_for_thread
 from ._model import UNSET, Entry, SessionContext, SessionHeader, Unset
 from ._paths import (
     default_session_dir_path,
@@ -665,7 +665,9 @@ class SessionManager:
     def _writing(self, lock_timeout: float | None | Unset = UNSET) -> Iterator[None]:
         """The mutex and the session lock held, and what other writers appended absorbed, once
         per holding: an operation's checks and the append that follows see the same file."""
-        with self._mutex:
+        if not self._mutex.acquire(False):
+            self._wait_for_mutex(lock_timeout)
+        try:
             lock = self._begin_writing(lock_timeout)
             try:
                 yield
@@ -673,6 +675,8 @@ class SessionManager:
                 self._end_writing(lock, failing=True)
                 raise
             self._end_writing(lock)
+        finally:
+            self._mutex.release()
 
     def _current_lock(self) -> SessionLock | None:
         return self._file.lock if self._persist and self._file is not None else None
@@ -730,7 +734,10 @@ class SessionManager:
                 lock.release()
 
     def _append(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> WireEntry:
-        with self._mutex:
+        mutex = self._mutex
+        if not mutex.acquire(False):
+            self._wait_for_mutex(UNSET)
+        try:
             # _covered(_current_lock()), inline: this runs for every append of a batch.
             file = self._file
             lock = file.lock if self._persist and file is not None else None
@@ -745,6 +752,15 @@ class SessionManager:
                 return self._append_locked(build, stamp_first, verified=True)
             finally:
                 self._end_writing(lock)
+        finally:
+            mutex.release()
+
+    def _wait_for_mutex(self, lock_timeout: float | None | Unset) -> None:
+        """Another thread writes through this manager (a ``batch()`` perhaps): wait for it as
+        for the session lock, which it holds."""
+        timeout = self._lock_timeout if lock_timeout is UNSET else lock_timeout
+        where = self._file.lock.path if self._file is not None else "in memory"
+        wait_for_thread(self._mutex, timeout, self._on_lock_wait, where)
 
     def _append_id(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> str:
         return str(self._append(build, stamp_first=stamp_first)["id"])

@@ -262,6 +262,34 @@ def test_a_thread_of_this_process_holding_the_lock_is_named(tmp_path: Path) -> N
     assert contents(path) == ["start", "after"]
 
 
+def test_a_hung_batch_of_a_shared_manager_times_out_other_threads(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+    heard: list[str] = []
+    shared = SessionManager.open(path, lock_timeout=1.2, on_lock_wait=heard.append)
+    inside, release = threading.Event(), threading.Event()
+
+    def hung_batch() -> None:
+        with shared.batch():
+            inside.set()
+            release.wait(HANG_GUARD)
+
+    thread = threading.Thread(target=hung_batch, daemon=True)
+    thread.start()
+    try:
+        assert inside.wait(HANG_GUARD)
+        with pytest.raises(LockTimeout, match="another thread of this process"):
+            shared.append_message(user("refused"))
+        busy = pytest.raises(LockTimeout, match="another thread of this process")
+        with busy, shared.batch(lock_timeout=0.1):
+            pass
+    finally:
+        release.set()
+        thread.join(HANG_GUARD)
+    assert heard == [f"another thread of this process ({os.getpid()})"]
+    shared.append_message(user("after"))
+    assert contents(path) == ["start", "after"]
+
+
 def test_every_constructor_takes_a_lock_timeout(tmp_path: Path, held: Any) -> None:
     source = new_session(tmp_path / "source")
     with open(source, "rb+") as handle:  # a missing final newline: forking repairs it, locked
