@@ -63,6 +63,9 @@ class LockFileAccessError(PisessionError, PermissionError):
     """The session's ``<file>.lock`` cannot be opened or created by this user (a lock file left
     by another user, root for instance, or a read-only folder); the message names its owner."""
 
+    def __str__(self) -> str:  # the message already says what the errno would
+        return str(self.strerror) if self.strerror else super().__str__()
+
 
 class SessionClosedError(PisessionError):
     """A write on a manager after :meth:`SessionManager.close`."""

@@ -433,13 +433,13 @@ def session_lock(session_path: str) -> SessionLock:
         except OSError:
             info = None
         keys: list[object] = [path_key]
-        found_keys: list[tuple[object, Callable[[str], object]]] = []
+        identities: list[tuple[object, Callable[[str], object]]] = []
         if info is not None:
-            found_keys.append(((info.st_dev, info.st_ino), _file_key))
+            identities.append(((info.st_dev, info.st_ino), _file_key))
         folder = _folder_key(session_path)
         if folder is not None:
-            found_keys.append((folder, _folder_key))
-        for key, make_key in found_keys:
+            identities.append((folder, _folder_key))
+        for key, make_key in identities:
             keys.append(key)
             found = _BY_SESSION.get(key)
             if lock is None and found is not None and make_key(found.session_path or "") == key:

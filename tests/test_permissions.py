@@ -178,8 +178,7 @@ def test_a_lock_file_the_user_cannot_open_is_a_typed_error_naming_its_owner(shar
     lock = Path(str(path) + ".lock")
     lock.touch(0o600)  # what a root write left before this fix
     out = as_nobody(path)
-    assert out["append"].startswith("LockFileAccessError: ")
-    assert f"Cannot open the session lock file {lock}" in out["append"]
+    assert out["append"].startswith(f"LockFileAccessError: Cannot open the session lock file {lock}: ")
     assert "owned by uid 0, mode 0600" in out["append"] and f"runs as uid {NOBODY}" in out["append"]
     assert path.read_bytes() == content
     assert issubclass(LockFileAccessError, PisessionError)
