@@ -27,8 +27,12 @@ from ._errors import (
     InvalidContextEditError,
     InvalidSessionError,
     InvalidSessionIdError,
+    LockFileAccessError,
     PisessionError,
+    SessionClosedError,
     SessionExistsError,
+    SessionNotWrittenWarning,
+    SessionReadOnlyError,
     SymlinkRefusedError,
     WireFormatError,
 )
@@ -91,5 +95,9 @@ __all__ = [
     "WireFormatError",
     "SymlinkRefusedError",
     "LockTimeout",
+    "LockFileAccessError",
+    "SessionClosedError",
+    "SessionReadOnlyError",
+    "SessionNotWrittenWarning",
     *_model_all,
 ]

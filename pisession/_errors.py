@@ -11,6 +11,10 @@ __all__ = [
     "SessionExistsError",
     "WireFormatError",
     "SymlinkRefusedError",
+    "LockFileAccessError",
+    "SessionClosedError",
+    "SessionReadOnlyError",
+    "SessionNotWrittenWarning",
 ]
 
 
@@ -52,4 +56,35 @@ class SymlinkRefusedError(PisessionError, OSError):
 
     Writing through a link would put the data (or the lock) somewhere else than the session's
     folder, and two spellings of one session would take two different locks.
+    """
+
+
+class LockFileAccessError(PisessionError, PermissionError):
+    """The session's ``<file>.lock`` cannot be opened or created by this user (a lock file left
+    by another user, root for instance, or a read-only folder); the message names its owner."""
+
+    def __str__(self) -> str:  # the message already says what the errno would
+        return str(self.strerror) if self.strerror else super().__str__()
+
+
+class SessionClosedError(PisessionError):
+    """A write on a manager after :meth:`SessionManager.close`."""
+
+
+class SessionReadOnlyError(PisessionError, PermissionError):
+    """A write on a manager whose session was opened read-only because opening it needed a
+    write (newline repair, migration) that could not be made: see :class:`SessionNotWrittenWarning`."""
+
+
+class SessionNotWrittenWarning(UserWarning):
+    """Opening a session needed a write (a missing final newline, a migration from an old
+    version, a header for an empty file) that pisession could not or would not make: the file is
+    a symbolic link (never written through), or its folder, file or lock file is not writable.
+
+    The session is read into memory as Pi would have it (migrated, repaired); the file is left
+    as it was, and every later write on that manager raises :class:`SessionReadOnlyError`::
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", SessionNotWrittenWarning)  # refuse instead
+            manager = SessionManager.open(path)
     """

@@ -10,11 +10,15 @@ import errno
 import os
 import secrets
 import stat
+import sys
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
+from ._errors import SessionNotWrittenWarning, SymlinkRefusedError
 from ._js import MISSING, js_to_number, js_trim
 from ._json import loads
+from ._lock import session_lock
 
 try:  # msgspec validates a whole line and extracts a few fields ~5x faster than a full parse
     import msgspec
@@ -225,10 +229,20 @@ def read_entries(path: str | os.PathLike[str]) -> tuple[list[WireEntry], bool, i
     return entries, last != b"", size
 
 
-def load_entries_from_file(path: str | os.PathLike[str]) -> list[WireEntry]:
-    """Pi's ``loadEntriesFromFile``: parse a session file, repairing a missing final newline.
+def load_entries_from_file(
+    path: str | os.PathLike[str],
+    *,
+    lock_timeout: float | None = None,
+    on_lock_wait: Callable[[str], None] | None = None,
+) -> list[WireEntry]:
+    """Pi's ``loadEntriesFromFile``: parse a session file, repairing a missing final newline::
 
-    A missing file or a file that is not a session gives ``[]`` and is left untouched.
+        entries = load_entries_from_file("session.jsonl")  # header first; [] if not a session
+
+    A missing file or a file that is not a session gives ``[]`` and is left untouched. The
+    repair is made under the session lock (``lock_timeout``, ``on_lock_wait`` as for
+    :meth:`SessionManager.open`); a symbolic link or a file that cannot be written is not
+    repaired, and :class:`SessionNotWrittenWarning` says so (the entries are returned all the same).
     """
     if not os.path.exists(path):
         return []
@@ -239,16 +253,62 @@ def load_entries_from_file(path: str | os.PathLike[str]) -> list[WireEntry]:
             return []
         raise
     if entries and needs_newline:
-        append_newline(path)
+        append_newline(path, lock_timeout=lock_timeout, on_lock_wait=on_lock_wait)
     return entries
 
 
-def append_newline(path: str | os.PathLike[str]) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+def append_newline(
+    path: str | os.PathLike[str],
+    *,
+    lock_timeout: float | None = None,
+    on_lock_wait: Callable[[str], None] | None = None,
+) -> None:
+    """Pi's newline repair (``appendFileSync(path, "\\n")``), made under the session lock,
+    never through a symbolic link, and only if the file still ends without one."""
+    path = os.fspath(path)
+    if os.path.islink(path):
+        warn_not_written(path, "the final newline", "it is a symbolic link, never written through")
+        return
     try:
-        os.write(fd, b"\n")
-    finally:
-        os.close(fd)
+        with session_lock(path).hold(lock_timeout, on_lock_wait):
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+            try:
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    os.write(fd, b"\n")
+            finally:
+                os.close(fd)
+    except OSError as error:
+        if not unwritable(error):
+            raise
+        warn_not_written(path, "the final newline", str(error))
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def unwritable(error: OSError) -> bool:
+    """Whether ``error`` says the file cannot (may not) be written: a symbolic link, no
+    permission, a read-only file system."""
+    refused = isinstance(error, (SymlinkRefusedError, PermissionError))
+    return refused or error.errno in (errno.EROFS, errno.ELOOP)
+
+
+def warn_not_written(path: str, what: str, reason: str) -> None:
+    """Say, as a :class:`SessionNotWrittenWarning` pointing at the caller's code, that a write
+    opening ``path`` needed was not made."""
+    frame = sys._getframe(0)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(
+        f"{path}: {what} was not written ({reason}); the session is read as Pi would have it, "
+        "and the file is left as it was",
+        SessionNotWrittenWarning,
+        stacklevel=level,
+    )
 
 
 def migrate_session_entries(entries: list[WireEntry], *, new_id: Callable[[], str] | None = None) -> bool:

@@ -18,7 +18,14 @@ from typing import Any, TypeVar
 
 from ._codec import from_wire, to_wire
 from ._context import WireProjection, context_positions, current_system_message, project_leaf
-from ._errors import EntryNotFoundError, InvalidContextEditError, InvalidSessionError, PisessionError
+from ._errors import (
+    EntryNotFoundError,
+    InvalidContextEditError,
+    InvalidSessionError,
+    PisessionError,
+    SessionClosedError,
+    SessionReadOnlyError,
+)
 from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, iso_from_ms
 from ._index import TreeIndex
 from ._js import MISSING, bulk, js_date_ms, js_to_number, js_trim, js_truthy
@@ -29,8 +36,10 @@ from ._load import (
     load_entries_from_file,
     migrate_session_entries,
     parse_raw,
+    unwritable,
+    warn_not_written,
 )
-from ._lock import SessionLock
+from ._lock import SessionLock, wait_for_thread
 from ._model import UNSET, CustomEntry, Entry, SessionContext, SessionHeader, Unset
 from ._paths import (
     default_session_dir_path,
@@ -104,6 +113,14 @@ class SessionManager:
     Every write holds the session's lock file and first reads what other writers appended, so
     several processes can append to one session. Read methods work on an immutable snapshot
     (:meth:`snapshot`) and can be called from any thread.
+
+    Every constructor takes ``lock_timeout``, the seconds a write waits for the lock before
+    :class:`LockTimeout` (None, the default, waits as long as another writer holds it: its
+    batches are short, and an entry given up on would be lost to the caller), and
+    ``on_lock_wait``, called once with a description of the holder ("process 4242 (pi ...)")
+    after a second of waiting::
+
+        manager = SessionManager.open(path, lock_timeout=10.0, on_lock_wait=print)
     """
 
     def __init__(
@@ -117,11 +134,18 @@ class SessionManager:
         preloaded: _WireEntries | None = None,
         clock: Clock | None = None,
         ids: IdSource | None = None,
+        lock_timeout: float | None = None,
+        on_lock_wait: Callable[[str], None] | None = None,
     ) -> None:
         """Use the constructors (:meth:`create`, :meth:`open`, :meth:`in_memory`, ...) instead."""
         self._clock = clock or SystemClock()
         self._ids = ids or RandomIds()
         self._mutex = threading.RLock()
+        self._lock_timeout = lock_timeout
+        self._on_lock_wait = on_lock_wait
+        self._closed = False
+        # Why the file cannot be written (opening it needed a write that could not be made).
+        self._read_only: str | None = None
         self._cwd = resolve_path(cwd)
         self._session_dir = normalize_path(session_dir) if session_dir else ""
         self._persist = persist
@@ -159,6 +183,8 @@ class SessionManager:
         parent_session: str | None = None,
         clock: Clock | None = None,
         ids: IdSource | None = None,
+        lock_timeout: float | None = None,
+        on_lock_wait: Callable[[str], None] | None = None,
     ) -> SessionManager:
         """A new session, written to ``session_dir`` (default: Pi's folder for ``cwd``) once it holds
         a user or assistant message::
@@ -170,7 +196,17 @@ class SessionManager:
             assert_valid_session_id(id)  # before any folder is made or path formed
         directory = normalize_path(os.fspath(session_dir)) if session_dir else get_default_session_dir(cwd)
         options = _session_options(id, parent_session)
-        return cls(os.fspath(cwd), directory, None, True, new_session=options, clock=clock, ids=ids)
+        return cls(
+            os.fspath(cwd),
+            directory,
+            None,
+            True,
+            new_session=options,
+            clock=clock,
+            ids=ids,
+            lock_timeout=lock_timeout,
+            on_lock_wait=on_lock_wait,
+        )
 
     @classmethod
     def open(
@@ -181,6 +217,8 @@ class SessionManager:
         *,
         clock: Clock | None = None,
         ids: IdSource | None = None,
+        lock_timeout: float | None = None,
+        on_lock_wait: Callable[[str], None] | None = None,
     ) -> SessionManager:
         """Open a session file, migrating it if it is old (the file is then rewritten, as Pi does).
 
@@ -201,7 +239,16 @@ class SessionManager:
                 header = None  # the full load below is authoritative for huge headers
         cwd = cwd_override if cwd_override is not None else (header_cwd(header) if header else None)
         directory = normalize_path(os.fspath(session_dir)) if session_dir else os.path.dirname(resolved)
-        return cls(cwd or os.getcwd(), directory, resolved, True, clock=clock, ids=ids)
+        return cls(
+            cwd or os.getcwd(),
+            directory,
+            resolved,
+            True,
+            clock=clock,
+            ids=ids,
+            lock_timeout=lock_timeout,
+            on_lock_wait=on_lock_wait,
+        )
 
     @classmethod
     def in_memory(
@@ -213,6 +260,8 @@ class SessionManager:
         entries: Sequence[Any] | None = None,
         clock: Clock | None = None,
         ids: IdSource | None = None,
+        lock_timeout: float | None = None,
+        on_lock_wait: Callable[[str], None] | None = None,
     ) -> SessionManager:
         """A session that is never written to disk, optionally built from ``entries``
         (wire dicts or models, a header among them or not)::
@@ -230,6 +279,8 @@ class SessionManager:
             preloaded=preloaded,
             clock=clock,
             ids=ids,
+            lock_timeout=lock_timeout,
+            on_lock_wait=on_lock_wait,
         )
 
     @classmethod
@@ -240,12 +291,23 @@ class SessionManager:
         *,
         clock: Clock | None = None,
         ids: IdSource | None = None,
+        lock_timeout: float | None = None,
+        on_lock_wait: Callable[[str], None] | None = None,
     ) -> SessionManager:
         """The most recently modified session of ``cwd``, or a new one when there is none."""
         directory = normalize_path(os.fspath(session_dir)) if session_dir else get_default_session_dir(cwd)
         filter_cwd = session_dir is not None and not paths_equal(directory, default_session_dir_path(cwd))
         recent = find_most_recent_session(directory, os.fspath(cwd) if filter_cwd else None)
-        return cls(os.fspath(cwd), directory, recent, True, clock=clock, ids=ids)
+        return cls(
+            os.fspath(cwd),
+            directory,
+            recent,
+            True,
+            clock=clock,
+            ids=ids,
+            lock_timeout=lock_timeout,
+            on_lock_wait=on_lock_wait,
+        )
 
     @classmethod
     def fork_from(
@@ -257,6 +319,8 @@ class SessionManager:
         id: str | None = None,
         clock: Clock | None = None,
         ids: IdSource | None = None,
+        lock_timeout: float | None = None,
+        on_lock_wait: Callable[[str], None] | None = None,
     ) -> SessionManager:
         """Copy a session (every entry) into a new session of ``target_cwd`` whose header's
         ``parentSession`` names the source."""
@@ -264,7 +328,7 @@ class SessionManager:
             assert_valid_session_id(id)  # before any folder is made or path formed
         source = resolve_path(os.fspath(source_path))
         target = resolve_path(os.fspath(target_cwd))
-        entries = load_entries_from_file(source)
+        entries = load_entries_from_file(source, lock_timeout=lock_timeout, on_lock_wait=on_lock_wait)
         if not entries:
             raise InvalidSessionError(f"Cannot fork: source session file is empty or invalid: {source}")
         directory = normalize_path(os.fspath(session_dir)) if session_dir else get_default_session_dir(target)
@@ -286,10 +350,19 @@ class SessionManager:
             "parentSession": source,
         }
         store = SessionFile(path)
-        with store.lock:
+        with store.lock.hold(lock_timeout, on_lock_wait):
             store.create(_line(e) for e in [header, *(e for e in entries if e.get("type") != "session")])
         store.close()
-        return cls(target, directory, path, True, clock=clock, ids=ids)
+        return cls(
+            target,
+            directory,
+            path,
+            True,
+            clock=clock,
+            ids=ids,
+            lock_timeout=lock_timeout,
+            on_lock_wait=on_lock_wait,
+        )
 
     @staticmethod
     def find_by_id(cwd: str, session_id: str, session_dir: str | None = None) -> str | None:
@@ -330,6 +403,7 @@ class SessionManager:
 
     def _set_session_file(self, path: str) -> None:
         self._leave_file()
+        self._read_only = None
         self._session_file = resolve_path(path)
         self._file = SessionFile(self._session_file)
         if os.path.exists(self._session_file):
@@ -354,8 +428,13 @@ class SessionManager:
         if needs_write and not locked:
             # Opening writes only to repair, migrate or initialise; only then is the lock taken
             # (and the file read again under it), so reading a session leaves no trace.
-            with self._file.lock:
-                self._load_file(locked=True)
+            try:
+                with self._file.lock.hold(self._lock_timeout, self._on_lock_wait):
+                    self._load_file(locked=True)
+            except OSError as error:
+                if not unwritable(error):
+                    raise
+                self._open_read_only(header, records, error)
             return
         if header is None:
             if os.path.getsize(self._file.path) > 0:
@@ -375,6 +454,24 @@ class SessionManager:
         # Entry bodies are parsed lazily; the ones the current context needs are parsed now,
         # while the file is hot, so the first build_session_context() costs nothing more.
         project_leaf(self._index, self._index.resolve_leaf(self._leaf_id))
+
+    def _open_read_only(self, header: WireEntry | None, records: _Records, error: OSError) -> None:
+        """Pi would have written the file on opening it; pisession cannot (or, through a symbolic
+        link, will not): hold what Pi would hold in memory, write nothing, ever, and say so."""
+        path = self._file.path if self._file is not None else ""
+        if header is None:
+            what = "the header of the empty file"
+            self._new_session(None)
+            self._session_file = path
+            self._file = SessionFile(path)
+        else:
+            old = _version(header) < CURRENT_SESSION_VERSION
+            what = f"the migration to version {CURRENT_SESSION_VERSION}" if old else "the final newline"
+            self._adopt_records(header, records, rewrite=False)
+            self._flushed = True
+        reason = "it is a symbolic link, never written through" if os.path.islink(path) else str(error)
+        self._read_only = f"{what} could not be written when it was opened ({reason})"
+        warn_not_written(path, what, reason)
 
     def _load_preloaded(self, entries: _WireEntries, options: Mapping[str, Any] | None) -> None:
         header = next((e for e in entries if e.get("type") == "session"), None)
@@ -442,6 +539,7 @@ class SessionManager:
         self._has_conversation = False
         if self._persist:
             self._leave_file()
+            self._read_only = None
             self._session_file = os.path.join(self._session_dir, session_file_name(timestamp, session_id))
             self._file = SessionFile(self._session_file)
 
@@ -455,6 +553,8 @@ class SessionManager:
     def set_session_file(self, path: str | os.PathLike[str]) -> None:
         """Switch this manager to another session file (Pi's ``setSessionFile``)."""
         with self._mutex:
+            if self._closed:
+                self._refuse_write()  # opening may write (repair, migration)
             self._set_session_file(os.fspath(path))
 
     # ------------------------------------------------------------------ following other writers
@@ -466,6 +566,8 @@ class SessionManager:
         A file that was replaced or shrank is read again from the start.
         """
         with self._mutex:
+            if self._closed:  # reading on would reopen the file close() let go of
+                raise SessionClosedError(f"Session manager was closed: {self._session_file or 'in memory'}")
             self._sync()
             positions, self._unreported = self._unreported, []
             if move_leaf and positions:
@@ -541,7 +643,7 @@ class SessionManager:
     # ------------------------------------------------------------------ appending
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[SessionManager]:
+    def transaction(self, *, lock_timeout: float | None | Unset = UNSET) -> Iterator[SessionManager]:
         """Read the latest state and append from it, with no other writer in between::
 
             with manager.transaction():
@@ -557,8 +659,11 @@ class SessionManager:
 
         A writer that takes no lock (Pi itself) is not held off; its lines are never cut or
         interleaved, and an append that finds one continues from it.
+
+        ``lock_timeout`` overrides the manager's (seconds to wait for the lock, None: forever);
+        waiting longer raises :class:`LockTimeout`.
         """
-        with self._writing():
+        with self._writing(lock_timeout):
             # The lock is not released until the block ends: only a writer that takes no lock
             # can append meanwhile, and SessionFile.append notices that from the write position.
             self._batch_depth += 1
@@ -567,27 +672,33 @@ class SessionManager:
             finally:
                 self._batch_depth -= 1
 
-    def batch(self) -> contextlib.AbstractContextManager[SessionManager]:
+    def batch(
+        self, *, lock_timeout: float | None | Unset = UNSET
+    ) -> contextlib.AbstractContextManager[SessionManager]:
         """The same as :meth:`transaction`, by the name that says what it is also good for::
 
-            with manager.batch():
+            with manager.batch(lock_timeout=10.0):
                 for message in messages:
                     manager.append_message(message)
         """
-        return self.transaction()
+        return self.transaction(lock_timeout=lock_timeout)
 
     @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
+    def _writing(self, lock_timeout: float | None | Unset = UNSET) -> Iterator[None]:
         """The mutex and the session lock held, and what other writers appended absorbed, once
         per holding: an operation's checks and the append that follows see the same file."""
-        with self._mutex:
-            lock = self._begin_writing()
+        if not self._mutex.acquire(False):
+            self._wait_for_mutex(lock_timeout)
+        try:
+            lock = self._begin_writing(lock_timeout)
             try:
                 yield
             except BaseException:
                 self._end_writing(lock, failing=True)
                 raise
             self._end_writing(lock)
+        finally:
+            self._mutex.release()
 
     def _current_lock(self) -> SessionLock | None:
         return self._file.lock if self._persist and self._file is not None else None
@@ -599,13 +710,15 @@ class SessionManager:
         held = self._held
         return bool(held) and held[-1] is lock and (lock is None or lock.is_locked)
 
-    def _begin_writing(self) -> SessionLock | None:
+    def _begin_writing(self, lock_timeout: float | None | Unset = UNSET) -> SessionLock | None:
         """``_writing()``'s entry, with the mutex held (``_append`` calls it directly: a
         generator-based context manager costs more than the rest of its bookkeeping)."""
+        if self._closed or self._read_only is not None:
+            self._refuse_write()
         lock = self._current_lock()
         covered = self._covered(lock)
         if lock is not None:
-            lock.acquire()
+            lock.acquire(self._lock_timeout if lock_timeout is UNSET else lock_timeout, self._on_lock_wait)
         try:
             if self._flushed and not covered:
                 self._sync_for_check()
@@ -615,6 +728,11 @@ class SessionManager:
             raise
         self._held.append(lock)
         return lock
+
+    def _refuse_write(self) -> None:
+        if self._closed:
+            raise SessionClosedError(f"Session manager was closed: {self._session_file or 'in memory'}")
+        raise SessionReadOnlyError(f"Session {self._session_file} is read-only: {self._read_only}")
 
     def _end_writing(self, lock: SessionLock | None, *, failing: bool = False) -> None:
         try:
@@ -638,7 +756,10 @@ class SessionManager:
                 lock.release()
 
     def _append(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> WireEntry:
-        with self._mutex:
+        mutex = self._mutex
+        if not mutex.acquire(False):
+            self._wait_for_mutex(UNSET)
+        try:
             # _covered(_current_lock()), inline: this runs for every append of a batch.
             file = self._file
             lock = file.lock if self._persist and file is not None else None
@@ -653,6 +774,15 @@ class SessionManager:
                 return self._append_locked(build, stamp_first, verified=True)
             finally:
                 self._end_writing(lock)
+        finally:
+            mutex.release()
+
+    def _wait_for_mutex(self, lock_timeout: float | None | Unset) -> None:
+        """Another thread writes through this manager (a ``batch()`` perhaps): wait for it as
+        for the session lock, which it holds."""
+        timeout = self._lock_timeout if lock_timeout is UNSET else lock_timeout
+        where = self._file.lock.path if self._file is not None else "in memory"
+        wait_for_thread(self._mutex, timeout, self._on_lock_wait, where)
 
     def _append_id(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> str:
         return str(self._append(build, stamp_first=stamp_first)["id"])
@@ -987,6 +1117,8 @@ class SessionManager:
         """Replace this manager's session with a new one holding only the path to ``leaf_id``
         (labels re-created at the end). Returns the new file's path (None in memory)."""
         with self._mutex:
+            if self._closed:
+                self._refuse_write()
             path = self._branch_wire(leaf_id)
             if not path:
                 raise EntryNotFoundError(f"Entry {leaf_id} not found")
@@ -1051,8 +1183,9 @@ class SessionManager:
             self._session_file = new_file
             self._leave_file()
             self._file = SessionFile(new_file)
+            self._read_only = None  # a new file: what kept the old one from being written is gone
             if self._has_conversation:
-                with self._file.lock:
+                with self._file.lock.hold(self._lock_timeout, self._on_lock_wait):
                     self._file.create(_line(e) for e in entries)
                 self._flushed = True
             else:
@@ -1219,9 +1352,13 @@ class SessionManager:
         return f"<SessionManager {self.get_session_id()} {where} entries={len(self._index)}>"
 
     def close(self) -> None:
-        """Release file descriptors (the manager stays readable)."""
-        if self._file is not None:
-            self._file.close()
+        """Release file descriptors; the manager stays readable, and every later write raises
+        :class:`SessionClosedError`. Waits for a write in progress in another thread (and for a
+        ``batch()`` another thread holds) to end."""
+        with self._mutex:
+            self._closed = True
+            if self._file is not None:
+                self._file.close()
 
     def __enter__(self) -> SessionManager:
         return self

@@ -14,15 +14,13 @@ import errno
 import os
 import stat
 import tempfile
-import threading
 import time
-import weakref
 from collections.abc import Iterable
 from typing import Any
 
-from ._errors import InvalidSessionError, SessionExistsError
+from ._errors import InvalidSessionError, SessionClosedError, SessionExistsError
 from ._load import Record, is_session_header, iter_file_lines, parse_line, scan_raw
-from ._lock import SessionLock, SymlinkRefusedError
+from ._lock import SymlinkRefusedError, session_lock
 
 __all__ = ["SessionFile", "FILE_MODE", "DIR_MODE", "make_private_dirs"]
 
@@ -58,23 +56,6 @@ def make_private_dirs(path: str) -> None:
                 raise
 
 
-# One lock object per lock file and process: every SessionFile of a path shares it, so a manager
-# that re-reads its file (a new SessionFile) inside a batch, or a second manager of the same file
-# used by the same thread, re-enters the lock it already holds instead of waiting on itself
-# (flock locks taken through two descriptors exclude each other even within one process).
-_LOCKS: weakref.WeakValueDictionary[str, SessionLock] = weakref.WeakValueDictionary()
-_LOCKS_GUARD = threading.Lock()
-
-
-def _shared_lock(path: str) -> SessionLock:
-    with _LOCKS_GUARD:
-        lock = _LOCKS.get(path)
-        if lock is None:
-            lock = SessionLock(path)
-            _LOCKS[path] = lock
-        return lock
-
-
 def _refuse_symlink(path: str, error: OSError) -> None:
     if error.errno == errno.ELOOP or (error.errno == errno.EMLINK and os.path.islink(path)):
         raise SymlinkRefusedError(
@@ -87,7 +68,10 @@ class SessionFile:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.lock = _shared_lock(path + ".lock")
+        # Shared by every spelling of this file in the process (keyed by its identity here, once,
+        # not per append): a symlinked folder or a hard link must not wait on its own holder.
+        self.lock = session_lock(path)
+        self.closed = False
         self._fd: int | None = None
         self._identity: tuple[int, int] | None = None
         # Lines appended (unverified, in a batch) since the path was last seen to name our file.
@@ -360,6 +344,7 @@ class SessionFile:
         fd, temp = tempfile.mkstemp(prefix=".pisession-", suffix=".tmp", dir=directory)
         try:
             os.fchmod(fd, mode)
+            _keep_owner(fd, self.path)
             data = b"".join(lines)
             _write_all(fd, data)
             os.fsync(fd)
@@ -379,6 +364,10 @@ class SessionFile:
         self._unterminated = False
 
     def close(self) -> None:
+        """Drop the descriptors; later writes raise :class:`SessionClosedError` (the descriptor
+        is never reopened behind the caller's back: a number reused since could name another
+        file)."""
+        self.closed = True
         self._close()
         self.lock.close()
 
@@ -403,6 +392,8 @@ class SessionFile:
 
     def _descriptor(self) -> int | None:
         if self._fd is None:
+            if self.closed:
+                raise SessionClosedError(f"Session file was closed: {self.path}")
             try:
                 fd = os.open(self.path, os.O_RDWR | os.O_APPEND | _CLOEXEC | _NOFOLLOW)
             except FileNotFoundError:
@@ -423,6 +414,20 @@ class SessionFile:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def _keep_owner(fd: int, path: str) -> None:
+    """Root rewriting a user's session gives the new file the old one's owner and group, so the
+    user (and Pi running as the user) can still append to it."""
+    if os.geteuid() != 0:
+        return
+    try:
+        old = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    info = os.fstat(fd)
+    if (info.st_uid, info.st_gid) != (old.st_uid, old.st_gid):
+        os.fchown(fd, old.st_uid, old.st_gid)
 
 
 def _identity(info: os.stat_result) -> tuple[int, int]:

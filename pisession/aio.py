@@ -349,8 +349,9 @@ class AsyncSessionManager:
                 watcher.close()
 
     async def close(self) -> None:
-        """Release file descriptors and the manager's thread (the manager stays readable; a
-        later call starts a new thread). Inside a transaction the thread stays until it ends."""
+        """Release file descriptors and the manager's thread. The manager stays readable; later
+        writes raise :class:`~pisession.SessionClosedError`. Inside a transaction the thread
+        stays until the transaction ends."""
         if self in _TRANSACTIONS.get():  # the transaction's exit must run on this same thread
             await self._run(self._manager.close)
             return

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import pisession
-from pisession import CustomEntry, SessionManager, _watch, aio
+from pisession import CustomEntry, SessionClosedError, SessionManager, _watch, aio
 from pisession.aio import AsyncSessionManager
 
 REPO = str(Path(__file__).resolve().parents[1])
@@ -375,22 +375,21 @@ def test_constructors_and_listing(tmp_path: Path) -> None:
     run(main())
 
 
-def test_a_closed_manager_starts_a_new_thread_when_used_again(tmp_path: Path) -> None:
+def test_writes_after_close_raise_a_typed_error(tmp_path: Path) -> None:
     path = new_session(tmp_path)
 
     async def main() -> None:
         manager = await AsyncSessionManager.open(path)
         await manager.close()
-        await manager.append_custom_entry("after-close")
-        await manager.close()
+        with pytest.raises(SessionClosedError):
+            await manager.append_custom_entry("after-close")
+        await manager.close()  # closing twice is harmless
 
     run(main())
-    assert [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry)] == [
-        "after-close"
-    ]
+    assert SessionManager.open(path).get_entries_of_type(CustomEntry) == []
 
 
-def test_closing_inside_a_transaction_waits_for_its_end(tmp_path: Path) -> None:
+def test_closing_inside_a_transaction_stops_its_later_writes(tmp_path: Path) -> None:
     path = new_session(tmp_path)
 
     async def main() -> None:
@@ -398,12 +397,13 @@ def test_closing_inside_a_transaction_waits_for_its_end(tmp_path: Path) -> None:
         async with manager.transaction():
             await manager.append_custom_entry("before-close")
             await manager.close()
-            await manager.append_custom_entry("after-close")
+            with pytest.raises(SessionClosedError):
+                await manager.append_custom_entry("after-close")
         await manager.close()
 
     run(main())
     types = [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry)]
-    assert types == ["before-close", "after-close"]
+    assert types == ["before-close"]
 
 
 def test_a_task_cancelled_inside_a_transaction_ends_it(tmp_path: Path) -> None:

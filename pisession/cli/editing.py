@@ -5,15 +5,23 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from pisession import CURRENT_SESSION_VERSION, SessionManager, read_session_entries, to_wire
+from pisession import (
+    CURRENT_SESSION_VERSION,
+    SessionManager,
+    SessionNotWrittenWarning,
+    read_session_entries,
+    to_wire,
+)
 from pisession.views import context_data
 
 from . import sessions
 from .commands import Commands
-from .output import CliError, emit, emit_json, emit_wire
+from .output import CliError, emit, emit_json, emit_wire, write_out
 
 T = TypeVar("T")
 
@@ -25,13 +33,22 @@ def _edit(
     not even with the migration or newline repair that opening does), then on the file itself."""
     path = sessions.resolve(args)
     operation(sessions.load(path, quiet=True))
-    manager = SessionManager.open(path, sessions.session_dir(args))
+    manager = SessionManager.open(path, sessions.session_dir(args), **_locking(args))
     try:
         result = operation(manager)
     except BaseException:
         manager.close()
         raise
     return path, manager, result
+
+
+def _locking(args: argparse.Namespace) -> dict[str, Any]:
+    """The editing commands' lock options: wait at most --lock-timeout, say so after a second."""
+
+    def waiting(holder: str) -> None:
+        write_out(f"pisession: waiting for the session lock held by {holder}\n", sys.stderr)
+
+    return {"lock_timeout": args.lock_timeout, "on_lock_wait": waiting}
 
 
 def _report_entry(args: argparse.Namespace, manager: SessionManager, entry_id: str, message: str) -> int:
@@ -128,7 +145,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
     source = sessions.resolve(args)
     read_session_entries(source)  # a clear error for a non-session, before fork_from reads it
     target = os.path.abspath(os.path.expanduser(args.cwd))
-    manager = SessionManager.fork_from(source, target, sessions.session_dir(args))
+    manager = SessionManager.fork_from(source, target, sessions.session_dir(args), **_locking(args))
     try:
         path = manager.get_session_file()
         if args.json:
@@ -191,7 +208,12 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     version = entries[0].get("version")
     with open(path, "rb") as handle:
         before = handle.read()
-    manager = SessionManager.open(path, sessions.session_dir(args))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SessionNotWrittenWarning)  # migrate exists to write
+        try:
+            manager = SessionManager.open(path, sessions.session_dir(args), **_locking(args))
+        except SessionNotWrittenWarning as warning:
+            raise CliError(str(warning)) from None
     manager.close()
     with open(path, "rb") as handle:
         after = handle.read()

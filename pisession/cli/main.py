@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from pisession import PisessionError, __version__
 
@@ -31,10 +34,31 @@ def build_parser() -> argparse.ArgumentParser:
         "`pisession demo` writes and shows a sample session.",
     )
     parser.add_argument("--version", action="version", version=f"pisession {__version__}")
+    parser.add_argument(
+        "--lock-timeout",
+        metavar="SECONDS",
+        type=_seconds,
+        default=30.0,
+        help="editing commands wait at most this long for another writer's session lock (default 30)",
+    )
     commands = Commands(parser)
     for group in GROUPS:
         group.register(commands)
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}")
+    return value
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    write_out(f"pisession: warning: {message}\n", sys.stderr)
 
 
 def _os_error_text(error: OSError) -> str:
@@ -58,7 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(ValueError, OSError):
             reconfigure(errors="backslashreplace")  # lone surrogates from a file must not crash output
     try:
-        return int(handler(args))
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return int(handler(args))
     except CliError as error:
         write_out(f"pisession: error: {error}\n", sys.stderr)
         return error.code
