@@ -266,8 +266,8 @@ def _analyse(name: str, tp: Any, wire: str | None = None) -> _Field:
 
 
 # What a wire value may be: parsed JSON, or what to_wire gave back (frozen containers).
-_DICTS: Final[frozenset[type]] = frozenset({dict, _model._ReadOnlyDict})
-_LISTS: Final[frozenset[type]] = frozenset({list, _model._ReadOnlyList})
+_DICTS: Final[frozenset[type]] = frozenset((dict, _model._ReadOnlyDict))
+_LISTS: Final[frozenset[type]] = frozenset((list, _model._ReadOnlyList))
 
 
 def _freeze_any(v: Any) -> Any:
