@@ -38,7 +38,7 @@ import linecache
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypeVar, overload
+from typing import Any, Final, Protocol, TypeVar, overload
 
 import attrs
 import cattrs
@@ -644,10 +644,18 @@ converter: Final = _build_converter()
 # --------------------------------------------------------------------------- public functions
 
 
+class _SupportsToWire(Protocol):
+    """Results that know their wire shape: ``SessionProjection``, ``TreeNode``, ``SessionInfo``."""
+
+    def to_wire(self) -> Any: ...
+
+
 @overload
 def to_wire(obj: ModelObject | Mapping[str, Any]) -> dict[str, Any]: ...
 @overload
 def to_wire(obj: Sequence[ModelObject | Mapping[str, Any]]) -> list[Any]: ...
+@overload
+def to_wire(obj: _SupportsToWire) -> Any: ...
 def to_wire(obj: object) -> Any:
     """Pi's JSON shape of a model object, or of a list/dict that may hold model objects.
 
