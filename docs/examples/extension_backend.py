@@ -102,7 +102,7 @@ def main() -> int:
         if isinstance(entry, pisession.MessageEntry) and isinstance(
             entry.message, pisession.AssistantMessage
         ):
-            for block in entry.message.content or ():
+            for block in entry.message.content:
                 if isinstance(block, pisession.ToolCall):
                     seen[block.name] += 1
                     # Put the writer's leaf at the newest entry, so the custom entry continues the
