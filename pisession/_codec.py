@@ -1,10 +1,11 @@
 """Wire dicts ⇄ model objects, losslessly, through one configured ``cattrs.Converter``.
 
 ``from_wire`` reads whatever a session file held and never fails on a JSON object when no class
-is asked for (or a union such as ``Entry`` is): a tag it does not know, a field of the wrong JSON
-type or a missing required field gives the ``Unknown*`` class of the nearest union (entry,
-message or content block), which keeps every key. ``to_wire`` gives back the same dict with the
-same key order::
+is asked for (or a union such as ``Entry`` is). It classifies as Pi does, by the tag alone: a tag
+it does not know gives the ``Unknown*`` class of the nearest union (entry, message or content
+block), an entry without a string ``id`` or ``type`` a ``MalformedEntry``; a field of the wrong
+JSON type or a missing required field never changes the class. ``to_wire`` gives back the same
+dict with the same key order::
 
     >>> line = {"type": "label", "id": "b2", "parentId": "a1", "timestamp": "2024-12-03T14:00:00.000Z",
     ...         "targetId": "a1", "label": "start", "color": "red"}
@@ -18,18 +19,19 @@ How the per-class hooks work (generated once per class from its attrs fields and
 
 - wire names are the camelCase of the field names (``cache_write_1h`` → ``cacheWrite1h``);
 - a field whose annotation includes :data:`~pisession._model.Unset` may be missing (it is then
-  ``UNSET``); any other missing field, or a value whose JSON type does not fit the annotation,
-  makes the object not fit its class;
+  ``UNSET``); any other missing field reads as its type's empty value (``""``, ``0``, ``()``,
+  ``None``, ...) and is named in the private ``_absent`` so ``to_wire`` leaves it out;
 - keys the class does not model go to ``extra`` in file order; the dict's key order goes to the
   private ``_wire_keys`` so ``to_wire`` can restore it. Objects built in Python have no recorded
   order and come out in Pi's canonical order (the tag, then the fields as declared, then
   ``extra``); keys an ``attrs.evolve`` added go after the recorded ones;
-- "lenient" classes (the header and the ``Unknown*`` classes) never reject an optional field:
-  a value that does not fit is kept in ``extra`` under its wire key and the field is ``UNSET``.
+- a value whose JSON type does not fit is kept in ``extra`` under its wire key, and the field
+  reads as ``UNSET`` (optional) or empty (required, named in ``_absent``).
 
 Values of untyped fields (``details``, ``data``, ``arguments``, tool declarations, ``extra``) are
-shared with the wire dict, not copied, and ``to_wire`` emits them as they are: they must be JSON
-values.
+frozen copies of the wire dict's (read-only ``dict``/``list`` subclasses, made when the object is
+built, so nothing shares mutable state with the index), and ``to_wire`` emits them as they are.
+Asking ``from_wire`` for one class raises when a required field is missing or does not fit.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 The rest of pisession stores entries as *wire dicts* (the parsed JSON of a line, camelCase keys,
 Pi's key order); these classes are the typed view handed to users. :mod:`pisession._codec` turns
 one into the other (``from_wire`` / ``to_wire``) without losing anything: unknown keys live in
-``extra``, the key order a file used is remembered, and shapes that fit no class are kept by the
-``Unknown*`` classes.
+``extra``, the key order a file used is remembered, a required field that is missing or of
+another JSON type reads as its type's empty value and is written back as it was, and tags Pi
+does not know are kept by the ``Unknown*`` classes (docs/typing.md).
 
 Build objects with keyword arguments; omitted optional fields are :data:`UNSET` (absent from the
 JSON), while ``None`` is written as ``null``::
