@@ -646,6 +646,12 @@ converter: Final = _build_converter()
 # --------------------------------------------------------------------------- public functions
 
 
+def entry_from_wire(data: Mapping[str, Any]) -> Entry:
+    """The entry model of an index's wire dict (any JSON object: a line without a string ``id``
+    or ``type``, even one with only a ``role``, is a :class:`MalformedEntry`)."""
+    return _entry(data)  # type: ignore[no-any-return]
+
+
 class _SupportsToWire(Protocol):
     """Results that know their wire shape: ``SessionProjection``, ``TreeNode``, ``SessionInfo``."""
 

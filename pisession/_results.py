@@ -106,7 +106,7 @@ class EntryList(Sequence[Entry]):
         if not 0 <= i < len(self):
             raise IndexError(i)
         pos = i if self._positions is None else self._positions[i]
-        return self._index.model_at(pos)  # type: ignore[no-any-return]
+        return self._index.model_at(pos)
 
     def __iter__(self) -> Iterator[Entry]:
         index = self._index
