@@ -176,36 +176,42 @@ def _read_only(value: Mapping[str, Any]) -> Mapping[str, Any]:
 def freeze_json(value: Any) -> Any:
     """A JSON value whose objects and arrays are read-only (``_ReadOnlyDict``/``_ReadOnlyList``).
 
-    Values already frozen come back as they are; so do scalars and model objects. Deep values
-    are walked without recursion: Pi stores whatever an extension hands it.
+    Values already frozen come back as they are; so do scalars and model objects.
     """
     t = type(value)
     if t is not dict and t is not list:
         return value
-    root: list[Any] = [value]
-    # Post-order over an explicit stack: children are frozen before their container is built.
-    stack: list[tuple[Any, Any, bool]] = [(value, root, False)]
+    try:
+        return _freeze_nested(value)
+    except RecursionError:  # Pi stores whatever an extension hands it, however deep
+        return _freeze_deep(value)
+
+
+def _freeze_nested(v: Any) -> Any:
+    if type(v) is dict:
+        return _ReadOnlyDict({k: _freeze_nested(x) if type(x) in _CONTAINERS else x for k, x in v.items()})
+    return _ReadOnlyList([_freeze_nested(x) if type(x) in _CONTAINERS else x for x in v])
+
+
+def _freeze_deep(value: Any) -> Any:
+    """``_freeze_nested`` without recursion: post-order over an explicit stack."""
+    stack: list[tuple[Any, bool]] = [(value, False)]
     frozen: dict[int, Any] = {}
     while stack:
-        node, _, expanded = stack.pop()
+        node, expanded = stack.pop()
         if not expanded:
-            stack.append((node, None, True))
+            stack.append((node, True))
             children = node.values() if type(node) is dict else node
-            for child in children:
-                ct = type(child)
-                if (ct is dict or ct is list) and id(child) not in frozen:
-                    stack.append((child, None, False))
+            stack.extend((c, False) for c in children if type(c) in _CONTAINERS and id(c) not in frozen)
             continue
         if id(node) in frozen:
             continue
         if type(node) is dict:
             frozen[id(node)] = _ReadOnlyDict(
-                {k: frozen.get(id(v), v) if type(v) in _CONTAINERS else v for k, v in node.items()}
+                {k: frozen[id(x)] if type(x) in _CONTAINERS else x for k, x in node.items()}
             )
         else:
-            frozen[id(node)] = _ReadOnlyList(
-                [frozen.get(id(v), v) if type(v) in _CONTAINERS else v for v in node]
-            )
+            frozen[id(node)] = _ReadOnlyList([frozen[id(x)] if type(x) in _CONTAINERS else x for x in node])
     return frozen[id(value)]
 
 
