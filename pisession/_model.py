@@ -425,7 +425,7 @@ class SystemMessage(_Wire):
     """
 
     role: ClassVar[Literal["system"]] = "system"
-    content: UserContent = attrs.field(default="", converter=_user_content)
+    content: UserContent = attrs.field(converter=_user_content)
     sections: Mapping[str, str | None] | Unset = attrs.field(default=UNSET, converter=_sections)
     tools_added: Sequence[Any] | Unset = attrs.field(default=UNSET, converter=_any_seq)
     tools_removed: Sequence[Any] | Unset = attrs.field(default=UNSET, converter=_any_seq)
