@@ -132,3 +132,19 @@ def test_only_lines_without_a_string_id_or_type_are_malformed() -> None:
     odd = from_wire({"type": 5, "id": "x"})
     assert isinstance(odd, MalformedEntry) and odd.wire_type is UNSET and odd.extra == {"type": 5}
     assert type(from_wire({"type": "nope", "id": "x"})) is UnknownEntry
+
+
+def test_malformed_lines_are_kept_by_the_readers_and_harmless(tmp_path: Path) -> None:
+    path = tmp_path / "forked-v1.jsonl"
+    no_id = '{"type":"message","timestamp":"2024-11-30T10:00:30.000Z","message":{"role":"user"}}'
+    path.write_text(f"{HEADER}\n{{}}\n{no_id}\n{_line(1, LINE_USER)}\n", encoding="utf-8")
+    manager = SessionManager.open(path)
+    entries = manager.get_entries()
+    assert [type(e) for e in entries] == [MalformedEntry, MalformedEntry, MessageEntry]
+    assert [e.type for e in entries] == ["unknown", "unknown", "message"]
+    assert [e.wire_type for e in entries[:2] if isinstance(e, MalformedEntry)] == [UNSET, "message"]
+    assert [manager.get_label(e.id) for e in entries] == [None, None, None]
+    assert [dumps(to_wire(e)) for e in entries] == path.read_text(encoding="utf-8").splitlines()[1:]
+
+
+LINE_USER = '"type":"message","message":{"role":"user","content":"hi","timestamp":1}'
