@@ -403,7 +403,7 @@ class Usage(_Wire):
 
     @classmethod
     def zero(cls) -> Usage:
-        """No tokens, no cost, as Pi records for a message that made no call: ``Usage.zero()``."""
+        """No tokens and no cost: ``AssistantMessage(..., usage=Usage.zero())``."""
         return cls()
 
 
