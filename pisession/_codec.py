@@ -1,10 +1,11 @@
 """Wire dicts ⇄ model objects, losslessly, through one configured ``cattrs.Converter``.
 
 ``from_wire`` reads whatever a session file held and never fails on a JSON object when no class
-is asked for (or a union such as ``Entry`` is): a tag it does not know, a field of the wrong JSON
-type or a missing required field gives the ``Unknown*`` class of the nearest union (entry,
-message or content block), which keeps every key. ``to_wire`` gives back the same dict with the
-same key order::
+is asked for (or a union such as ``Entry`` is). It classifies as Pi does, by the tag alone: a tag
+it does not know gives the ``Unknown*`` class of the nearest union (entry, message or content
+block), an entry without a string ``id`` or ``type`` a ``MalformedEntry``; a field of the wrong
+JSON type or a missing required field never changes the class. ``to_wire`` gives back the same
+dict with the same key order::
 
     >>> line = {"type": "label", "id": "b2", "parentId": "a1", "timestamp": "2024-12-03T14:00:00.000Z",
     ...         "targetId": "a1", "label": "start", "color": "red"}
@@ -18,18 +19,19 @@ How the per-class hooks work (generated once per class from its attrs fields and
 
 - wire names are the camelCase of the field names (``cache_write_1h`` → ``cacheWrite1h``);
 - a field whose annotation includes :data:`~pisession._model.Unset` may be missing (it is then
-  ``UNSET``); any other missing field, or a value whose JSON type does not fit the annotation,
-  makes the object not fit its class;
+  ``UNSET``); any other missing field reads as its type's empty value (``""``, ``0``, ``()``,
+  ``None``, ...) and is named in the private ``_absent`` so ``to_wire`` leaves it out;
 - keys the class does not model go to ``extra`` in file order; the dict's key order goes to the
   private ``_wire_keys`` so ``to_wire`` can restore it. Objects built in Python have no recorded
   order and come out in Pi's canonical order (the tag, then the fields as declared, then
   ``extra``); keys an ``attrs.evolve`` added go after the recorded ones;
-- "lenient" classes (the header and the ``Unknown*`` classes) never reject an optional field:
-  a value that does not fit is kept in ``extra`` under its wire key and the field is ``UNSET``.
+- a value whose JSON type does not fit is kept in ``extra`` under its wire key, and the field
+  reads as ``UNSET`` (optional) or empty (required, named in ``_absent``).
 
 Values of untyped fields (``details``, ``data``, ``arguments``, tool declarations, ``extra``) are
-shared with the wire dict, not copied, and ``to_wire`` emits them as they are: they must be JSON
-values.
+frozen copies of the wire dict's (read-only ``dict``/``list`` subclasses, made when the object is
+built, so nothing shares mutable state with the index), and ``to_wire`` emits them as they are.
+Asking ``from_wire`` for one class raises when a required field is missing or does not fit.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import linecache
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypeVar, overload
+from typing import Any, Final, Protocol, TypeVar, overload
 
 import attrs
 import cattrs
@@ -64,6 +66,7 @@ from ._model import (
     FileEntry,
     ImageContent,
     LabelEntry,
+    MalformedEntry,
     Message,
     MessageEntry,
     ModelChangeEntry,
@@ -129,7 +132,7 @@ _MESSAGE_CLASSES: Final = (
     CompactionSummaryMessage,
 )
 _BLOCK_CLASSES: Final = (TextContent, ImageContent, ThinkingContent, ToolCall)
-_UNKNOWN_CLASSES: Final = (UnknownEntry, UnknownMessage, UnknownContent)
+_UNKNOWN_CLASSES: Final = (UnknownEntry, MalformedEntry, UnknownMessage, UnknownContent)
 _PLAIN_CLASSES: Final = (Cost, Usage, ContextEditReplacement, ModelRef, SessionContext)
 _ALL_CLASSES: Final = (
     SessionHeader,
@@ -139,8 +142,7 @@ _ALL_CLASSES: Final = (
     *_UNKNOWN_CLASSES,
     *_PLAIN_CLASSES,
 )
-_LENIENT: Final = frozenset({SessionHeader, *_UNKNOWN_CLASSES})
-_NOT_WIRE: Final = frozenset({"extra", "_wire_keys"})
+_NOT_WIRE: Final = frozenset({"extra", "_wire_keys", "_absent"})
 
 
 def _camel(name: str) -> str:
@@ -149,7 +151,12 @@ def _camel(name: str) -> str:
 
 
 def _tag_of(cls: type) -> tuple[str, str] | None:
-    """The wire tag a class carries as a ClassVar: ``("type", "message")``, ``("role", "user")``."""
+    """The wire tag a class carries as a ClassVar: ``("type", "message")``, ``("role", "user")``.
+
+    The ``Unknown*`` classes' ``"unknown"`` is no wire tag: their field ``wire_type`` or
+    ``wire_role`` holds the tag the file had."""
+    if cls in _UNKNOWN_CLASSES:
+        return None
     for key in ("type", "role"):
         value = cls.__dict__.get(key)
         if isinstance(value, str):
@@ -181,6 +188,7 @@ class _Field:
     check: str | None  # inline expression over ``v``; None when ``decoder`` or anything goes
     decoder: Decoder | None
     encode: bool  # the value may hold model objects or tuples
+    empty: Callable[[], Any] | None = None  # the value a missing or misfit required field reads as
 
 
 def _union_members(tp: Any) -> tuple[Any, ...]:
@@ -197,13 +205,37 @@ def _is_block(tp: Any) -> bool:
     return tp in _BLOCK_CLASSES or tp is UnknownContent
 
 
-def _analyse(name: str, tp: Any) -> _Field:
-    wire = _camel(name)
+def _empty(members: tuple[Any, ...]) -> Callable[[], Any]:
+    """The empty value of a required field's type: what it reads as when the wire dict lacks it
+    or holds another JSON type (Pi reads such a field as it is; pisession keeps it in ``extra``)."""
+    if type(None) in members:
+        return lambda: None
+    first = members[0]
+    if first is str:
+        return lambda: ""
+    if first is bool:
+        return lambda: False
+    if first in (int, float):
+        return lambda: 0
+    if typing.get_origin(first) is Sequence:
+        return lambda: ()
+    if typing.get_origin(first) is Mapping:
+        return lambda: _model._EMPTY
+    if _is_message(first):
+        return lambda: _STRUCT[UnknownMessage]({})
+    if attrs.has(first):
+        return lambda: _STRUCT[first]({})
+    raise TypeError(f"no empty value for {members!r}")  # pragma: no cover
+
+
+def _analyse(name: str, tp: Any, wire: str | None = None) -> _Field:
+    wire = wire or _camel(name)
     if tp is Any:
-        return _Field(name, wire, True, None, None, False)
+        return _Field(name, wire, True, None, _freeze_any, False)
     members = _union_members(tp)
     optional = _model.Unset in members
     members = tuple(m for m in members if m != _model.Unset)
+    empty = None if optional else _empty(members)
     scalars = [m for m in members if m in _SCALAR_CHECKS]
     if int in scalars and float in scalars:
         scalars.remove(int)  # one number check covers both
@@ -228,11 +260,21 @@ def _analyse(name: str, tp: Any) -> _Field:
     if items:
         complex_decoders.append(_sequence_decoder(items))
     if not complex_decoders:
-        return _Field(name, wire, optional, check, None, False)
+        return _Field(name, wire, optional, check, None, False, empty)
     if check is not None:
         complex_decoders.insert(0, _scalar_decoder(check))
     decoder = complex_decoders[0] if len(complex_decoders) == 1 else _first_fit(tuple(complex_decoders))
-    return _Field(name, wire, optional, None, decoder, True)
+    return _Field(name, wire, optional, None, decoder, True, empty)
+
+
+# What a wire value may be: parsed JSON, or what to_wire gave back (frozen containers).
+_DICTS: Final[frozenset[type]] = frozenset((dict, _model._ReadOnlyDict))
+_LISTS: Final[frozenset[type]] = frozenset((list, _model._ReadOnlyList))
+
+
+def _freeze_any(v: Any) -> Any:
+    t = type(v)
+    return _model.freeze_json(v) if t is dict or t is list else v
 
 
 def _scalar_decoder(check: str) -> Decoder:
@@ -252,37 +294,37 @@ def _first_fit(decoders: tuple[Decoder, ...]) -> Decoder:
 
 
 def _mapping_decoder(value_tp: Any) -> Decoder:
-    """A JSON object, kept as it is (``arguments``, ``sections``) once its values fit."""
+    """A JSON object (``arguments``, ``sections``) once its values fit, read-only."""
     if value_tp is Any:
-        return lambda v: v if type(v) is dict else _NOFIT
+        return lambda v: _model.freeze_json(v) if type(v) in _DICTS else _NOFIT
     value_check = _scalar_decoder(" or ".join(_SCALAR_CHECKS[m] for m in _union_members(value_tp)))
 
     def decode(v: Any) -> Any:
-        if type(v) is not dict:
+        if type(v) not in _DICTS:
             return _NOFIT
         for x in v.values():
             if value_check(x) is _NOFIT:
                 return _NOFIT
-        return v
+        return _model._ReadOnlyDict(v)
 
     return decode
 
 
 def _class_decoder(cls: type) -> Decoder:
     def decode(v: Any) -> Any:
-        return _STRUCT[cls](v) if type(v) is dict else _NOFIT
+        return _STRUCT[cls](v) if type(v) in _DICTS else _NOFIT
 
     return decode
 
 
 def _message_value(v: Any) -> Any:
-    return _message(v) if type(v) is dict else _NOFIT
+    return _message(v) if type(v) in _DICTS else _NOFIT
 
 
 def _sequence_decoder(items: list[Any]) -> Decoder:
     """A JSON array of messages, of content blocks, or of anything; decoded to a tuple."""
     if items == [Any]:
-        return lambda v: v if type(v) is list else _NOFIT
+        return lambda v: tuple(map(_freeze_any, v)) if type(v) in _LISTS else _NOFIT
     if all(_is_message(m) for m in items):
         item_decoder: Decoder = _message
     elif all(_is_block(m) for m in items):
@@ -292,11 +334,11 @@ def _sequence_decoder(items: list[Any]) -> Decoder:
         raise TypeError(f"no wire decoder for a sequence of {items!r}")
 
     def decode(v: Any) -> Any:
-        if type(v) is not list:
+        if type(v) not in _LISTS:
             return _NOFIT
         out = []
         for x in v:
-            if type(x) is not dict:
+            if type(x) not in _DICTS:
                 return _NOFIT
             out.append(item_decoder(x))
         return tuple(out)
@@ -331,7 +373,6 @@ def _compile(source: str, name: str, cls: type, namespace: dict[str, Any]) -> An
 
 def _make_struct(cls: type, fields: tuple[_Field, ...]) -> Decoder:
     tag = _tag_of(cls)
-    lenient = cls in _LENIENT
     ns: dict[str, Any] = {
         "_NOFIT": _NOFIT,
         "_MISSING": _MISSING,
@@ -339,23 +380,29 @@ def _make_struct(cls: type, fields: tuple[_Field, ...]) -> Decoder:
         "_NUMBER": _NUMBER,
         "_EMPTY": _model._EMPTY,
         "_ReadOnlyDict": _model._ReadOnlyDict,
+        "_fz": _freeze_any,
         "_new": object.__new__,
         "_cls": cls,
         "_known": frozenset([f.wire for f in fields] + ([tag[0]] if tag else [])),
         "_set_extra": _slot_setter(cls, "extra"),
         "_set_wire_keys": _slot_setter(cls, "_wire_keys"),
+        "_set_absent": _slot_setter(cls, "_absent"),
     }
     lines = ["def structure(d):"]
     if tag:
         lines += [f"    if d.get({tag[0]!r}) != {tag[1]!r}:", "        return _NOFIT", "    n = 1"]
     else:
         lines.append("    n = 0")
-    if lenient:
-        lines.append("    shadowed = ()")
+    lines += ["    shadowed = ()", "    absent = ()"]
     for i, f in enumerate(fields):
         ns[f"_set_{i}"] = _slot_setter(cls, f.name)
+        if f.optional:
+            unfit = [f"f{i} = _UNSET"]
+        else:
+            ns[f"_empty_{i}"] = f.empty
+            unfit = [f"f{i} = _empty_{i}()", f"absent += ({f.name!r},)"]
         lines += [f"    v = d.get({f.wire!r}, _MISSING)", "    if v is _MISSING:"]
-        lines.append(f"        f{i} = _UNSET" if f.optional else "        return _NOFIT")
+        lines += [f"        {x}" for x in unfit]
         if f.check is None and f.decoder is None:
             lines += ["    else:", f"        f{i} = v", "        n += 1"]
             continue
@@ -365,24 +412,22 @@ def _make_struct(cls: type, fields: tuple[_Field, ...]) -> Decoder:
         else:
             lines += [f"    elif not ({f.check}):"]
         pad = " " * (12 if f.decoder is not None else 8)
-        if lenient and f.optional:
-            # keep the raw value where the file had it; the field stays UNSET
-            lines += [f"{pad}f{i} = _UNSET", f"{pad}shadowed += ({f.wire!r},)"]
-        else:
-            lines.append(f"{pad}return _NOFIT")
+        # keep the raw value where the file had it; the field reads as UNSET or empty
+        lines += [f"{pad}shadowed += ({f.wire!r},)"] + [f"{pad}{x}" for x in unfit]
         if f.decoder is not None:
             lines += ["        else:", f"            f{i} = v", "            n += 1"]
         else:
             lines += ["    else:", f"        f{i} = v", "        n += 1"]
-    not_extra = "k in _known and k not in shadowed" if lenient else "k in _known"
     lines += [
         "    keys = tuple(d)",
         "    o = _new(_cls)",
         "    _set_wire_keys(o, keys)",
+        "    _set_absent(o, absent)",
         "    if n == len(keys):",
         "        _set_extra(o, _EMPTY)",
         "    else:",
-        f"        _set_extra(o, _ReadOnlyDict({{k: d[k] for k in keys if not ({not_extra})}}))",
+        "        _set_extra(o, _ReadOnlyDict({k: _fz(d[k]) for k in keys"
+        " if not (k in _known and k not in shadowed)}))",
     ]
     lines += [f"    _set_{i}(o, f{i})" for i in range(len(fields))]
     lines.append("    return o")
@@ -393,9 +438,13 @@ def _make_unstruct(cls: type, fields: tuple[_Field, ...]) -> Callable[[Any], dic
     tag = _tag_of(cls)
     ns: dict[str, Any] = {"_UNSET": UNSET, "_encode": _encode, "_reorder": _reorder}
     lines = ["def unstructure(o):", f"    out = {{{tag[0]!r}: {tag[1]!r}}}" if tag else "    out = {}"]
+    lines.append("    absent = o._absent")
     for f in fields:
         value = "_encode(v)" if f.encode else "v"
-        lines += [f"    v = o.{f.name}", "    if v is not _UNSET:", f"        out[{f.wire!r}] = {value}"]
+        written = "v is not _UNSET"
+        if not f.optional:
+            written += f" and (not absent or {f.name!r} not in absent)"
+        lines += [f"    v = o.{f.name}", f"    if {written}:", f"        out[{f.wire!r}] = {value}"]
     lines += [
         "    extra = o.extra",
         "    if extra:",
@@ -423,9 +472,7 @@ def _block_union(allowed: frozenset[str]) -> Decoder:
     def decode(d: Mapping[str, Any]) -> Any:
         tag = d.get("type")
         if type(tag) is str and tag in allowed:
-            r = _BLOCK_TABLE[tag](d)
-            if r is not _NOFIT:
-                return r
+            return _BLOCK_TABLE[tag](d)
         return _STRUCT[UnknownContent](d)
 
     return decode
@@ -437,21 +484,22 @@ _BLOCK_TABLE: dict[str, Decoder] = {}
 _content_block: Final = _block_union(frozenset(c.type for c in _BLOCK_CLASSES))
 
 
+# Classified as Pi classifies: by the tag alone. A field that is missing or of another JSON type
+# never changes the class (it reads as empty and keeps its raw value, see _make_struct); only
+# an entry without a string id or type is set apart, as MalformedEntry.
+
+
 def _entry(d: Mapping[str, Any]) -> Any:
     tag = d.get("type")
-    if type(tag) is str:
+    if type(tag) is str and type(d.get("id")) is str:
         struct = _ENTRY_TABLE.get(tag)
-        if struct is not None:
-            r = struct(d)
-            if r is not _NOFIT:
-                return r
-    return _STRUCT[UnknownEntry](d)
+        return _STRUCT[UnknownEntry](d) if struct is None else struct(d)
+    return _STRUCT[MalformedEntry](d)
 
 
 def _file_entry(d: Mapping[str, Any]) -> Any:
-    if d.get("type") == "session":
-        r = _STRUCT[SessionHeader](d)
-        return r if r is not _NOFIT else _STRUCT[UnknownEntry](d)
+    if d.get("type") == "session" and type(d.get("id")) is str:
+        return _STRUCT[SessionHeader](d)
     return _entry(d)
 
 
@@ -460,9 +508,7 @@ def _message(d: Mapping[str, Any]) -> Any:
     if type(tag) is str:
         struct = _MESSAGE_TABLE.get(tag)
         if struct is not None:
-            r = struct(d)
-            if r is not _NOFIT:
-                return r
+            return struct(d)
     return _STRUCT[UnknownMessage](d)
 
 
@@ -539,7 +585,7 @@ def _strict_hook(cls: type) -> Callable[[Any, Any], Any]:
         if not isinstance(d, Mapping):
             raise WireFormatError(f"cannot read {cls.__name__}: expected a JSON object, got {d!r:.80}")
         r = struct(d)
-        if r is _NOFIT:
+        if r is _NOFIT or r._absent:
             raise WireFormatError(f"cannot read {cls.__name__} from {d!r:.200}: {_explain(cls, d)}")
         return r
 
@@ -563,7 +609,11 @@ def _build_converter() -> cattrs.Converter:
     conv = cattrs.Converter()
     for cls in _ALL_CLASSES:
         hints = typing.get_type_hints(cls, vars(_model))
-        fields = tuple(_analyse(a.name, hints[a.name]) for a in attrs.fields(cls) if a.name not in _NOT_WIRE)
+        fields = tuple(
+            _analyse(a.name, hints[a.name], a.metadata.get("wire"))
+            for a in attrs.fields(cls)
+            if a.name not in _NOT_WIRE
+        )
         _FIELDS[cls] = fields
         _STRUCT[cls] = _make_struct(cls, fields)
         _UNSTRUCT[cls] = _make_unstruct(cls, fields)
@@ -596,10 +646,24 @@ converter: Final = _build_converter()
 # --------------------------------------------------------------------------- public functions
 
 
+def entry_from_wire(data: Mapping[str, Any]) -> Entry:
+    """The entry model of an index's wire dict (any JSON object: a line without a string ``id``
+    or ``type``, even one with only a ``role``, is a :class:`MalformedEntry`)."""
+    return _entry(data)  # type: ignore[no-any-return]
+
+
+class _SupportsToWire(Protocol):
+    """Results that know their wire shape: ``SessionProjection``, ``TreeNode``, ``SessionInfo``."""
+
+    def to_wire(self) -> Any: ...
+
+
 @overload
 def to_wire(obj: ModelObject | Mapping[str, Any]) -> dict[str, Any]: ...
 @overload
 def to_wire(obj: Sequence[ModelObject | Mapping[str, Any]]) -> list[Any]: ...
+@overload
+def to_wire(obj: _SupportsToWire) -> Any: ...
 def to_wire(obj: object) -> Any:
     """Pi's JSON shape of a model object, or of a list/dict that may hold model objects.
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from ._js import MISSING, js_date_ms, js_trim, js_truthy
 from ._load import Head, Record, head_of, parse_raw, scan_raw
+from ._model import Entry
 
 __all__ = ["TreeIndex", "WireEntry"]
 
@@ -459,7 +460,7 @@ class TreeIndex:
         entry = self._store.entry
         return [entry(p) for p in range(self._n)]
 
-    def models_at(self, positions: Sequence[int]) -> list[Any]:
+    def models_at(self, positions: Sequence[int]) -> list[Entry]:
         """``model_at`` of each position (a path of thousands mostly reads the cache)."""
         models = self._store.models
         try:
@@ -470,14 +471,14 @@ class TreeIndex:
             self.model_at(pos)
         return list(map(models.__getitem__, positions))
 
-    def model_at(self, pos: int) -> Any:
+    def model_at(self, pos: int) -> Entry:
         """The typed model of the entry at ``pos``, built on first use and then shared."""
         store = self._store
         model = store.models.get(pos)
         if model is None:
-            from ._codec import from_wire
+            from ._codec import entry_from_wire
 
-            model = from_wire(self.entry_at(pos))
+            model = entry_from_wire(self.entry_at(pos))
             store.models[pos] = model
         return model
 

@@ -14,7 +14,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ._codec import from_wire, to_wire
 from ._context import WireProjection, context_positions, current_system_message, project_leaf
@@ -40,7 +40,20 @@ from ._load import (
     warn_not_written,
 )
 from ._lock import SessionLock, wait_for_thread
-from ._model import UNSET, CustomEntry, Entry, SessionContext, SessionHeader, Unset
+from ._model import (
+    UNSET,
+    ContextEditReplacement,
+    CustomEntry,
+    Entry,
+    Message,
+    SessionContext,
+    SessionHeader,
+    UnknownEntry,
+    Unset,
+    Usage,
+    UsageEntry,
+    UserContent,
+)
 from ._paths import (
     default_session_dir_path,
     find_most_recent_session,
@@ -62,6 +75,9 @@ from ._results import (
 )
 from ._store import SessionFile, make_private_dirs
 
+if TYPE_CHECKING:
+    from ._discovery import SessionInfo
+
 __all__ = ["SessionManager"]
 
 WireEntry = dict[str, Any]
@@ -70,6 +86,7 @@ _Records = list[Record]
 _Entries = list[Entry]
 _TreeNodes = list[TreeNode]
 _E = TypeVar("_E", bound=Entry)
+_Content = UserContent | Sequence[Mapping[str, Any]]
 
 _EDITABLE_ROLES = ("user", "assistant", "toolResult")
 
@@ -376,8 +393,12 @@ class SessionManager:
         cwd: str,
         session_dir: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
-    ) -> builtins.list[Any]:
-        """Sessions of ``cwd`` as :class:`SessionInfo`, newest first (Pi's session picker)."""
+    ) -> builtins.list[SessionInfo]:
+        """Sessions of ``cwd`` as :class:`SessionInfo`, newest first (Pi's session picker)::
+
+        for info in SessionManager.list("/work/project"):
+            print(info.path, info.name or info.first_message)
+        """
         from ._discovery import list_sessions
 
         return list_sessions(cwd, session_dir, on_progress)
@@ -386,8 +407,8 @@ class SessionManager:
     def list_all(
         session_dir: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
-    ) -> builtins.list[Any]:
-        """Sessions of every project (or of one folder), newest first."""
+    ) -> builtins.list[SessionInfo]:
+        """Sessions of every project (or of one folder), newest first: ``SessionManager.list_all()``."""
         from ._discovery import list_all_sessions
 
         return list_all_sessions(session_dir, on_progress)
@@ -860,7 +881,7 @@ class SessionManager:
 
     # -- the operations ------------------------------------------------------------------------
 
-    def append_message(self, message: Any) -> str:
+    def append_message(self, message: Message | Mapping[str, Any]) -> str:
         """Append a message (wire dict or model) as a child of the leaf; returns the entry id::
 
         manager.append_message({"role": "user", "content": "hello", "timestamp": 1733234400000})
@@ -897,8 +918,8 @@ class SessionManager:
         )
 
     def append_usage(
-        self, kind: str, provider: str, model: str, usage: Any, note: str | None = None
-    ) -> Entry:
+        self, kind: str, provider: str, model: str, usage: Usage | Mapping[str, Any], note: str | None = None
+    ) -> UsageEntry:
         """Record usage outside the model context (e.g. ``kind="cache_warm"``); returns the entry.
 
         ``note`` is written only when it is non-empty, as in Pi.
@@ -922,8 +943,8 @@ class SessionManager:
         first_kept_entry_id: str | None,
         tokens_before: int,
         details: Any = UNSET,
-        from_hook: Any = UNSET,
-        usage: Any = UNSET,
+        from_hook: bool | Unset = UNSET,
+        usage: Usage | Mapping[str, Any] | Unset = UNSET,
     ) -> str:
         """Append a compaction: the model context restarts from ``summary`` plus the entries from
         ``first_kept_entry_id`` on (``None`` keeps none). The replayed system prompt and tools are
@@ -965,14 +986,27 @@ class SessionManager:
 
         return self._append_id(build)
 
+    @overload
+    def append_custom_message_entry(self, custom_type: str, content: _Content, display: bool) -> str: ...
+    @overload
+    def append_custom_message_entry(
+        self, custom_type: str, content: _Content, display: bool, details: Any
+    ) -> str: ...
     def append_custom_message_entry(
         self,
         custom_type: str,
-        content: Any,
+        content: _Content,
         display: bool | Unset = UNSET,
         details: Any = UNSET,
     ) -> str:
-        """Inject an extension message that the model sees (``display`` controls the TUI)."""
+        """Inject an extension message that the model sees (``display`` controls the TUI)::
+
+            manager.append_custom_message_entry("my-ext.note", "Remember the deadline.", True)
+
+        ``display`` is required, as in Pi; a call that leaves it out anyway (as JavaScript may)
+        writes no ``display`` key, as Pi does, and the entry still reads as a
+        :class:`CustomMessageEntry`.
+        """
         wire_content = _wire(content)
 
         def build(parent: Any, eid: str, ts: str) -> WireEntry:
@@ -993,7 +1027,9 @@ class SessionManager:
         """Alias of :meth:`append_session_info`."""
         return self.append_session_info(name)
 
-    def append_context_edit(self, target_id: str, replacement: Any) -> str:
+    def append_context_edit(
+        self, target_id: str, replacement: ContextEditReplacement | Mapping[str, Any] | None
+    ) -> str:
         """Change what the model sees of an earlier entry on the active branch without touching it:
         ``None`` omits it, ``{"content": ...}`` replaces its content. Returns the entry id.
 
@@ -1271,8 +1307,8 @@ class SessionManager:
         index = self._index  # one snapshot throughout, whatever other threads append meanwhile
         leaf = index.resolve_leaf(self._leaf_id)
         positions: Sequence[int] = index.path_positions(leaf) if branch else range(len(index))
-        wire_type = getattr(entry_type, "type", None)
-        if isinstance(wire_type, str):  # a known entry class (a ClassVar type): parse only its lines
+        if not issubclass(entry_type, UnknownEntry):  # a known class: parse only its type's lines
+            wire_type = entry_type.type
             positions = [p for p in positions if index.type_at(p) == wire_type]
         return [e for e in index.models_at(positions) if isinstance(e, entry_type)]
 

@@ -3,8 +3,9 @@
 The rest of pisession stores entries as *wire dicts* (the parsed JSON of a line, camelCase keys,
 Pi's key order); these classes are the typed view handed to users. :mod:`pisession._codec` turns
 one into the other (``from_wire`` / ``to_wire``) without losing anything: unknown keys live in
-``extra``, the key order a file used is remembered, and shapes that fit no class are kept by the
-``Unknown*`` classes.
+``extra``, the key order a file used is remembered, a required field that is missing or of
+another JSON type reads as its type's empty value and is written back as it was, and tags Pi
+does not know are kept by the ``Unknown*`` classes (docs/typing.md).
 
 Build objects with keyword arguments; omitted optional fields are :data:`UNSET` (absent from the
 JSON), while ``None`` is written as ``null``::
@@ -71,6 +72,7 @@ __all__ = [
     "LabelEntry",
     "SessionInfoEntry",
     "UnknownEntry",
+    "MalformedEntry",
     "Entry",
     "FileEntry",
     # context
@@ -113,12 +115,12 @@ ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max
 
 
 class _ReadOnlyDict(dict[str, Any]):
-    """The ``extra`` of a model object: a dict (so JSON encoders take it) that refuses changes."""
+    """A JSON object inside a model: a dict (so JSON encoders and ``==`` take it) that refuses changes."""
 
     __slots__ = ()
 
     def _read_only(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("extra is read-only; build a new object with attrs.evolve(obj, extra=...)")
+        raise TypeError("model objects are read-only; build a new one with attrs.evolve(obj, field=...)")
 
     __setitem__ = __delitem__ = __ior__ = _read_only
     clear = pop = popitem = setdefault = update = _read_only
@@ -129,12 +131,91 @@ class _ReadOnlyDict(dict[str, Any]):
     def __repr__(self) -> str:
         return dict.__repr__(self)
 
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        import copy
+
+        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
+
+
+class _ReadOnlyList(list[Any]):
+    """A JSON array inside a model: a list (so JSON encoders and ``==`` take it) that refuses changes."""
+
+    __slots__ = ()
+
+    _read_only = _ReadOnlyDict._read_only
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_ReadOnlyList, (list(self),))
+
+    def __repr__(self) -> str:
+        return list.__repr__(self)
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        import copy
+
+        return [copy.deepcopy(v, memo) for v in self]
+
 
 _EMPTY: Mapping[str, Any] = _ReadOnlyDict()
 
 
 def _read_only(value: Mapping[str, Any]) -> Mapping[str, Any]:
-    return value if type(value) is _ReadOnlyDict else _ReadOnlyDict(value)
+    if type(value) is _ReadOnlyDict:
+        return value
+    return _ReadOnlyDict({k: freeze_json(v) for k, v in value.items()})
+
+
+def freeze_json(value: Any) -> Any:
+    """A JSON value whose objects and arrays are read-only (``_ReadOnlyDict``/``_ReadOnlyList``).
+
+    Values already frozen come back as they are; so do scalars and model objects.
+    """
+    t = type(value)
+    if t is not dict and t is not list:
+        return value
+    try:
+        return _freeze_nested(value)
+    except RecursionError:  # Pi stores whatever an extension hands it, however deep
+        return _freeze_deep(value)
+
+
+def _freeze_nested(v: Any) -> Any:
+    if type(v) is dict:
+        return _ReadOnlyDict({k: _freeze_nested(x) if type(x) in _CONTAINERS else x for k, x in v.items()})
+    return _ReadOnlyList([_freeze_nested(x) if type(x) in _CONTAINERS else x for x in v])
+
+
+def _freeze_deep(value: Any) -> Any:
+    """``_freeze_nested`` without recursion: post-order over an explicit stack."""
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    frozen: dict[int, Any] = {}
+    while stack:
+        node, expanded = stack.pop()
+        if not expanded:
+            stack.append((node, True))
+            children = node.values() if type(node) is dict else node
+            stack.extend((c, False) for c in children if type(c) in _CONTAINERS and id(c) not in frozen)
+            continue
+        if id(node) in frozen:
+            continue
+        if type(node) is dict:
+            frozen[id(node)] = _ReadOnlyDict(
+                {k: frozen[id(x)] if type(x) in _CONTAINERS else x for k, x in node.items()}
+            )
+        else:
+            frozen[id(node)] = _ReadOnlyList([frozen[id(x)] if type(x) in _CONTAINERS else x for x in node])
+    return frozen[id(value)]
+
+
+_CONTAINERS: Final = (dict, list)
 
 
 def _freeze(value: Any) -> Any:
@@ -145,15 +226,15 @@ def _freeze(value: Any) -> Any:
 
 # One converter per annotation: mypy's attrs plugin takes a field's __init__ type from its
 # converter's parameter, and cannot do so from a generic one.
-def _user_content(value: UserContent | Unset | None) -> UserContent | Unset | None:
+def _user_content(value: UserContent) -> UserContent:
     return _freeze(value)  # type: ignore[no-any-return]
 
 
-def _assistant_content(value: AssistantContent | Unset | None) -> AssistantContent | Unset | None:
+def _assistant_content(value: AssistantContent) -> AssistantContent:
     return _freeze(value)  # type: ignore[no-any-return]
 
 
-def _tool_result_content(value: ToolResultContent | Unset | None) -> ToolResultContent | Unset | None:
+def _tool_result_content(value: ToolResultContent) -> ToolResultContent:
     return _freeze(value)  # type: ignore[no-any-return]
 
 
@@ -162,7 +243,19 @@ def _replacement_content(value: UserContent | AssistantContent) -> UserContent |
 
 
 def _any_seq(value: Sequence[Any] | Unset) -> Sequence[Any] | Unset:
-    return _freeze(value)  # type: ignore[no-any-return]
+    return tuple(map(freeze_json, value)) if type(value) is list else value
+
+
+def _json(value: Any) -> Any:
+    return freeze_json(value)
+
+
+def _json_object(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    return freeze_json(value)  # type: ignore[no-any-return]
+
+
+def _sections(value: Mapping[str, str | None] | Unset) -> Mapping[str, str | None] | Unset:
+    return _ReadOnlyDict(value) if type(value) is dict else value
 
 
 def _messages(value: Sequence[Message]) -> Sequence[Message]:
@@ -179,16 +272,21 @@ class _Wire:
 
     ``extra`` holds the wire keys the class does not model, in file order. ``_wire_keys`` is the
     key order of the dict an object was read from (``None`` for objects built in Python, which
-    serialise in Pi's canonical order); it takes no part in equality.
+    serialise in Pi's canonical order); it takes no part in equality. ``_absent`` names the
+    required fields the dict lacked or held with another JSON type: they read as the empty value
+    of their type (``""``, ``0``, ``False``, ``()``, ``None`` where ``None`` is allowed) and are
+    left out of ``to_wire`` (a raw value stays in ``extra``), so the object writes back exactly
+    what was read. ``attrs.evolve`` starts a complete object: it writes every field.
     """
 
     extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_read_only)
     _wire_keys: tuple[str, ...] | None = attrs.field(default=None, eq=False, alias="_wire_keys")
+    _absent: tuple[str, ...] = attrs.field(default=(), eq=False, init=False)
 
     def __repr__(self) -> str:
         parts = []
         for a in attrs.fields(type(self)):
-            if a.name in ("extra", "_wire_keys"):
+            if a.name in ("extra", "_wire_keys", "_absent"):
                 continue
             value = getattr(self, a.name)
             if value is not UNSET:
@@ -239,7 +337,7 @@ class ToolCall(_Wire):
     type: ClassVar[Literal["toolCall"]] = "toolCall"
     id: str
     name: str
-    arguments: Mapping[str, Any]
+    arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_json_object)
     thought_signature: str | Unset | None = UNSET
     namespace: str | Unset | None = UNSET
     arguments_error: str | Unset | None = UNSET
@@ -247,17 +345,18 @@ class ToolCall(_Wire):
 
 @attrs.frozen(kw_only=True, repr=False)
 class UnknownContent(_Wire):
-    """A content block of a type pisession does not know, or whose fields do not fit its type.
+    """A content block of a type Pi 1.6.0 does not know: ``block.type == "unknown"``.
 
-    Every key but ``type`` is in ``extra``; ``type`` is :data:`UNSET` when the block has no
-    string ``type`` (the raw value is then in ``extra``).
+    The block's own ``type`` is ``wire_type`` (:data:`UNSET` when it has no string ``type``; the
+    raw value is then in ``extra``); every other key is in ``extra``.
     """
 
-    type: str | Unset = UNSET
+    type: ClassVar[Literal["unknown"]] = "unknown"
+    wire_type: str | Unset = attrs.field(default=UNSET, metadata={"wire": "type"})
 
 
 ContentBlock = TextContent | ImageContent | ThinkingContent | ToolCall | UnknownContent
-"""Any content block. Decoding never fails on a JSON object: misfits become :class:`UnknownContent`."""
+"""Any content block. Decoding never fails on a JSON object; ``match block.type`` narrows."""
 
 UserContent = str | Sequence[TextContent | ImageContent | UnknownContent]
 """Content of user, custom and system messages (and of ``custom_message`` entries)."""
@@ -273,11 +372,11 @@ ToolResultContent = Sequence[TextContent | ImageContent | UnknownContent]
 class Cost(_Wire):
     """Dollar cost of one call: ``{input, output, cacheRead, cacheWrite, total, totalFromProvider?}``."""
 
-    input: float
-    output: float
-    cache_read: float
-    cache_write: float
-    total: float
+    input: float = 0
+    output: float = 0
+    cache_read: float = 0
+    cache_write: float = 0
+    total: float = 0
     total_from_provider: bool | Unset | None = UNSET
 
 
@@ -286,26 +385,32 @@ class Usage(_Wire):
     """Token counts and cost: ``{input, output, cacheRead, cacheWrite, totalTokens, cost, ...}``.
 
     ``reasoning`` is already part of ``output``. ``cache_write_1h`` (wire ``cacheWrite1h``) is
-    the part of ``cache_write`` kept for an hour. Objects built in Python put the optional
-    counts after ``cost``, where Pi's providers add them::
+    the part of ``cache_write`` kept for an hour. Every count defaults to 0 (``Usage.zero()``
+    is all zeros); objects built in Python put the optional counts after ``cost``, where Pi's
+    providers add them::
 
-        Usage(input=10, output=5, cache_read=0, cache_write=0, total_tokens=15,
-              cost=Cost(input=0.00003, output=0.000075, cache_read=0, cache_write=0, total=0.000105))
+        Usage(input=10, output=5, total_tokens=15, cost=Cost(input=0.00003, output=0.000075, total=0.000105))
     """
 
-    input: int
-    output: int
-    cache_read: int
-    cache_write: int
-    total_tokens: int
-    cost: Cost
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    cost: Cost = attrs.field(factory=Cost)
     cache_write_1h: int | Unset = UNSET
     reasoning: int | Unset = UNSET
+
+    @classmethod
+    def zero(cls) -> Usage:
+        """No tokens and no cost: ``AssistantMessage(..., usage=Usage.zero())``."""
+        return cls()
 
 
 # --------------------------------------------------------------------------- messages
 # Message timestamps are Unix milliseconds (None where Pi computed NaN from a bad entry
-# timestamp); entry timestamps are ISO strings. Objects built in Python default to "now".
+# timestamp, or where the message has none); entry timestamps are ISO strings. Objects built in
+# Python default to "now".
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -320,8 +425,8 @@ class SystemMessage(_Wire):
     """
 
     role: ClassVar[Literal["system"]] = "system"
-    content: UserContent | Unset | None = attrs.field(converter=_user_content)
-    sections: Mapping[str, str | None] | Unset = UNSET
+    content: UserContent = attrs.field(converter=_user_content)
+    sections: Mapping[str, str | None] | Unset = attrs.field(default=UNSET, converter=_sections)
     tools_added: Sequence[Any] | Unset = attrs.field(default=UNSET, converter=_any_seq)
     tools_removed: Sequence[Any] | Unset = attrs.field(default=UNSET, converter=_any_seq)
     replace: bool | Unset | None = UNSET
@@ -337,32 +442,36 @@ class UserMessage(_Wire):
     """
 
     role: ClassVar[Literal["user"]] = "user"
-    content: UserContent | Unset | None = attrs.field(converter=_user_content)
+    content: UserContent = attrs.field(converter=_user_content)
     timestamp: int | float | None = attrs.field(factory=_now_ms)
 
 
 @attrs.frozen(kw_only=True, repr=False)
 class AssistantMessage(_Wire):
-    """A model response. ``content`` is text, thinking and tool-call blocks.
+    """A model response. ``content`` is text, thinking and tool-call blocks::
 
-    Required fields come in the order Pi's providers build them; the optional ones follow
+        AssistantMessage(content=[TextContent(text="Done.")], api="anthropic-messages",
+                         provider="anthropic", model="claude-sonnet-4-5")
+
+    ``usage`` defaults to :meth:`Usage.zero`, ``stop_reason`` to ``"stop"``, ``timestamp`` to
+    now. Required fields come in the order Pi's providers build them; the optional ones follow
     ``timestamp`` because Pi assigns them after the message object exists.
     """
 
     role: ClassVar[Literal["assistant"]] = "assistant"
-    content: AssistantContent | Unset | None = attrs.field(converter=_assistant_content)
+    content: AssistantContent = attrs.field(converter=_assistant_content)
     api: str
     provider: str
     model: str
-    usage: Usage
-    stop_reason: str
+    usage: Usage = attrs.field(factory=Usage)
+    stop_reason: str = "stop"
     timestamp: int | float | None = attrs.field(factory=_now_ms)
     response_model: str | Unset | None = UNSET
     response_id: str | Unset | None = UNSET
     provider_thinking_level: str | Unset | None = UNSET
     thinking_level: str | Unset | None = UNSET
-    diagnostics: Any = UNSET
-    deferred: Any = UNSET
+    diagnostics: Any = attrs.field(default=UNSET, converter=_json)
+    deferred: Any = attrs.field(default=UNSET, converter=_json)
     error_message: str | Unset | None = UNSET
     raw_stop_reason: str | Unset | None = UNSET
     end_turn: bool | Unset | None = UNSET
@@ -371,20 +480,19 @@ class AssistantMessage(_Wire):
 
 @attrs.frozen(kw_only=True, repr=False)
 class ToolResultMessage(_Wire):
-    """The result of one tool call::
+    """The result of one tool call (``is_error`` defaults to False)::
 
-    ToolResultMessage(tool_call_id="call_1", tool_name="read",
-                      content=[TextContent(text="# README")], is_error=False)
+    ToolResultMessage(tool_call_id="call_1", tool_name="read", content=[TextContent(text="# README")])
     """
 
     role: ClassVar[Literal["toolResult"]] = "toolResult"
     tool_call_id: str
     tool_name: str
-    content: ToolResultContent | Unset | None = attrs.field(converter=_tool_result_content)
-    details: Any = UNSET
+    content: ToolResultContent = attrs.field(converter=_tool_result_content)
+    details: Any = attrs.field(default=UNSET, converter=_json)
     usage: Usage | Unset | None = UNSET
-    nested_calls: Any = UNSET
-    is_error: bool
+    nested_calls: Any = attrs.field(default=UNSET, converter=_json)
+    is_error: bool = False
     duration_ms: int | float | Unset | None = UNSET
     timestamp: int | float | None = attrs.field(factory=_now_ms)
 
@@ -397,8 +505,8 @@ class BashExecutionMessage(_Wire):
     command: str
     output: str
     exit_code: int | Unset | None = UNSET
-    cancelled: bool
-    truncated: bool
+    cancelled: bool = False
+    truncated: bool = False
     full_output_path: str | Unset | None = UNSET
     timestamp: int | float | None = attrs.field(factory=_now_ms)
     exclude_from_context: bool | Unset | None = UNSET
@@ -410,9 +518,9 @@ class CustomMessage(_Wire):
 
     role: ClassVar[Literal["custom"]] = "custom"
     custom_type: str
-    content: UserContent | Unset | None = attrs.field(converter=_user_content)
+    content: UserContent = attrs.field(converter=_user_content)
     display: bool
-    details: Any = UNSET
+    details: Any = attrs.field(default=UNSET, converter=_json)
     timestamp: int | float | None = attrs.field(factory=_now_ms)
 
 
@@ -438,12 +546,14 @@ class CompactionSummaryMessage(_Wire):
 
 @attrs.frozen(kw_only=True, repr=False)
 class UnknownMessage(_Wire):
-    """A message of a role pisession does not know, or whose fields do not fit its role.
+    """A message of a role Pi 1.6.0 does not know: ``message.role == "unknown"``.
 
-    Every key but ``role`` is in ``extra``; ``role`` is :data:`UNSET` when there is no string role.
+    The message's own role is ``wire_role`` (:data:`UNSET` when it has no string ``role``; the
+    raw value is then in ``extra``); every other key is in ``extra``.
     """
 
-    role: str | Unset = UNSET
+    role: ClassVar[Literal["unknown"]] = "unknown"
+    wire_role: str | Unset = attrs.field(default=UNSET, metadata={"wire": "role"})
 
 
 Message = (
@@ -457,7 +567,8 @@ Message = (
     | CompactionSummaryMessage
     | UnknownMessage
 )
-"""Any AgentMessage. Decoding never fails on a JSON object: misfits become :class:`UnknownMessage`."""
+"""Any AgentMessage. Decoding never fails on a JSON object; ``message.role`` is a ``Literal``, so
+``if message.role == "user":`` and ``match message.role:`` narrow to the class."""
 
 
 # --------------------------------------------------------------------------- entries
@@ -469,15 +580,16 @@ class SessionHeader(_Wire):
     """First line of a session file: ``SessionHeader(id=..., timestamp=..., cwd="/project")``.
 
     Pi only requires a string ``id`` and reads ``timestamp`` and ``cwd`` defensively, so a header
-    whose ``timestamp``/``cwd``/``version``/``parentSession`` has another JSON type still reads as
-    a header: that field is :data:`UNSET` and the raw value stays in ``extra``.
+    whose ``timestamp``/``cwd``/``version``/``parentSession`` is missing or has another JSON type
+    still reads as a header: ``timestamp``/``cwd`` read as ``""``, ``version``/``parent_session``
+    as :data:`UNSET`, and a raw value stays in ``extra``.
     """
 
     type: ClassVar[Literal["session"]] = "session"
     version: int | Unset = 3
     id: str
-    timestamp: str | Unset
-    cwd: str | Unset
+    timestamp: str
+    cwd: str
     parent_session: str | Unset | None = UNSET
 
 
@@ -537,7 +649,7 @@ class CompactionEntry(_Wire):
     summary: str
     first_kept_entry_id: str
     tokens_before: int
-    details: Any = UNSET
+    details: Any = attrs.field(default=UNSET, converter=_json)
     usage: Usage | Unset | None = UNSET
     from_hook: bool | Unset | None = UNSET
     system_message: SystemMessage | Unset = UNSET
@@ -570,7 +682,7 @@ class BranchSummaryEntry(_Wire):
     timestamp: str
     from_id: str
     summary: str
-    details: Any = UNSET
+    details: Any = attrs.field(default=UNSET, converter=_json)
     usage: Usage | Unset | None = UNSET
     from_hook: bool | Unset | None = UNSET
 
@@ -584,7 +696,7 @@ class CustomEntry(_Wire):
 
     type: ClassVar[Literal["custom"]] = "custom"
     custom_type: str
-    data: Any = UNSET
+    data: Any = attrs.field(default=UNSET, converter=_json)
     id: str
     parent_id: str | None
     timestamp: str
@@ -596,9 +708,9 @@ class CustomMessageEntry(_Wire):
 
     type: ClassVar[Literal["custom_message"]] = "custom_message"
     custom_type: str
-    content: UserContent | Unset | None = attrs.field(converter=_user_content)
+    content: UserContent = attrs.field(converter=_user_content)
     display: bool
-    details: Any = UNSET
+    details: Any = attrs.field(default=UNSET, converter=_json)
     id: str
     parent_id: str | None
     timestamp: str
@@ -627,16 +739,37 @@ class SessionInfoEntry(_Wire):
 
 @attrs.frozen(kw_only=True, repr=False)
 class UnknownEntry(_Wire):
-    """An entry of a type pisession does not know, or whose fields do not fit its type.
+    """An entry of a type Pi 1.6.0 does not know: ``entry.type == "unknown"``.
 
-    A base field that is missing or not of its JSON type is :data:`UNSET` and the raw value, like
-    every other key, is in ``extra``; ``to_wire`` gives back exactly the dict that was read.
+    The entry's own type is ``wire_type``; every key but the base fields is in ``extra``;
+    ``to_wire`` gives back exactly the dict that was read::
+
+        >>> from_wire({"type": "bookmark", "id": "b1", "parentId": None, "timestamp": "...", "at": 3})
+        UnknownEntry(wire_type='bookmark', id='b1', parent_id=None, timestamp='...', extra={'at': 3})
     """
 
-    type: str | Unset = UNSET
-    id: str | Unset = UNSET
-    parent_id: str | Unset | None = UNSET
-    timestamp: str | Unset = UNSET
+    type: ClassVar[Literal["unknown"]] = "unknown"
+    wire_type: str = attrs.field(metadata={"wire": "type"})
+    id: str
+    parent_id: str | None = None
+    timestamp: str = ""
+
+
+@attrs.frozen(kw_only=True, repr=False)
+class MalformedEntry(UnknownEntry):
+    """An entry line without a string ``id`` or ``type`` (``{}``, a v1 entry copied by a fork).
+
+    Pi keeps such lines, so ``get_entries()`` and the other readers do too, but no entry can
+    name one as its parent or label it. It is the one class whose ``id`` and ``wire_type`` may
+    be :data:`UNSET` (the raw values are then in ``extra``), which the ``Entry`` type does not
+    show: check ``isinstance(entry, MalformedEntry)`` before relying on ``entry.id`` where such
+    files can occur. A subclass of :class:`UnknownEntry`, so ``case UnknownEntry():`` covers it.
+    """
+
+    wire_type: str | Unset = attrs.field(default=UNSET, metadata={"wire": "type"})  # type: ignore[assignment]
+    id: str | Unset = UNSET  # type: ignore[assignment]
+    parent_id: str | Unset | None = UNSET  # type: ignore[assignment]
+    timestamp: str | Unset = UNSET  # type: ignore[assignment]
 
 
 Entry = (
@@ -653,8 +786,10 @@ Entry = (
     | SessionInfoEntry
     | UnknownEntry
 )
-"""Any session entry (not the header). Decoding never fails on a JSON object: misfits become
-:class:`UnknownEntry`."""
+"""Any session entry (not the header). Every entry has a ``str`` ``id`` and a ``Literal`` ``type``,
+so ``if entry.type == "message":`` and ``match entry.type:`` narrow to the class. Decoding never
+fails on a JSON object: a type Pi does not know reads as :class:`UnknownEntry`, a line without a
+string id as :class:`MalformedEntry` (see there)."""
 
 FileEntry = SessionHeader | Entry
 

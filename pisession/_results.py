@@ -13,7 +13,7 @@ import attrs
 
 from ._codec import from_wire, to_wire
 from ._js import MISSING
-from ._model import UNSET, Entry, Message, ModelRef, SessionContext
+from ._model import UNSET, Entry, Message, ModelRef, SessionContext, freeze_json
 
 if TYPE_CHECKING:
     from ._context import WireProjection
@@ -42,10 +42,11 @@ class LazyMessages(Sequence[Message]):
 
     @property
     def wire(self) -> Sequence[dict[str, Any]]:
-        return self._wire
+        """The messages' JSON, read-only (the index's own dicts stay out of reach)."""
+        return [freeze_json(m) for m in self._wire]
 
     def to_wire(self) -> list[Any]:
-        return list(self._wire)
+        return [freeze_json(m) for m in self._wire]
 
     def __len__(self) -> int:
         return len(self._wire)
@@ -105,7 +106,7 @@ class EntryList(Sequence[Entry]):
         if not 0 <= i < len(self):
             raise IndexError(i)
         pos = i if self._positions is None else self._positions[i]
-        return self._index.model_at(pos)  # type: ignore[no-any-return]
+        return self._index.model_at(pos)
 
     def __iter__(self) -> Iterator[Entry]:
         index = self._index
@@ -127,7 +128,7 @@ class EntryList(Sequence[Entry]):
     def to_wire(self) -> list[dict[str, Any]]:
         index = self._index
         positions = range(len(index)) if self._positions is None else self._positions
-        return [index.entry_at(p) for p in positions]
+        return [freeze_json(index.entry_at(p)) for p in positions]
 
 
 TreeShape = tuple[int, tuple[Any, ...]]
@@ -155,7 +156,8 @@ class TreeNode(tuple):  # type: ignore[type-arg]
 
     @property
     def wire_entry(self) -> dict[str, Any]:
-        return self[0].entry_at(self[1][0])  # type: ignore[no-any-return]
+        """The entry's JSON, read-only."""
+        return freeze_json(self[0].entry_at(self[1][0]))  # type: ignore[no-any-return]
 
     @property
     def children(self) -> tuple[TreeNode, ...]:
@@ -174,7 +176,7 @@ class TreeNode(tuple):  # type: ignore[type-arg]
 
     def __repr__(self) -> str:
         return (
-            f"TreeNode(id={self.wire_entry.get('id')!r}, label={self.label!r}, children={len(self[1][1])})"
+            f"TreeNode(id={self[0].id_at(self[1][0])!r}, label={self.label!r}, children={len(self[1][1])})"
         )
 
     def __eq__(self, other: object) -> bool:
@@ -185,7 +187,7 @@ class TreeNode(tuple):  # type: ignore[type-arg]
         while pending:
             mine, theirs = pending.pop()
             if (
-                mine.wire_entry != theirs.wire_entry
+                mine[0].entry_at(mine[1][0]) != theirs[0].entry_at(theirs[1][0])
                 or mine.label != theirs.label
                 or mine.label_timestamp != theirs.label_timestamp
                 or len(mine[1][1]) != len(theirs[1][1])
@@ -216,7 +218,7 @@ class TreeNode(tuple):  # type: ignore[type-arg]
 
 
 def _tree_shell(index: TreeIndex, pos: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"entry": index.entry_at(pos), "children": []}
+    out: dict[str, Any] = {"entry": freeze_json(index.entry_at(pos)), "children": []}
     entry_id = index.id_at(pos)
     label = index.label(entry_id)
     if label is not None:
@@ -260,7 +262,7 @@ class SessionProjection:
 
 def _messages_wire(messages: Sequence[Message]) -> list[Any]:
     if isinstance(messages, LazyMessages):
-        return list(messages.wire)
+        return messages.to_wire()
     return [to_wire(m) for m in messages]
 
 

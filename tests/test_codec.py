@@ -32,6 +32,7 @@ from pisession._model import (
     FileEntry,
     ImageContent,
     LabelEntry,
+    MalformedEntry,
     Message,
     MessageEntry,
     ModelChangeEntry,
@@ -327,16 +328,18 @@ def test_unknown_fields_survive_wherever_they_are() -> None:
 def test_unknown_entry_type_role_and_block_survive() -> None:
     e = assert_round_trip(entry("bookmark", target="x", color=None))
     assert isinstance(e, UnknownEntry)
-    assert (e.type, e.id, e.parent_id, e.timestamp) == ("bookmark", "b2c3d4e5", "a1b2c3d4", TS)
+    assert (e.type, e.wire_type, e.id, e.parent_id, e.timestamp) == (
+        "unknown", "bookmark", "b2c3d4e5", "a1b2c3d4", TS
+    )
     assert e.extra == {"target": "x", "color": None}
 
     m = assert_round_trip({"role": "hookMessage", "customType": "x", "timestamp": 1})
-    assert isinstance(m, UnknownMessage) and m.role == "hookMessage"
+    assert isinstance(m, UnknownMessage) and m.role == "unknown" and m.wire_role == "hookMessage"
     wrapped = assert_round_trip(entry("message", message={"role": "critic", "verdict": "ok"}))
     assert isinstance(wrapped, MessageEntry) and isinstance(wrapped.message, UnknownMessage)
 
     b = assert_round_trip({"type": "audio", "data": "…", "format": "wav"}, ContentBlock)
-    assert isinstance(b, UnknownContent) and b.type == "audio"
+    assert isinstance(b, UnknownContent) and b.wire_type == "audio"
     assert b.extra == {"data": "…", "format": "wav"}
 
 
@@ -383,12 +386,14 @@ def test_null_and_missing_optional_fields_round_trip(d: dict[str, Any], field: s
 
 
 def test_null_content_and_null_timestamp_stay_typed() -> None:
+    # Pi's content is never null: a null reads as the empty value, the raw null stays in extra.
     m = assert_round_trip({"role": "user", "content": None, "timestamp": None})
-    assert isinstance(m, UserMessage) and m.content is None and m.timestamp is None
+    assert isinstance(m, UserMessage) and m.content == "" and m.timestamp is None
+    assert m.extra == {"content": None}
     missing = assert_round_trip(
         {"role": "assistant", **{k: v for k, v in ASSISTANT.items() if k != "content"}}
     )
-    assert isinstance(missing, AssistantMessage) and missing.content is UNSET
+    assert isinstance(missing, AssistantMessage) and missing.content == ()
 
 
 # ------------------------------------------------- Pi's order for Python-built objects
@@ -590,16 +595,16 @@ def test_a_set_field_wins_over_a_raw_value_kept_in_extra() -> None:
     assert list(to_wire(fixed)) == ["type", "id", "parentId"]
 
 
-# ------------------------------------------------- misfits read as Unknown*, losslessly
+# ------------------------------------------------- misfits keep their class (as Pi), losslessly
 
 MISFITS: list[tuple[dict[str, Any], type]] = [
-    (entry("message", message="just a string"), UnknownEntry),
-    (entry("message", message=None), UnknownEntry),
-    (entry("message"), UnknownEntry),
-    (entry("model_change", provider="p"), UnknownEntry),
-    (entry("model_change", provider="p", modelId=7), UnknownEntry),
-    (entry("compaction", summary="s", firstKeptEntryId="f", tokensBefore=True), UnknownEntry),
-    (entry("compaction", summary="s", firstKeptEntryId="f", tokensBefore=1.5), UnknownEntry),
+    (entry("message", message="just a string"), MessageEntry),
+    (entry("message", message=None), MessageEntry),
+    (entry("message"), MessageEntry),
+    (entry("model_change", provider="p"), ModelChangeEntry),
+    (entry("model_change", provider="p", modelId=7), ModelChangeEntry),
+    (entry("compaction", summary="s", firstKeptEntryId="f", tokensBefore=True), CompactionEntry),
+    (entry("compaction", summary="s", firstKeptEntryId="f", tokensBefore=1.5), CompactionEntry),
     (
         entry(
             "compaction",
@@ -608,29 +613,29 @@ MISFITS: list[tuple[dict[str, Any], type]] = [
             tokensBefore=1,
             systemMessage=MESSAGES["user-string"][1],
         ),
-        UnknownEntry,
+        CompactionEntry,
     ),
-    (entry("context_edit", targetId="t", replacement={"text": "x"}), UnknownEntry),
-    (entry("context_edit", targetId="t"), UnknownEntry),
-    (entry("usage", kind="k", provider="p", model="m", usage={"input": 1}), UnknownEntry),
-    (entry("label", targetId="t", label=3), UnknownEntry),
-    ({"type": "label", "targetId": "t"}, UnknownEntry),
-    ({"type": "session", "version": 3, "timestamp": TS, "cwd": "/p"}, UnknownEntry),  # header needs an id
-    ({"type": 7, "id": "i"}, UnknownEntry),
-    ({"type": ["message"], "id": "i"}, UnknownEntry),
-    ({"type": None}, UnknownEntry),
-    ({}, UnknownEntry),
-    ({"foo": "bar"}, UnknownEntry),
-    ({"role": "user", "content": 42, "timestamp": MS}, UnknownMessage),
-    ({"role": "user", "content": {"text": "x"}, "timestamp": MS}, UnknownMessage),
-    ({"role": "user", "content": ["x"], "timestamp": MS}, UnknownMessage),
-    ({"role": "user", "content": "hi"}, UnknownMessage),
-    ({"role": "user", "content": "hi", "timestamp": "yesterday"}, UnknownMessage),
-    ({"role": "assistant", **{**ASSISTANT, "usage": {**USAGE, "cost": None}}}, UnknownMessage),
-    ({"role": "assistant", **{**ASSISTANT, "content": "text"}}, UnknownMessage),
+    (entry("context_edit", targetId="t", replacement={"text": "x"}), ContextEditEntry),
+    (entry("context_edit", targetId="t"), ContextEditEntry),
+    (entry("usage", kind="k", provider="p", model="m", usage={"input": 1}), UsageEntry),
+    (entry("label", targetId="t", label=3), LabelEntry),
+    ({"type": "label", "targetId": "t"}, MalformedEntry),
+    ({"type": "session", "version": 3, "timestamp": TS, "cwd": "/p"}, MalformedEntry),  # header needs an id
+    ({"type": 7, "id": "i"}, MalformedEntry),
+    ({"type": ["message"], "id": "i"}, MalformedEntry),
+    ({"type": None}, MalformedEntry),
+    ({}, MalformedEntry),
+    ({"foo": "bar"}, MalformedEntry),
+    ({"role": "user", "content": 42, "timestamp": MS}, UserMessage),
+    ({"role": "user", "content": {"text": "x"}, "timestamp": MS}, UserMessage),
+    ({"role": "user", "content": ["x"], "timestamp": MS}, UserMessage),
+    ({"role": "user", "content": "hi"}, UserMessage),
+    ({"role": "user", "content": "hi", "timestamp": "yesterday"}, UserMessage),
+    ({"role": "assistant", **{**ASSISTANT, "usage": {**USAGE, "cost": None}}}, AssistantMessage),
+    ({"role": "assistant", **{**ASSISTANT, "content": "text"}}, AssistantMessage),
     ({"role": 3}, UnknownMessage),
     ({"role": {"nested": 1}}, UnknownMessage),
-    ({"role": "system", "content": "", "sections": {"a": 1}, "timestamp": 1}, UnknownMessage),
+    ({"role": "system", "content": "", "sections": {"a": 1}, "timestamp": 1}, SystemMessage),
     (
         {
             "role": "toolResult",
@@ -640,7 +645,7 @@ MISFITS: list[tuple[dict[str, Any], type]] = [
             "isError": 0,
             "timestamp": 1,
         },
-        UnknownMessage,
+        ToolResultMessage,
     ),
 ]
 
@@ -648,19 +653,27 @@ MISFITS: list[tuple[dict[str, Any], type]] = [
 @pytest.mark.parametrize(
     ("d", "cls"), MISFITS, ids=lambda x: js(x)[:60] if isinstance(x, dict) else x.__name__
 )
-def test_misfits_fall_back_to_unknown_and_round_trip(d: dict[str, Any], cls: type) -> None:
+def test_misfits_keep_their_class_and_round_trip(d: dict[str, Any], cls: type) -> None:
     obj = assert_round_trip(d)
     assert type(obj) is cls
 
 
-def test_a_misfit_inside_a_message_stops_at_the_nearest_union() -> None:
+def test_a_misfit_inside_a_message_keeps_every_class() -> None:
     d = entry("message", message={"role": "assistant", **{**ASSISTANT, "usage": {"input": 1}}})
     e = assert_round_trip(d)
-    assert isinstance(e, MessageEntry) and isinstance(e.message, UnknownMessage)
+    assert isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage)
+    assert e.message.usage.input == 1 and e.message.usage.output == 0  # missing counts read as 0
     blocks = {"role": "user", "content": [{"type": "text", "text": 5}, {"type": "image"}], "timestamp": 1}
     m = assert_round_trip(blocks)
-    assert isinstance(m, UserMessage)
-    assert [type(b) for b in m.content] == [UnknownContent, UnknownContent]  # type: ignore[union-attr]
+    assert isinstance(m, UserMessage) and not isinstance(m.content, str)
+    assert [type(b) for b in m.content] == [TextContent, ImageContent]
+    assert m.content[0] == TextContent(text="", extra={"text": 5})
+
+
+def test_a_missing_message_reads_as_an_empty_unknown_message() -> None:
+    e = assert_round_trip(entry("message"))
+    assert isinstance(e, MessageEntry) and isinstance(e.message, UnknownMessage)
+    assert e.message.wire_role is UNSET
 
 
 def test_a_block_the_role_does_not_allow_reads_as_unknown() -> None:
@@ -679,7 +692,7 @@ def test_a_header_with_odd_optional_fields_is_still_a_header() -> None:
     d = {"type": "session", "id": "s", "timestamp": 17, "cwd": None, "x": 1}
     h = assert_round_trip(d)
     assert isinstance(h, SessionHeader)
-    assert h.id == "s" and h.version is UNSET and h.timestamp is UNSET and h.cwd is UNSET
+    assert h.id == "s" and h.version is UNSET and h.timestamp == "" and h.cwd == ""
     assert h.extra == {"timestamp": 17, "cwd": None, "x": 1}
 
 

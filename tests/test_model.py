@@ -24,6 +24,7 @@ from pisession._model import (
     CustomMessageEntry,
     ImageContent,
     LabelEntry,
+    MalformedEntry,
     MessageEntry,
     ModelChangeEntry,
     SessionHeader,
@@ -148,10 +149,13 @@ def test_roles_are_class_constants(cls: type, role: str) -> None:
 
 
 def test_unknown_classes_carry_their_tag_as_a_field() -> None:
-    assert UnknownEntry(type="future").type == "future"
-    assert UnknownMessage(role="future").role == "future"
-    assert UnknownContent(type="audio").type == "audio"
-    assert UnknownEntry().type is UNSET
+    # The class tag is "unknown" (so == on the Literal narrows); the file's tag is wire_type/wire_role.
+    future = UnknownEntry(wire_type="future", id="f1")
+    assert future.type == "unknown" and future.wire_type == "future"
+    assert UnknownMessage(wire_role="future").role == "unknown"
+    assert UnknownMessage(wire_role="future").wire_role == "future"
+    assert UnknownContent(wire_type="audio").wire_type == "audio"
+    assert MalformedEntry().id is UNSET and isinstance(MalformedEntry(), UnknownEntry)
 
 
 # --------------------------------------------------------------------------- immutability
@@ -219,8 +223,8 @@ def test_repr_leaves_out_unset_fields_and_empty_extra() -> None:
     assert repr(TextContent(text="hi")) == "TextContent(text='hi')"
     assert repr(TextContent(text="hi", text_signature=None)) == "TextContent(text='hi', text_signature=None)"
     assert (
-        repr(UnknownContent(type="audio", extra={"url": "u"}))
-        == "UnknownContent(type='audio', extra={'url': 'u'})"
+        repr(UnknownContent(wire_type="audio", extra={"url": "u"}))
+        == "UnknownContent(wire_type='audio', extra={'url': 'u'})"
     )
 
 

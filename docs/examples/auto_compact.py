@@ -115,7 +115,7 @@ def summarize(entries: Sequence[pisession.Entry]) -> tuple[str, dict[str, list[s
         if isinstance(message, pisession.UserMessage) and isinstance(message.content, str):
             asks.append(message.content.splitlines()[0][:100])
         if isinstance(message, pisession.AssistantMessage):
-            for block in message.content or ():
+            for block in message.content:
                 if isinstance(block, pisession.ToolCall) and block.name == "read":
                     read_files.append(str(block.arguments.get("path")))
     summary = "## Earlier in this session\n" + "\n".join(f"- {ask}" for ask in asks)

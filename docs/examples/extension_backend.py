@@ -104,7 +104,7 @@ def main() -> int:
         if isinstance(entry, pisession.MessageEntry) and isinstance(
             entry.message, pisession.AssistantMessage
         ):
-            for block in entry.message.content or ():
+            for block in entry.message.content:
                 if isinstance(block, pisession.ToolCall):
                     seen[block.name] += 1
                     # Read the latest state and append the next one with no writer in between.
