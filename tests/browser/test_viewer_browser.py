@@ -1,0 +1,300 @@
+"""The HTML viewer in a real browser: headless Chromium from npm (tests/browser/setup.sh) driven
+by puppeteer-core through drive.mjs. Skipped, with the reason, where Node or the browser is missing.
+No timings are asserted here (measure_load.py measures them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from viewer_sessions import big_session
+
+from pisession import SessionManager, to_wire
+from pisession._json import dumps
+from pisession._viewer import render_viewer
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+CASES = ROOT / "tests" / "conformance" / "cases"
+BROWSER_DIR = Path(os.environ.get("PISESSION_BROWSER_DIR", Path.home() / ".cache" / "pisession-browser"))
+
+
+def _missing() -> str | None:
+    if shutil.which("node") is None:
+        return "node is not installed"
+    for package in ("@sparticuz/chromium", "puppeteer-core"):
+        if not (BROWSER_DIR / "node_modules" / package).is_dir():
+            return f"{package} is not installed in {BROWSER_DIR}: run tests/browser/setup.sh"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
+
+
+def drive(html: Path, steps: list[dict[str, Any]], **plan: Any) -> dict[str, Any]:
+    done = subprocess.run(
+        ["node", str(HERE / "drive.mjs"), json.dumps({"html": str(html), "steps": steps, **plan})],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"drive.mjs failed: {done.stderr[-2000:]}")
+    out: dict[str, Any] = json.loads(done.stdout)
+    return out
+
+
+def clean(out: dict[str, Any]) -> None:
+    assert out["consoleErrors"] == []
+    assert out["pageErrors"] == []
+    assert out["requests"] == [], "the viewer must fetch nothing"
+
+
+def export(manager: SessionManager, folder: Path, name: str = "view.html") -> Path:
+    page = folder / name
+    page.write_text(render_viewer(manager), encoding="utf-8")
+    return page
+
+
+def js(expression: str) -> dict[str, str]:
+    return {"do": "eval", "js": expression}
+
+
+ROWS = "[...document.querySelectorAll('#tree .row')].map(r => r.textContent)"
+SHOWN = "[...document.querySelectorAll('#messages [id^=\"entry-\"]')].map(e => e.id.slice(6))"
+
+
+def test_branch_switch_search_toggles_filters_links_and_download(tmp_path: Path) -> None:
+    source = tmp_path / "branched.jsonl"
+    shutil.copy(CASES / "branched_labels.jsonl", source)
+    manager = SessionManager.open(source)
+    page = export(manager, tmp_path)
+    wire = manager.snapshot().wire_entries()
+    by_text = {
+        str(
+            e["message"]["content"]
+            if isinstance(e["message"]["content"], str)
+            else e["message"]["content"][0]["text"]
+        ): e["id"]
+        for e in wire
+        if e["type"] == "message"
+    }
+    alternative, main = by_text["alternative follow-up"], by_text["main follow-up"]
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    out = drive(
+        page,
+        [
+            js(SHOWN),
+            # Branch switch: click the other branch's row in the sidebar.
+            {"do": "click", "sel": f'#tree .row[data-p="{window_position(wire, alternative)}"]'},
+            js(SHOWN),
+            js("[...document.querySelectorAll('#tree .row.current')].map(r => r.dataset.p)"),
+            # Search narrows the tree to matching entries (and the leaf, always shown).
+            {"do": "type", "sel": "#search", "text": "alternative"},
+            {"do": "wait", "ms": 400},
+            js(ROWS),
+            js("document.querySelector('#tree-status').textContent"),
+            {"do": "click", "sel": "#search"},
+            {"do": "key", "key": "Escape"},
+            {"do": "wait", "ms": 400},
+            js(ROWS + ".length"),
+            # Toggles.
+            {"do": "click", "sel": "[data-act=tools]"},
+            js(
+                "[document.body.classList.contains('tools-open'),"
+                " document.querySelector('[data-act=tools]').getAttribute('aria-pressed')]"
+            ),
+            {"do": "key", "key": "t"},
+            js("document.body.classList.contains('hide-thinking')"),
+            {"do": "click", "sel": "[data-act=hidden]"},
+            js("document.body.classList.contains('hide-hidden')"),
+            {"do": "click", "sel": "[data-act=theme]"},
+            {"do": "click", "sel": "[data-act=theme]"},
+            js("[document.documentElement.dataset.theme, getComputedStyle(document.body).backgroundColor]"),
+            # Filters.
+            {"do": "click", "sel": ".filter[data-filter=user]"},
+            js(ROWS),
+            {"do": "click", "sel": ".filter[data-filter=labeled]"},
+            js(ROWS),
+            {"do": "click", "sel": ".filter[data-filter=all]"},
+            js(ROWS + ".length"),
+            # A per-message link opens its branch.
+            js(f"(location.hash = '#entry-{main}', new Promise(r => setTimeout(r, 200)))"),
+            js(SHOWN),
+            # The JSONL download.
+            {"do": "downloads", "dir": str(downloads)},
+            {"do": "click", "sel": "[data-act=download]"},
+            {"do": "wait", "ms": 1500},
+        ],
+    )
+    clean(out)
+    (
+        first,
+        after_click,
+        current,
+        searched,
+        status,
+        cleared,
+        tools,
+        thinking,
+        hidden,
+        theme,
+        users,
+        labeled,
+        all_rows,
+        _,
+        linked,
+    ) = out["values"]
+    assert main in first and alternative not in first
+    assert alternative in after_click and main not in after_click
+    assert current == [str(window_position(wire, alternative))]
+    assert any("alternative follow-up" in row for row in searched)
+    assert sum("alternative" not in row for row in searched) <= 1  # matches, and the leaf (always shown)
+    assert status.startswith(f"{len(searched)} / {len(wire)}")
+    assert cleared > len(searched)
+    assert tools == [True, "true"]
+    assert thinking is True
+    assert hidden is False  # hidden entries were hidden at first, now shown
+    assert theme[0] == "dark" and theme[1] == "rgb(22, 24, 28)"
+    user_count = sum(1 for e in wire if e["type"] == "message" and e["message"]["role"] == "user")
+    assert sum("user:" in row for row in users) == user_count and len(users) <= user_count + 1
+    labels = {label for e in wire if (label := manager.get_label(e["id"]))}
+    assert labels and all(label in " ".join(labeled) for label in labels)
+    assert len(labeled) <= len(labels) + 1  # the labeled entries, and the leaf
+    assert all_rows == len(wire)
+    assert main in linked and alternative not in linked
+    (saved,) = downloads.iterdir()
+    header = manager.get_header()
+    assert header is not None
+    expected = "".join(dumps(line) + "\n" for line in [to_wire(header), *wire])
+    assert saved.read_text(encoding="utf-8") == expected
+
+
+def window_position(wire: list[dict[str, Any]], entry_id: str) -> int:
+    return next(i for i, e in enumerate(wire) if e["id"] == entry_id)
+
+
+HOSTILE = [
+    "</script><script>window.__pwned = 1</script>",
+    '<img src=x onerror="window.__pwned = 2">',
+    "[click](javascript:window.__pwned=3) [data](data:text/html,<b>x</b>) [ok](https://example.com/a?b=1&c=2)",
+    "![pic](https://example.com/tracker.png) <!-- comment --> \u2028 line \u2029 para",
+    "**bold** `<code>` ```\n</pre><svg onload=window.__pwned=4>\n```",
+]
+
+
+def test_hostile_content_is_shown_not_run(tmp_path: Path) -> None:
+    manager = SessionManager.in_memory("/p")
+    for text in HOSTILE:
+        manager.append_message({"role": "user", "content": text, "timestamp": 1})
+    manager.append_message(
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": HOSTILE[2]},
+                {"type": "toolCall", "id": "c", "name": "<b>x</b>", "arguments": {"q": "</script>"}},
+                {"type": "image", "data": '"><script>window.__pwned=5</script>', "mimeType": "text/html"},
+            ],
+            "api": "x",
+            "provider": "<i>p</i>",
+            "model": "m",
+            "stopReason": "stop",
+            "timestamp": 2,
+            "usage": {
+                "input": 1,
+                "output": 1,
+                "cacheRead": 0,
+                "cacheWrite": 0,
+                "totalTokens": 2,
+                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+            },
+        }
+    )
+    manager.append_label_change(manager.get_leaf_id() or "", "<script>window.__pwned=6</script>")
+    page = export(manager, tmp_path)
+    out = drive(
+        page,
+        [
+            js("window.__pwned === undefined"),
+            js("document.querySelectorAll('#messages script, #messages img[onerror], svg, [onload]').length"),
+            js("[...document.querySelectorAll('#messages a')].map(a => a.getAttribute('href'))"),
+            js(f"document.querySelector('#messages').textContent.includes({json.dumps(HOSTILE[0])})"),
+            js("document.querySelectorAll('#messages img').length"),
+            js(
+                "window.pisessionViewer.markdown("
+                "'[x](JaVaScRiPt:alert(1)) [y](java\\nscript:alert(1)) [z]( javascript:alert(1))')"
+            ),
+            {"do": "click", "sel": ".filter[data-filter=labeled]"},
+            js(ROWS),
+        ],
+    )
+    clean(out)
+    safe, active, hrefs, shown_raw, images, markdown, labeled = out["values"]
+    assert safe is True
+    assert active == 0
+    assert hrefs and all(h.startswith(("https://", "#entry-")) for h in hrefs)
+    assert "https://example.com/a?b=1&c=2" in hrefs
+    assert shown_raw is True
+    assert images == 0  # no network image, no unsafe data: image
+    assert "href" not in markdown
+    assert any("<script>" in row for row in labeled)
+
+
+def test_context_edits_and_compaction_show_what_the_model_saw(tmp_path: Path) -> None:
+    source = tmp_path / "sample.jsonl"
+    shutil.copy(ROOT / "pisession" / "data" / "sample.jsonl", source)
+    page = export(SessionManager.open(source), tmp_path)
+    out = drive(
+        page,
+        [
+            js("document.querySelector('.group button').textContent"),
+            js("document.querySelectorAll('.ctx-note.replaced').length"),
+            js(
+                "document.querySelector('.ctx-note.replaced').closest('.tool').querySelector('details.was').textContent"
+            ),
+            {"do": "click", "sel": ".group button"},
+            js("document.querySelectorAll('.ctx-compacted').length"),
+        ],
+    )
+    clean(out)
+    group, replaced, original, compacted = out["values"]
+    assert "summarised by a compaction" in group
+    assert replaced >= 1
+    assert "def test_missing(client)" in original  # the original result, shown on demand
+    assert compacted >= 1
+
+
+def test_twenty_thousand_entries_render(tmp_path: Path) -> None:
+    manager = SessionManager.in_memory(entries=big_session(20_000))
+    page = export(manager, tmp_path)
+    out = drive(
+        page,
+        [
+            js("document.querySelector('#tree-status').textContent"),
+            js("document.querySelectorAll('#tree .row').length"),
+            js("document.querySelectorAll('#messages .entry').length"),
+            js(
+                "(() => { const rows = window.pisessionViewer.rows(); const p = rows[rows.length - 1][0];"
+                " window.pisessionViewer.navigate(p, p, 'center');"
+                " return [p, window.pisessionViewer.state.leaf]; })()"
+            ),
+            js("document.querySelectorAll('#messages .entry').length"),
+            {"do": "type", "sel": "#search", "text": "turn 4000:"},
+            {"do": "wait", "ms": 800},
+            js(ROWS),
+        ],
+    )
+    clean(out)
+    status, rows, messages, (clicked, leaf), after, searched = out["values"]
+    assert status.endswith("/ 20,000 entries")
+    assert 0 < rows < 200  # the tree is virtualised
+    assert 0 < messages < 200  # messages are rendered a chunk at a time
+    assert leaf == clicked
+    assert after > 0
+    assert any("Turn 4000:" in row for row in searched)
