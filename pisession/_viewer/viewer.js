@@ -146,9 +146,11 @@
       const url = safeUrl(href);
       const shown = bang ? '🖼 ' + (label || 'image') : label;
       if (url === null) return hold(shown);
-      return hold('<a href="' + esc(url) + '"' + (title ? ' title="' + title + '"' : '') + ' rel="noopener noreferrer" target="_blank">') + shown + hold('</a>');
+      const away = url.startsWith('#') ? '' : ' rel="noopener noreferrer" target="_blank"';
+      return hold('<a href="' + esc(url) + '"' + (title ? ' title="' + title + '"' : '') + away + '>') + shown + hold('</a>');
     });
-    s = s.replace(/&lt;((?:https?|mailto):[^\s&]+)&gt;|\b(https?:\/\/[^\s<\u0000]*[^\s<.,;:!?)\]'"\u0000&])/g, (all, a, b) => {
+    // Autolinks, <https://...> or bare; the text is escaped here, so stop at an escaped < or >.
+    s = s.replace(/&lt;((?:https?|mailto):(?:(?!&gt;|&lt;)[^\s\u0000])+)&gt;|\b(https?:\/\/(?:(?!&gt;|&lt;|&quot;|&#39;)[^\s\u0000])*(?:(?!&gt;|&lt;|&quot;|&#39;)[^\s.,;:!?)\]\u0000]))/g, (all, a, b) => {
       const url = safeUrl(a || b);
       return url === null ? all : hold('<a href="' + esc(url) + '" rel="noopener noreferrer" target="_blank">' + esc(url) + '</a>');
     });
@@ -587,11 +589,10 @@
       if (output) html += longText(output, null, 10);
     }
     if (!result) html += '<div class="muted small">no result on this branch</div>';
-    if (st) {
-      html += contextNote(rp, st);
-      if (st.kind === 'replaced' || st.kind === 'omitted') {
-        html += '<details class="was"><summary>' + (st.kind === 'replaced' ? 'original result (not sent)' : 'result (not sent)') + '</summary>' + contentHtml(result.content, false) + '</details>';
-      }
+    // A result summarised away shares its call's note; an edited one gets its own.
+    if (st && (st.kind === 'replaced' || st.kind === 'omitted')) {
+      html += contextNote(rp, st) + '<details class="was"><summary>' + (st.kind === 'replaced' ? 'original result (not sent)' : 'result (not sent)') +
+        '</summary>' + contentHtml(result.content, false) + '</details>';
     }
     return html + '</div>';
   }
@@ -685,7 +686,8 @@
           cls += ' compaction';
           kind = 'compaction';
           extra = '<span class="muted">' + num(e.tokensBefore).toLocaleString() + ' tokens before · keeps from ' + linkTo(POS.has(str(e.firstKeptEntryId)) ? POS.get(str(e.firstKeptEntryId)) : p) + '</span>';
-          body = '<div class="md">' + markdown(str(e.summary)) + '</div>';
+          body = (st ? '' : '<div class="muted small">The model saw this summary in place of everything before the first kept entry.</div>') +
+            '<div class="md">' + markdown(str(e.summary)) + '</div>';
           if (isObj(e.systemMessage)) body += '<details class="section"><summary>system prompt carried over</summary>' + messageBody(p, e.systemMessage) + '</details>';
           break;
         case 'branch_summary':

@@ -8,6 +8,8 @@
 // {"do": "click", "sel": "..."}, {"do": "type", "sel": "...", "text": "..."}, {"do": "key", "key": "t"},
 // {"do": "wait", "ms": 100}, {"do": "waitFor", "js": "..."} (until truthy),
 // {"do": "screenshot", "path": "..."}, {"do": "dark", "on": true}, {"do": "downloads", "dir": "..."}.
+// Optional plan keys: "ready" (an expression true once the page is ready; default: the viewer's
+// own flag), "hash", "width", "height".
 import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -43,7 +45,7 @@ try {
   });
   const started = Date.now();
   await page.goto(pathToFileURL(plan.html).href + (plan.hash || ''), { waitUntil: 'load', timeout: 120000 });
-  await page.waitForFunction('document.body.dataset.ready === "true"', { timeout: 120000 });
+  await page.waitForFunction(plan.ready || 'document.body.dataset.ready === "true"', { timeout: 120000 });
   out.loadMs = Date.now() - started;
   out.readyMs = await page.evaluate(() => performance.now());
   for (const step of plan.steps || []) {
