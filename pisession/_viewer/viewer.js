@@ -363,12 +363,25 @@
   }
 
   // ---------------------------------------------------------------------------------- sidebar tree
+  // Whether an assistant message has text (one with tool calls only is left out of most filters),
+  // worked out once per entry: filters and searches re-run it for every row.
+  const textFlags = new Int8Array(N);
+  function hasText(p, m) {
+    if (!textFlags[p]) {
+      let found = typeof m.content === 'string' && /\S/.test(m.content);
+      if (Array.isArray(m.content)) {
+        for (const b of m.content) if (isObj(b) && b.type === 'text' && typeof b.text === 'string' && /\S/.test(b.text)) { found = true; break; }
+      }
+      textFlags[p] = found ? 1 : 2;
+    }
+    return textFlags[p] === 1;
+  }
   const SETTINGS = new Set(['label', 'custom', 'context_edit', 'model_change', 'thinking_level_change', 'usage', 'session_info']);
   function passes(p) {
     if (p === state.leaf) return true;
     const e = E[p], m = msgOf(e), f = state.filter;
     if (f !== 'all') {
-      if (m && m.role === 'assistant' && !textOf(m.content).trim() && !(m.stopReason === 'error' || m.stopReason === 'aborted')) return false;
+      if (m && m.role === 'assistant' && !hasText(p, m) && !(m.stopReason === 'error' || m.stopReason === 'aborted')) return false;
       if (f === 'user' && !(m && m.role === 'user')) return false;
       if (f === 'labeled' && !labelOf(p)) return false;
       if ((f === 'default' || f === 'no-tools') && e && SETTINGS.has(e.type)) return false;
@@ -897,7 +910,9 @@
           s.assistant++;
           if (m.model) { const k = (m.provider ? m.provider + '/' : '') + m.model; s.models.set(k, (s.models.get(k) || 0) + 1); }
           add(m.usage, false);
-          for (const b of blocks(m.content)) if (b.type === 'toolCall') { s.calls++; s.tools.set(str(b.name), (s.tools.get(str(b.name)) || 0) + 1); }
+          if (Array.isArray(m.content)) {
+            for (const b of m.content) if (isObj(b) && b.type === 'toolCall') { s.calls++; s.tools.set(str(b.name), (s.tools.get(str(b.name)) || 0) + 1); }
+          }
         }
       } else if (e) {
         if (e.type === 'compaction') { s.compactions++; add(e.usage, true); }
