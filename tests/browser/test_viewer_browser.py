@@ -253,6 +253,10 @@ def test_context_edits_and_compaction_show_what_the_model_saw(tmp_path: Path) ->
     out = drive(
         page,
         [
+            js(
+                "Object.fromEntries([...document.querySelectorAll('.stats dt')].map(d => [d.textContent,"
+                " d.nextElementSibling.textContent]))"
+            ),
             js("document.querySelector('.group button').textContent"),
             js("document.querySelectorAll('.ctx-note.replaced').length"),
             js(
@@ -263,7 +267,21 @@ def test_context_edits_and_compaction_show_what_the_model_saw(tmp_path: Path) ->
         ],
     )
     clean(out)
-    group, replaced, original, compacted = out["values"]
+    stats, group, replaced, original, compacted = out["values"]
+    wire = SessionManager.open(source).snapshot().wire_entries()
+    messages = [e["message"] for e in wire if e["type"] == "message"]
+    answers = [m for m in messages if m["role"] == "assistant"]
+    calls = [b for m in answers for b in m["content"] if b["type"] == "toolCall"]
+    cost = sum(m["usage"]["cost"]["total"] for m in answers)
+    assert stats["Models"] == ", ".join(
+        f"{key} \u00d7{sum(1 for m in answers if m['provider'] + '/' + m['model'] == key)}"
+        for key in dict.fromkeys(m["provider"] + "/" + m["model"] for m in answers)
+    )
+    assert stats["Tool calls"].startswith(f"{len(calls)} (")
+    assert stats["Cost"].startswith(f"${cost:.3f}")
+    assert stats["Messages"].startswith(
+        f"{sum(m['role'] == 'user' for m in messages)} user, {len(answers)} assistant"
+    )
     assert "summarised by a compaction" in group
     assert replaced >= 1
     assert "def test_missing(client)" in original  # the original result, shown on demand
