@@ -795,7 +795,11 @@
   const list = () => $('#messages');
   function renderWindow(lo, hi) {
     win = { lo, hi };
-    let html = '<div id="top-sentinel"></div>';
+    const leaf = state.leaf;
+    let html = '<div class="branch-bar">' + (leaf < 0 ? 'No branch: the session has no leaf.' :
+      'Branch of ' + state.path.length.toLocaleString() + (state.path.length === 1 ? ' entry' : ' entries') + ' ending at ' + linkTo(leaf) +
+      (leaf === DEFAULT_LEAF ? ', the session’s leaf' : ' (the session’s leaf is ' + (DEFAULT_LEAF >= 0 ? linkTo(DEFAULT_LEAF) : 'none') + ')')) +
+      '</div><div id="top-sentinel"></div>';
     for (let i = lo; i < hi; i++) html += itemHtml(items[i]);
     html += '<div id="bottom-sentinel"></div>';
     list().innerHTML = html;
@@ -931,12 +935,13 @@
     if (s.tokens.cacheRead) tokens.push('R' + fmtTokens(s.tokens.cacheRead));
     if (s.tokens.cacheWrite) tokens.push('W' + fmtTokens(s.tokens.cacheWrite));
     const msgs = [];
-    if (s.user) msgs.push(s.user + ' user');
-    if (s.assistant) msgs.push(s.assistant + ' assistant');
-    if (s.toolResults) msgs.push(s.toolResults + ' tool results');
-    if (s.custom) msgs.push(s.custom + ' custom');
-    if (s.compactions) msgs.push(s.compactions + ' compactions');
-    if (s.summaries) msgs.push(s.summaries + ' branch summaries');
+    const count = (n, one, many) => { if (n) msgs.push(n.toLocaleString() + ' ' + (n === 1 ? one : many)); };
+    count(s.user, 'user', 'user');
+    count(s.assistant, 'assistant', 'assistant');
+    count(s.toolResults, 'tool result', 'tool results');
+    count(s.custom, 'custom', 'custom');
+    count(s.compactions, 'compaction', 'compactions');
+    count(s.summaries, 'branch summary', 'branch summaries');
     const models = [...s.models.entries()].map(([k, n]) => esc(k) + ' <span class="muted">×' + n + '</span>').join(', ');
     const tools = [...s.tools.entries()].sort((a, b) => b[1] - a[1]).map(([k, n]) => esc(k) + ' <span class="muted">×' + n + '</span>').join(', ');
     const row = (k, v) => '<dt>' + k + '</dt><dd>' + v + '</dd>';
