@@ -191,6 +191,14 @@ def test_title() -> None:
     assert embedded(render_viewer(manager, title="<mine>"))["title"] == "<mine>"
 
 
+def test_lone_surrogate_in_the_title() -> None:
+    manager = SessionManager.in_memory("/p")
+    manager.append_message({"role": "user", "content": "bad \ud800 text", "timestamp": 1})
+    page = render_viewer(manager)
+    assert "<title>bad \ufffd text</title>" in page.encode("utf-8").decode("utf-8")
+    assert embedded(page)["title"] == "bad \ud800 text"
+
+
 def test_empty_session() -> None:
     manager = SessionManager.in_memory("/p")
     data = embedded(render_viewer(manager))

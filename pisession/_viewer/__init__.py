@@ -153,6 +153,9 @@ def _session_data(manager: SessionManager, title: str | None) -> dict[str, Any]:
 
 
 def _html_text(text: str) -> str:
+    # A lone surrogate cannot be written as UTF-8, and HTML reads its character reference as
+    # U+FFFD anyway.
+    text = _LONE_SURROGATE.sub("\ufffd", text)
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 

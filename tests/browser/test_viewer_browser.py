@@ -316,3 +316,137 @@ def test_twenty_thousand_entries_render(tmp_path: Path) -> None:
     assert leaf == clicked
     assert after > 0
     assert any("Turn 4000:" in row for row in searched)
+
+
+# Entries whose fields have the wrong types: the page must draw every one of them without an error.
+MALFORMED: list[dict[str, Any]] = [
+    {"type": "session", "version": 3, "id": "x", "timestamp": "2024-01-01T00:00:00Z", "cwd": "/p"},
+    {
+        "type": "message",
+        "id": "a1",
+        "parentId": None,
+        "timestamp": "bad",
+        "message": {"role": "user", "content": None},
+    },
+    {
+        "type": "message",
+        "id": "a2",
+        "parentId": "a1",
+        "timestamp": "2024",
+        "message": {
+            "role": "assistant",
+            "content": [
+                None,
+                5,
+                {"type": "toolCall", "name": None, "arguments": "str"},
+                {"type": "text", "text": None},
+            ],
+            "usage": None,
+        },
+    },
+    {
+        "type": "message",
+        "id": "a3",
+        "parentId": "a2",
+        "timestamp": "2024",
+        "message": {"role": "weird", "x": 1},
+    },
+    {
+        "type": "message",
+        "id": "a4",
+        "parentId": "a3",
+        "timestamp": "2024",
+        "message": {"role": "toolResult", "content": "plain", "toolCallId": None},
+    },
+    {
+        "type": "message",
+        "id": "a5",
+        "parentId": "a4",
+        "timestamp": "2024",
+        "message": {
+            "role": "system",
+            "content": None,
+            "sections": {"a": None, "b": 5},
+            "toolsAdded": [None, "x", {"name": "y"}],
+        },
+    },
+    {"type": "brand_new", "id": "a6", "parentId": "a5", "timestamp": "2024"},
+    {
+        "type": "compaction",
+        "id": "a7",
+        "parentId": "a6",
+        "timestamp": "2024",
+        "summary": None,
+        "firstKeptEntryId": "zz",
+        "tokensBefore": "many",
+    },
+    {
+        "type": "context_edit",
+        "id": "a8",
+        "parentId": "a7",
+        "timestamp": "2024",
+        "targetId": "a7",
+        "replacement": {"content": None},
+    },
+    {
+        "type": "message",
+        "id": "a9",
+        "parentId": "a8",
+        "timestamp": "2024",
+        "message": {"role": "bashExecution", "command": None, "output": None, "exitCode": "x"},
+    },
+    {
+        "type": "custom_message",
+        "id": "b1",
+        "parentId": "a9",
+        "timestamp": "2024",
+        "customType": None,
+        "content": [{"type": "image", "data": "AAAA", "mimeType": "image/svg+xml"}],
+        "display": False,
+    },
+    {
+        "type": "message",
+        "id": "b2",
+        "parentId": "b1",
+        "timestamp": "2024",
+        "message": {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "toolCall",
+                    "id": "t",
+                    "name": "edit",
+                    "arguments": {"path": 5, "edits": "not json"},
+                },
+                {"type": "toolCall", "id": "u", "name": "read", "arguments": {"path": "a", "offset": "x"}},
+                {"type": "toolCall", "id": "w", "name": "write", "arguments": {"content": None}},
+                {"type": "toolCall", "id": "b", "name": "bash", "arguments": None},
+            ],
+        },
+    },
+    {"type": "message", "id": "b3", "parentId": "b2", "timestamp": "2024", "message": None},
+    {"type": "label", "id": "b4", "parentId": "b3", "timestamp": "2024", "targetId": "a1", "label": "x"},
+]
+
+
+def test_malformed_entries_render_without_errors(tmp_path: Path) -> None:
+    page = export(SessionManager.in_memory(entries=MALFORMED), tmp_path)
+    out = drive(
+        page,
+        [
+            {"do": "click", "sel": ".filter[data-filter=all]"},
+            {"do": "click", "sel": "[data-act=hidden]"},
+            {"do": "click", "sel": "[data-act=tools]"},
+            js(
+                "(() => { const v = window.pisessionViewer;"
+                " for (const [p] of v.rows()) v.navigate(p, p, 'center');"
+                " return [v.rows().length, " + SHOWN + ".length]; })()"
+            ),
+            {"do": "type", "sel": "#search", "text": "x"},
+            {"do": "wait", "ms": 300},
+        ],
+    )
+    clean(out)
+    ((rows, shown),) = out["values"]
+    assert rows == len(MALFORMED) - 1
+    assert shown > 0
