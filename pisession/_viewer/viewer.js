@@ -782,12 +782,12 @@
       const it = items[i];
       if (it.p === p || (it.group && it.group.includes(p))) return i;
     }
-    // A tool result is drawn inside its call.
+    // A tool result is drawn inside its call: look for the message that made the call.
     const m = msgOf(E[p]);
-    if (m && m.role === 'toolResult') {
-      for (let i = 0; i < items.length; i++) {
-        const am = items[i].p !== undefined ? msgOf(E[items[i].p]) : null;
-        if (am && am.role === 'assistant' && blocks(am.content).some((b) => b.type === 'toolCall' && b.id === m.toolCallId)) return i;
+    if (m && m.role === 'toolResult' && results.get(m.toolCallId) === p) {
+      for (const q of state.path) {
+        const am = msgOf(E[q]);
+        if (am && am.role === 'assistant' && blocks(am.content).some((b) => b.type === 'toolCall' && b.id === m.toolCallId)) return itemIndexOf(q);
       }
     }
     return -1;
