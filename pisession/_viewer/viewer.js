@@ -289,7 +289,11 @@
     let role = '', text = '', cls = 'muted';
     if (m) {
       const r = String(m.role);
-      if (r === 'user') { role = 'user'; cls = 'user'; text = textOf(m.content) || '(image)'; }
+      if (r === 'user') {
+        role = 'user'; cls = 'user'; text = textOf(m.content) || '(image)';
+        const skill = skillOf(m.content);
+        if (skill) text = '[skill ' + skill.name + ']' + (skill.rest ? ' ' + skill.rest : '');
+      }
       else if (r === 'assistant') {
         role = 'assistant'; cls = 'assistant'; text = textOf(m.content);
         if (!text.trim()) {
@@ -601,6 +605,15 @@
       html += images;
       if (output) html += longText(output, null, 10);
     }
+    const nested = result && isObj(result.nestedCalls) && Array.isArray(result.nestedCalls.calls) ? result.nestedCalls : null;
+    if (nested && nested.calls.length) {
+      // Calls this tool made to other tools (a codemode script, say), recorded without results.
+      const icons = { ok: '✓', error: '✗', unfinished: '…' };
+      const lines = nested.calls.filter(isObj).map((c) => (icons[c.status] || '?') + ' ' + str(c.name) + ' ' +
+        (c.arguments !== undefined ? JSON.stringify(c.arguments) : '[arguments omitted, ' + str(c.argumentsBytes) + ' bytes]') +
+        (typeof c.durationMs === 'number' ? ' ' + c.durationMs + 'ms' : '') + (c.error ? '\n    ' + str(c.error).split('\n').join('\n    ') : ''));
+      html += '<div class="call small">nested calls: ' + nested.calls.length + (nested.complete === false ? ' (incomplete record)' : '') + '</div>' + longText(lines.join('\n'), null, 4);
+    }
     if (!result) html += '<div class="muted small">no result on this branch</div>';
     // A result summarised away shares its call's note; an edited one gets its own.
     if (st && (st.kind === 'replaced' || st.kind === 'omitted')) {
@@ -609,10 +622,36 @@
     }
     return html + '</div>';
   }
+  // Pi sends an invoked skill as the user message "<skill name=… location=…>\n…\n</skill>",
+  // optionally followed by the user's own text; shown folded, as Pi's export does.
+  const SKILL = /^<skill name="([^"]+)" location="([^"]+)">\n([\s\S]*?)\n<\/skill>(?:\n\n([\s\S]+))?$/;
+  function skillOf(content) {
+    const m = SKILL.exec(textOf(content));
+    return m ? { name: m[1], location: m[2], body: m[3], rest: (m[4] || '').trim() } : null;
+  }
+  function toolSpec(t) {
+    if (!isObj(t)) return '<div class="toolspec"><b>' + esc(str(t)) + '</b></div>';
+    let html = '<div class="toolspec"><b>' + esc(str(t.name)) + '</b> ' + esc(str(t.description));
+    const params = isObj(t.parameters) && isObj(t.parameters.properties) ? t.parameters.properties : null;
+    if (params) {
+      const required = Array.isArray(t.parameters.required) ? t.parameters.required : [];
+      for (const [name, prop] of Object.entries(params)) {
+        html += '<div class="param"><code>' + esc(name) + '</code> <span class="muted">' + esc(isObj(prop) && prop.type ? str(prop.type) : 'any') +
+          (required.includes(name) ? ', required' : ', optional') + '</span>' + (isObj(prop) && prop.description ? ' — ' + esc(str(prop.description)) : '') + '</div>';
+      }
+    }
+    return html + '</div>';
+  }
   function messageBody(p, m, replaced) {
     const content = replaced !== undefined ? replaced : m.content;
     const role = String(m.role);
-    if (role === 'user') return contentHtml(content, true);
+    if (role === 'user') {
+      const skill = skillOf(content);
+      if (!skill) return contentHtml(content, true);
+      return '<details class="section skill"><summary>skill <b>' + esc(skill.name) + '</b> <span class="muted">' + esc(shortPath(skill.location)) + '</span></summary>' +
+        '<div class="md">' + markdown(skill.body) + '</div></details>' + blocks(content).filter((b) => b.type === 'image').map(imageTag).join('') +
+        (skill.rest ? '<div class="md">' + markdown(skill.rest) + '</div>' : '');
+    }
     if (role === 'assistant') {
       let html = '';
       const list = typeof content === 'string' ? [{ type: 'text', text: content }] : blocks(content);
@@ -655,7 +694,7 @@
       const added = Array.isArray(m.toolsAdded) ? m.toolsAdded : [];
       if (added.length) {
         html += '<details class="section"><summary>tools added: ' + esc(names(added).join(', ')) + '</summary>';
-        for (const t of added) html += '<div class="toolspec"><b>' + esc(isObj(t) ? str(t.name) : str(t)) + '</b> ' + esc(isObj(t) ? str(t.description) : '') + '</div>';
+        for (const t of added) html += toolSpec(t);
         html += '</details>';
       }
       if (names(m.toolsRemoved).length) html += '<div class="muted small">tools removed: ' + esc(names(m.toolsRemoved).join(', ')) + '</div>';
@@ -889,6 +928,18 @@
     return true;
   }
 
+  // Links to Pi's own export carry ?leafId=…&targetId=…: the same links open here.
+  function openPiLink() {
+    let params;
+    try { params = new URLSearchParams(location.search); } catch (e) { return false; }
+    const leaf = POS.get(params.get('leafId') || '');
+    const target = POS.get(params.get('targetId') || '');
+    if (leaf === undefined && target === undefined) return false;
+    const to = leaf !== undefined ? leaf : newestLeaf(target);
+    navigate(to, target !== undefined && pathTo(to).includes(target) ? target : -1, 'center');
+    return true;
+  }
+
   // ---------------------------------------------------------------------------------- header, stats
   function stats() {
     const s = { user: 0, assistant: 0, toolResults: 0, custom: 0, compactions: 0, summaries: 0, calls: 0, models: new Map(), tools: new Map(),
@@ -1092,7 +1143,7 @@
     ctx = contextOf(state.path);
     buildItems();
     buildRows();
-    if (!openHash()) {
+    if (!openHash() && !openPiLink()) {
       renderWindow(0, Math.min(items.length, CHUNK));
       revealRow(DEFAULT_LEAF);
     }

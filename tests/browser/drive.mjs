@@ -9,7 +9,7 @@
 // {"do": "wait", "ms": 100}, {"do": "waitFor", "js": "..."} (until truthy),
 // {"do": "screenshot", "path": "..."}, {"do": "dark", "on": true}, {"do": "downloads", "dir": "..."}.
 // Optional plan keys: "ready" (an expression true once the page is ready; default: the viewer's
-// own flag), "hash", "width", "height".
+// own flag), "query" and "hash" (added to the page's URL), "width", "height".
 import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,12 +39,12 @@ try {
   page.on('pageerror', (err) => out.pageErrors.push(String(err && err.message || err)));
   page.on('request', (req) => {
     const url = req.url();
-    if (!url.startsWith('data:') && !url.startsWith('blob:') && url !== pathToFileURL(plan.html).href && !url.startsWith(pathToFileURL(plan.html).href + '#')) {
+    if (!url.startsWith('data:') && !url.startsWith('blob:') && url.replace(/[?#].*$/s, '') !== pathToFileURL(plan.html).href) {
       out.requests.push(url);
     }
   });
   const started = Date.now();
-  await page.goto(pathToFileURL(plan.html).href + (plan.hash || ''), { waitUntil: 'load', timeout: 120000 });
+  await page.goto(pathToFileURL(plan.html).href + (plan.query || '') + (plan.hash || ''), { waitUntil: 'load', timeout: 120000 });
   await page.waitForFunction(plan.ready || 'document.body.dataset.ready === "true"', { timeout: 120000 });
   out.loadMs = Date.now() - started;
   out.readyMs = await page.evaluate(() => performance.now());

@@ -450,3 +450,74 @@ def test_malformed_entries_render_without_errors(tmp_path: Path) -> None:
     ((rows, shown),) = out["values"]
     assert rows == len(MALFORMED) - 1
     assert shown > 0
+
+
+def test_skills_nested_calls_tool_parameters_and_pi_links(tmp_path: Path) -> None:
+    manager = SessionManager.in_memory("/p")
+    manager.append_message(
+        {
+            "role": "system",
+            "content": "You are Pi.",
+            "toolsAdded": [
+                {
+                    "name": "bash",
+                    "description": "Run a command",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"command": {"type": "string"}},
+                        "required": ["command"],
+                    },
+                }
+            ],
+            "timestamp": 1,
+        }
+    )
+    first = manager.append_message({"role": "user", "content": "first", "timestamp": 2})
+    skill = '<skill name="deploy" location="/home/u/skills/deploy.md">\nSteps **here**\n</skill>\n\nship it'
+    manager.append_message({"role": "user", "content": skill, "timestamp": 3})
+    manager.append_message(
+        {
+            "role": "assistant",
+            "content": [{"type": "toolCall", "id": "c1", "name": "code", "arguments": {"script": "x"}}],
+            "api": "a",
+            "provider": "p",
+            "model": "m",
+            "stopReason": "toolUse",
+            "timestamp": 4,
+        }
+    )
+    leaf = manager.append_message(
+        {
+            "role": "toolResult",
+            "toolCallId": "c1",
+            "toolName": "code",
+            "isError": False,
+            "timestamp": 5,
+            "content": [{"type": "text", "text": "done"}],
+            "nestedCalls": {
+                "complete": True,
+                "calls": [{"name": "read", "status": "ok", "arguments": {"path": "a"}}],
+            },
+        }
+    )
+    manager.branch(first)
+    other = manager.append_message({"role": "user", "content": "other branch", "timestamp": 6})
+    page = export(manager, tmp_path)
+    seen = [
+        js("document.querySelector('.skill summary').textContent"),
+        js("document.querySelector('.skill .md').innerHTML"),
+        js("document.querySelector('.toolspec').textContent"),
+    ]
+    out = drive(page, [js(SHOWN)], query=f"?leafId={other}&targetId={first}")
+    clean(out)
+    assert out["values"] == [[e.id for e in manager.get_branch(other)]]
+    out = drive(
+        page, [js(SHOWN), *seen, js("document.querySelector('.tool').textContent")], query=f"?leafId={leaf}"
+    )
+    clean(out)
+    shown, summary, body, spec, tool = out["values"]
+    assert other not in shown
+    assert "deploy" in summary and "~/skills/deploy.md" in summary
+    assert body == "<p>Steps <strong>here</strong></p>"
+    assert "command" in spec and "required" in spec
+    assert "nested calls: 1" in tool and '✓ read {"path":"a"}' in tool
