@@ -9,6 +9,7 @@ from __future__ import annotations
 import html.parser
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -898,8 +899,10 @@ def parse_page(text: str) -> _Page:
     return page
 
 
-def test_html_export_is_a_self_contained_page(session: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "export", str(session), "--format", "html")
+def test_static_html_export_is_a_self_contained_page(
+    session: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "export", str(session), "--format", "static-html")
     assert code == 0
     page = parse_page(out)
     assert page.decl.lower() == "doctype html"
@@ -927,10 +930,10 @@ def test_html_export_is_a_self_contained_page(session: Path, capsys: pytest.Capt
             assert entry.message.content in text
 
 
-def test_html_export_of_all_branches_contains_every_entry(
+def test_static_html_export_of_all_branches_contains_every_entry(
     session: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = run(capsys, "export", str(session), "--format", "html", "--all")
+    code, out, _ = run(capsys, "export", str(session), "--format", "static-html", "--all")
     assert code == 0
     page = parse_page(out)
     ids = [attrs["id"] for tag, attrs in page.tags if tag == "article"]
@@ -944,7 +947,7 @@ def test_html_export_of_all_branches_contains_every_entry(
     assert len(sections) >= 3 and sections.count("branch active") >= 1
 
 
-def test_html_export_escapes_everything(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_static_html_export_escapes_everything(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     manager = pisession.SessionManager.create(str(tmp_path), str(tmp_path / "s"))
     hostile = '<script>alert("x")</script><img src=x onerror=alert(1)>'
     manager.append_message({"role": "user", "content": hostile, "timestamp": 1})
@@ -961,7 +964,7 @@ def test_html_export_escapes_everything(tmp_path: Path, capsys: pytest.CaptureFi
     manager.append_session_info("</title><script>bad()</script>")
     path = manager.get_session_file()
     assert path is not None
-    code, out, _ = run(capsys, "export", path, "--format", "html")
+    code, out, _ = run(capsys, "export", path, "--format", "static-html")
     assert code == 0
     page = parse_page(out)
     assert "script" not in [tag for tag, _ in page.tags]
@@ -970,6 +973,22 @@ def test_html_export_escapes_everything(tmp_path: Path, capsys: pytest.CaptureFi
     assert images == ["data:image/png;base64,iVBORw0KGgo="]
     text = "".join(page.text)
     assert hostile in text and "</title><script>bad()</script>" in text
+
+
+def test_html_export_is_the_viewer_holding_every_entry(
+    session: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "export", str(session), "--format", "html")
+    assert code == 0
+    page = parse_page(out)
+    assert page.decl.lower() == "doctype html"
+    data = [attrs for tag, attrs in page.tags if tag == "script" and attrs.get("type") == "application/json"]
+    assert len(data) == 1
+    found = re.search(r'<script [^>]*type="application/json"[^>]*>(.*?)</script>', out, re.S)
+    assert found is not None
+    embedded = json.loads(found[1])
+    manager = pisession.SessionManager.open(session)
+    assert [e.get("id") for e in embedded["entries"]] == [e.id for e in manager.get_entries()]
 
 
 def test_markdown_export(session: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from pisession import read_session
 from pisession.cli import main
-from pisession.export import to_entry_lines, to_html, to_jsonl, to_markdown
+from pisession.export import to_entry_lines, to_html, to_jsonl, to_markdown, to_static_html
 from pisession.stats import session_stats
 from pisession.validate import validate_file
 from pisession.views import context_data, tree_data
@@ -49,7 +49,9 @@ def test_exports_print_the_library_text(path: Path, capsys: pytest.CaptureFixtur
         manager, all_branches=True
     )
     assert run(capsys, "export", str(path), "--format", "html") == to_html(manager)
-    assert run(capsys, "export", str(path), "--format", "html", "--all") == to_html(
+    assert run(capsys, "export", str(path), "--format", "html", "--all") == to_html(manager)
+    assert run(capsys, "export", str(path), "--format", "static-html") == to_static_html(manager)
+    assert run(capsys, "export", str(path), "--format", "static-html", "--all") == to_static_html(
         manager, all_branches=True
     )
     assert run(capsys, "export", str(path), "--format", "jsonl") == to_entry_lines(manager)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 
-from pisession.export import to_entry_lines, to_html, to_jsonl, to_markdown, write_text
+from pisession.export import to_entry_lines, to_html, to_jsonl, to_markdown, to_static_html, write_text
 
 from . import sessions
 from .commands import Commands
 from .output import CliError, note, write_out
 
-FORMATS = ("md", "html", "jsonl", "pi-jsonl")
+FORMATS = ("md", "html", "static-html", "jsonl", "pi-jsonl")
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -27,8 +27,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         text = to_jsonl(manager)
     elif args.format == "md":
         text = to_markdown(manager, all_branches=args.all)
+    elif args.format == "static-html":
+        text = to_static_html(manager, all_branches=args.all)
     else:
-        text = to_html(manager, all_branches=args.all)
+        text = to_html(manager)  # the viewer holds every branch: --all changes nothing
     if args.output in (None, "-"):
         write_out(text)  # control characters shown escaped; a file (-o) gets the text as it is
         return 0
@@ -44,10 +46,12 @@ def register(commands: Commands) -> None:
         "export",
         cmd_export,
         "export as Markdown, HTML or JSON lines",
-        "Export the active branch (or --all branches): md, a self-contained html page (no external "
-        "assets), jsonl (the entries as the file holds them, no header), or pi-jsonl (Pi's own "
+        "Export the active branch (or --all branches): md, html (an interactive viewer of every "
+        "branch in one self-contained file, as `pi --export` makes), static-html (a plain page, no "
+        "scripts), jsonl (the entries as the file holds them, no header), or pi-jsonl (Pi's own "
         "export of the active branch: a new header and the branch, a session file of its own). "
-        "Python: pisession.export.to_markdown / to_html / to_entry_lines / to_jsonl(manager).",
+        "Python: pisession.export.to_markdown / to_html / to_static_html / to_entry_lines / "
+        "to_jsonl(manager).",
         [commands.where],
     )
     sub.add_argument("--format", choices=FORMATS, required=True)

@@ -1,4 +1,4 @@
-"""Exports of a session: Markdown, a self-contained HTML page, and JSON lines.
+"""Exports of a session: Markdown, an interactive HTML viewer, a static HTML page, and JSON lines.
 
 Each ``to_*`` function returns the text; each ``write_*`` writes it to a file atomically (a
 temporary file in the same folder, fsync, rename) and private to the owner (mode 0600), as
@@ -8,9 +8,9 @@ session files are::
     from pisession.export import to_jsonl, to_markdown, write_html
 
     manager = SessionManager.open("session.jsonl")
-    print(to_markdown(manager))                            # the active branch
-    write_html(manager, "session.html", all_branches=True)  # every branch
-    branch = to_jsonl(manager)                             # Pi's own JSONL export of the branch
+    print(to_markdown(manager))              # the active branch
+    write_html(manager, "session.html")      # the interactive viewer, every branch
+    branch = to_jsonl(manager)               # Pi's own JSONL export of the branch
 """
 
 from __future__ import annotations
@@ -33,11 +33,13 @@ from ._markdown import to_markdown as _to_markdown
 __all__ = [
     "to_markdown",
     "to_html",
+    "to_static_html",
     "to_jsonl",
     "to_entry_lines",
     "to_json_line",
     "write_markdown",
     "write_html",
+    "write_static_html",
     "write_jsonl",
     "write_text",
 ]
@@ -50,9 +52,20 @@ def to_markdown(manager: SessionManager, *, all_branches: bool = False) -> str:
     return _to_markdown(manager, all_branches=all_branches, version=__version__)
 
 
-def to_html(manager: SessionManager, *, all_branches: bool = False) -> str:
-    """The session as one self-contained HTML page (inline CSS, no scripts, no network fetches);
-    every string from the session is HTML-escaped, images only as ``data:image/...`` URLs."""
+def to_html(manager: SessionManager, *, title: str | None = None) -> str:
+    """The session as an interactive viewer, as ``pi --export`` makes one: one self-contained
+    page (no network fetches) holding every branch, with a tree sidebar, search, filters, tool
+    output, context edits and compactions as the model saw them (docs/viewer.md). ``title``
+    defaults to the session's name, else its first user message."""
+    from .._viewer import render_viewer  # the page's assets are read only when one is made
+
+    return render_viewer(manager, title=title)
+
+
+def to_static_html(manager: SessionManager, *, all_branches: bool = False) -> str:
+    """The session as one static HTML page (inline CSS, no scripts, no network fetches): the
+    active branch, or every branch (``all_branches``); every string from the session is
+    HTML-escaped, images only as ``data:image/...`` URLs."""
     return _to_html(manager, all_branches=all_branches, version=__version__)
 
 
@@ -129,9 +142,16 @@ def write_markdown(
     return write_text(path, to_markdown(manager, all_branches=all_branches))
 
 
-def write_html(manager: SessionManager, path: str | os.PathLike[str], *, all_branches: bool = False) -> str:
-    """Write `to_html` to ``path`` (0600, atomically); returns the absolute path."""
-    return write_text(path, to_html(manager, all_branches=all_branches))
+def write_html(manager: SessionManager, path: str | os.PathLike[str], *, title: str | None = None) -> str:
+    """Write `to_html` (the viewer) to ``path`` (0600, atomically); returns the absolute path."""
+    return write_text(path, to_html(manager, title=title))
+
+
+def write_static_html(
+    manager: SessionManager, path: str | os.PathLike[str], *, all_branches: bool = False
+) -> str:
+    """Write `to_static_html` to ``path`` (0600, atomically); returns the absolute path."""
+    return write_text(path, to_static_html(manager, all_branches=all_branches))
 
 
 def write_jsonl(manager: SessionManager, path: str | os.PathLike[str], *, clock: Clock | None = None) -> str:

@@ -1,0 +1,177 @@
+"""The interactive HTML viewer: one self-contained page for a whole session.
+
+``render_viewer`` embeds the session (header, every entry, the tree's shape, labels, the leaf) as
+JSON in a ``<script type="application/json">`` element and inlines the page's own CSS and
+JavaScript (``viewer.css``, ``viewer.js``, ``page.html`` beside this module): the file works
+offline and fetches nothing. The page builds everything in the browser, lazily: the sidebar tree
+is virtualised and only the messages of the branch being read are rendered, a screenful at a
+time, so a 20,000-entry session opens fast (docs/performance.md).
+
+The tree's shape comes from :meth:`SessionManager.get_tree` (children sorted by time, orphans as
+roots, no cycles), so the page never walks ``parentId`` links itself. Session text reaches the
+page only as JSON data and is escaped by the page's own renderer (``viewer.js``): raw HTML in a
+session is shown, never run.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+from .._codec import to_wire
+from .._json import dumps
+from .._manager import SessionManager
+from .._results import TreeNode
+
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a dependency, but pisession runs without it
+    _orjson = None  # type: ignore[assignment]
+
+__all__ = ["embed_json", "render_viewer"]
+
+# Inside <script> the HTML parser ends the element at "</script" and treats "<!--" specially;
+# U+2028/2029 are escaped too so the text is safe wherever it is pasted. These characters occur
+# only inside JSON strings, where their \u escapes mean the same thing. Replaced in the UTF-8
+# bytes: several times faster than in a str of 17 MB.
+_SCRIPT_UNSAFE = (
+    (b"<", b"\\u003c"),
+    (b">", b"\\u003e"),
+    (b"&", b"\\u0026"),
+    ("\u2028".encode(), b"\\u2028"),
+    ("\u2029".encode(), b"\\u2029"),
+)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _json_bytes(value: object) -> bytes:
+    # The page only parses this, so any valid JSON will do: orjson (about 10x faster than the
+    # JavaScript-exact writer on a 20,000-entry session), else json, else that writer, which
+    # also takes what the others refuse (integers past 64 bits, NaN read as JavaScript would).
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(value)
+        except (TypeError, ValueError):
+            pass
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = dumps(value)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
+def embed_json(value: object) -> str:
+    """JSON text of ``value`` that can sit inside ``<script type="application/json">``::
+
+        embed_json({"text": "</script>"})  # '{"text":"\\u003c/script\\u003e"}'
+    """
+    data = _json_bytes(value)
+    for unsafe, escape in _SCRIPT_UNSAFE:
+        data = data.replace(unsafe, escape)
+    return data.decode("utf-8")
+
+
+@functools.cache
+def _asset(name: str) -> str:
+    return resources.files(__name__).joinpath(name).read_text(encoding="utf-8")
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        return "".join(
+            str(b.get("text")) for b in content if isinstance(b, Mapping) and b.get("type") == "text"
+        )
+    return ""
+
+
+def _default_title(manager: SessionManager, entries: Sequence[Mapping[str, Any]]) -> str:
+    name = manager.get_session_name()
+    if name:
+        return name
+    for entry in entries:
+        message = entry.get("message")
+        if entry.get("type") == "message" and isinstance(message, Mapping) and message.get("role") == "user":
+            text = " ".join(_text_of(message.get("content")).split())
+            if text:
+                return text if len(text) <= 80 else text[:79] + "…"
+    header = manager.get_header()
+    return f"Pi session {header.id if header else ''}".strip()
+
+
+def _tree_shape(roots: Sequence[TreeNode], count: int) -> tuple[list[int], list[int], dict[str, str]]:
+    """Each entry's parent position in the tree (-1 for a root), the positions in pre-order (so
+    siblings keep the tree's time order), and the labels by position."""
+    parent = [-1] * count
+    order: list[int] = []
+    labels: dict[str, str] = {}
+    seen = [False] * count
+    stack: list[tuple[TreeNode, int]] = [(node, -1) for node in reversed(roots)]
+    while stack:
+        node, above = stack.pop()
+        position = node[1][0]  # a node is (snapshot, (position, children)): see TreeNode
+        if seen[position]:
+            continue
+        seen[position] = True
+        parent[position] = above
+        order.append(position)
+        label = node.label
+        if label:
+            labels[str(position)] = label
+        stack.extend((child, position) for child in reversed(node.children))
+    # Whatever the tree did not reach (entries on a parentId cycle) is shown as a root.
+    order.extend(p for p in range(count) if not seen[p])
+    return parent, order, labels
+
+
+def _session_data(manager: SessionManager, title: str | None) -> dict[str, Any]:
+    from .. import __version__  # here, not at import time: the package imports this module
+
+    index = manager.snapshot()
+    entries = index.wire_entries()
+    parent, order, labels = _tree_shape(manager.get_tree(), len(entries))
+    # A duplicated id names its last entry, as in Pi's byId map.
+    positions = {str(entry.get("id")): position for position, entry in enumerate(entries)}
+    leaf_id = manager.get_leaf_id()
+    header = manager.get_header()
+    return {
+        "format": 1,
+        "generator": f"pisession {__version__}",
+        "title": title if title is not None else _default_title(manager, entries),
+        "header": to_wire(header) if header is not None else None,
+        "entries": entries,
+        "parent": parent,
+        "order": order,
+        "labels": labels,
+        "leaf": positions.get(leaf_id, -1) if leaf_id is not None else -1,
+    }
+
+
+def _html_text(text: str) -> str:
+    # A lone surrogate cannot be written as UTF-8, and HTML reads its character reference as
+    # U+FFFD anyway.
+    text = _LONE_SURROGATE.sub("\ufffd", text)
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def render_viewer(manager: SessionManager, *, title: str | None = None) -> str:
+    """The whole session as one self-contained interactive HTML page::
+
+        html = render_viewer(SessionManager.open("session.jsonl"))
+
+    ``title`` defaults to the session's name, else its first user message.
+    """
+    data = _session_data(manager, title)
+    fills = {
+        "TITLE": _html_text(data["title"]),
+        "CSS": _asset("viewer.css"),
+        "DATA": embed_json(data),
+        "JS": _asset("viewer.js"),
+    }
+    # One pass over the template, so text filled in is never searched for more placeholders.
+    return re.sub(r"\{\{([A-Z]+)\}\}", lambda m: fills[m.group(1)], _asset("page.html"))

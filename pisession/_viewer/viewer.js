@@ -1,0 +1,1155 @@
+// pisession session viewer. Everything is built here, from the JSON in #pisession-data; session
+// text only ever reaches the page through esc() or the Markdown renderer, which escapes first.
+(function () {
+  'use strict';
+
+  // ---------------------------------------------------------------------------------- data
+  const DATA = JSON.parse(document.getElementById('pisession-data').textContent);
+  const E = DATA.entries;
+  const N = E.length;
+  const PARENT = DATA.parent;
+  const ORDER = DATA.order;
+  const LABELS = DATA.labels || {};
+  const HEADER = DATA.header;
+  const DEFAULT_LEAF = DATA.leaf;
+
+  const KIDS = new Array(N);
+  const ROOTS = [];
+  for (const p of ORDER) {
+    const up = PARENT[p];
+    if (up < 0) ROOTS.push(p);
+    else (KIDS[up] || (KIDS[up] = [])).push(p);
+  }
+  const POS = new Map();
+  E.forEach((e, p) => POS.set(String(e && e.id), p));
+  const labelOf = (p) => LABELS[p];
+
+  // Tool calls by id, for the tree's one-line descriptions of tool results.
+  let callIndex = null;
+  function toolCall(id) {
+    if (!callIndex) {
+      callIndex = new Map();
+      for (const e of E) {
+        const m = msgOf(e);
+        if (m && m.role === 'assistant') for (const b of blocks(m.content)) if (b.type === 'toolCall') callIndex.set(b.id, b);
+      }
+    }
+    return callIndex.get(id);
+  }
+
+  // ---------------------------------------------------------------------------------- helpers
+  const ESC = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+  function esc(value) { return String(value == null ? '' : value).replace(/[&<>"']/g, (c) => ESC[c]); }
+  function isObj(v) { return v !== null && typeof v === 'object' && !Array.isArray(v); }
+  function msgOf(e) { return e && e.type === 'message' && isObj(e.message) ? e.message : null; }
+  function blocks(content) { return Array.isArray(content) ? content.filter(isObj) : []; }
+  function textOf(content) {
+    if (typeof content === 'string') return content;
+    return blocks(content).filter((b) => b.type === 'text' && typeof b.text === 'string').map((b) => b.text).join('\n');
+  }
+  function str(v) { return typeof v === 'string' ? v : v == null ? '' : JSON.stringify(v); }
+  function oneLine(s, n) { s = String(s).replace(/\s+/g, ' ').trim(); return s.length > n ? s.slice(0, n - 1) + '…' : s; }
+  function num(v) { return typeof v === 'number' && isFinite(v) ? v : 0; }
+  function fmtTokens(n) {
+    if (n < 1000) return String(n);
+    if (n < 10000) return (n / 1000).toFixed(1) + 'k';
+    if (n < 1e6) return Math.round(n / 1000) + 'k';
+    return (n / 1e6).toFixed(1) + 'M';
+  }
+  function fmtTime(ts) {
+    const d = new Date(typeof ts === 'number' ? ts : String(ts || ''));
+    return isNaN(d.getTime()) ? '' : d.toLocaleString();
+  }
+  function shortPath(p) {
+    p = str(p);
+    const m = /^\/(?:home|Users)\/[^/]+(\/.*)?$/.exec(p);
+    return m ? '~' + (m[1] || '') : p;
+  }
+  function json(v) { try { return JSON.stringify(v, null, 2); } catch (e) { return String(v); } }
+  const SAFE_IMAGE = /^image\/(png|jpe?g|gif|webp|bmp|avif)$/i;
+  function imageTag(b) {
+    const mime = str(b.mimeType), data = str(b.data);
+    if (!SAFE_IMAGE.test(mime) || !/^[A-Za-z0-9+/=\s]*$/.test(data)) return '<div class="muted">[image that cannot be shown]</div>';
+    return '<img class="img" alt="attached image" src="data:' + esc(mime) + ';base64,' + esc(data.replace(/\s+/g, '')) + '">';
+  }
+
+  // ---------------------------------------------------------------------------------- highlighter
+  const KW = {
+    js: 'async await break case catch class const continue debugger default delete do else export extends false finally for from function if import in instanceof let new null of return static super switch this throw true try typeof undefined var void while yield interface type enum implements private public protected readonly as',
+    py: 'and as assert async await break class continue def del elif else except False finally for from global if import in is lambda None nonlocal not or pass raise return self True try while with yield match case',
+    sh: 'if then else elif fi for while until do done case esac function in return export local set unset echo cd exit source',
+    c: 'auto break case char const continue default do double else enum extern float for goto if int long register return short signed sizeof static struct switch typedef union unsigned void volatile while bool true false nullptr class public private protected virtual template typename namespace using new delete this include define',
+    rs: 'as async await break const continue crate dyn else enum extern false fn for if impl in let loop match mod move mut pub ref return self Self static struct super trait true type unsafe use where while Some None Ok Err',
+    go: 'break case chan const continue default defer else fallthrough for func go goto if import interface map package range return select struct switch type var nil true false',
+    java: 'abstract boolean break byte case catch char class const continue default do double else enum extends final finally float for if implements import instanceof int interface long new null package private protected public return short static super switch this throw throws true false try void while',
+    rb: 'begin break case class def do else elsif end ensure false for if in module next nil not or redo rescue retry return self super then true undef unless until when while yield require',
+    sql: 'select from where insert into values update set delete create table drop alter index join left right inner outer on and or not null as group by order having limit primary key',
+    css: '',
+    json: 'true false null',
+    yaml: 'true false null yes no',
+  };
+  const LANG = {
+    js: 'js', mjs: 'js', cjs: 'js', jsx: 'js', ts: 'js', tsx: 'js', javascript: 'js', typescript: 'js',
+    py: 'py', python: 'py', sh: 'sh', bash: 'sh', zsh: 'sh', shell: 'sh', console: 'sh',
+    c: 'c', h: 'c', cpp: 'c', cc: 'c', hpp: 'c', cs: 'java', csharp: 'java', java: 'java', kt: 'java', swift: 'java',
+    rs: 'rs', rust: 'rs', go: 'go', rb: 'rb', ruby: 'rb', sql: 'sql', css: 'css', scss: 'css',
+    json: 'json', jsonl: 'json', yaml: 'yaml', yml: 'yaml', toml: 'yaml',
+  };
+  const KWSETS = {};
+  function langOf(name) {
+    name = String(name || '').toLowerCase();
+    const ext = name.includes('.') || name.includes('/') ? name.split('/').pop().split('.').pop() : name;
+    return LANG[ext] || null;
+  }
+  function highlight(code, lang) {
+    lang = LANG[lang] || lang;
+    if (!lang || !(lang in KW) || code.length > 200000) return esc(code);
+    const hash = lang === 'py' || lang === 'sh' || lang === 'rb' || lang === 'yaml';
+    const parts = [
+      hash ? '#[^\\n]*' : lang === 'sql' ? '--[^\\n]*' : lang === 'json' ? '(?!)' : '\\/\\/[^\\n]*|\\/\\*[\\s\\S]*?\\*\\/',
+      lang === 'py' ? '"""[\\s\\S]*?"""|\'\'\'[\\s\\S]*?\'\'\'|"(?:\\\\.|[^"\\\\\\n])*"|\'(?:\\\\.|[^\'\\\\\\n])*\''
+        : '"(?:\\\\.|[^"\\\\\\n])*"|\'(?:\\\\.|[^\'\\\\\\n])*\'' + (lang === 'js' || lang === 'go' ? '|`(?:\\\\.|[^`\\\\])*`' : ''),
+      '\\b\\d[\\d_]*(?:\\.\\d+)?(?:[eE][+-]?\\d+)?\\b|\\b0[xX][0-9a-fA-F]+\\b',
+      '[A-Za-z_$][\\w$]*',
+    ];
+    const re = new RegExp('(' + parts.join(')|(') + ')', 'g');
+    const kws = KWSETS[lang] || (KWSETS[lang] = new Set(KW[lang].split(' ')));
+    let out = '', last = 0, m;
+    while ((m = re.exec(code)) !== null) {
+      if (m[0] === '') { re.lastIndex++; continue; }
+      out += esc(code.slice(last, m.index));
+      last = re.lastIndex;
+      const cls = m[1] ? 'c' : m[2] ? 's' : m[3] ? 'n' : kws.has(m[4]) ? 'k' : m[4] && code[re.lastIndex] === '(' ? 'f' : '';
+      out += cls ? '<span class="hl-' + cls + '">' + esc(m[0]) + '</span>' : esc(m[0]);
+    }
+    return out + esc(code.slice(last));
+  }
+
+  // ---------------------------------------------------------------------------------- markdown
+  // A small CommonMark-ish renderer: every piece of text is escaped before any tag is added,
+  // links keep only safe schemes, and images become links (the page fetches nothing).
+  function safeUrl(raw) {
+    const url = raw.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
+      .replace(/[\u0000-\u0020\u007f-\u009f]/g, '');
+    const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url);
+    if (scheme && !/^(https?|mailto)$/i.test(scheme[1])) return null;
+    return url;
+  }
+  function inline(text) {
+    const held = [];
+    const hold = (html) => '\u0000' + (held.push(html) - 1) + '\u0000';
+    let s = text.replace(/\u0000/g, '\ufffd');
+    s = s.replace(/(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/g, (_, f, code) => hold('<code>' + esc(code.replace(/^ (.*) $/s, '$1')) + '</code>'));
+    s = s.replace(/\\([!-/:-@[-`{-~])/g, (_, c) => hold(esc(c)));
+    s = esc(s);
+    s = s.replace(/(!?)\[([^\]\u0000]*)\]\(\s*([^\s()]+)(?:\s+&quot;([^"]*?)&quot;)?\s*\)/g, (all, bang, label, href, title) => {
+      const url = safeUrl(href);
+      const shown = bang ? '🖼 ' + (label || 'image') : label;
+      if (url === null) return hold(shown);
+      const away = url.startsWith('#') ? '' : ' rel="noopener noreferrer" target="_blank"';
+      return hold('<a href="' + esc(url) + '"' + (title ? ' title="' + title + '"' : '') + away + '>') + shown + hold('</a>');
+    });
+    // Autolinks, <https://...> or bare; the text is escaped here, so stop at an escaped < or >.
+    s = s.replace(/&lt;((?:https?|mailto):(?:(?!&gt;|&lt;)[^\s\u0000])+)&gt;|\b(https?:\/\/(?:(?!&gt;|&lt;|&quot;|&#39;)[^\s\u0000])*(?:(?!&gt;|&lt;|&quot;|&#39;)[^\s.,;:!?)\]\u0000]))/g, (all, a, b) => {
+      const url = safeUrl(a || b);
+      return url === null ? all : hold('<a href="' + esc(url) + '" rel="noopener noreferrer" target="_blank">' + esc(url) + '</a>');
+    });
+    s = s.replace(/\*\*(?=\S)([\s\S]*?\S)\*\*|__(?=\S)([\s\S]*?\S)__(?![A-Za-z0-9])/g, (_, a, b) => '<strong>' + (a || b) + '</strong>');
+    s = s.replace(/\*(?=[^\s*])([^*]*?[^\s*])\*|(^|[^A-Za-z0-9_])_(?=[^\s_])([^_]*?[^\s_])_(?![A-Za-z0-9])/g,
+      (_, a, pre, b) => a !== undefined ? '<em>' + a + '</em>' : pre + '<em>' + b + '</em>');
+    s = s.replace(/~~(?=\S)([\s\S]*?\S)~~/g, '<del>$1</del>');
+    s = s.replace(/\n/g, '<br>');
+    return s.replace(/\u0000(\d+)\u0000/g, (_, i) => held[+i]);
+  }
+  const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^\s`]*)[^`]*$/;
+  const HR = /^ {0,3}([-*_])(?:\s*\1){2,}\s*$/;
+  const HEADING = /^ {0,3}(#{1,6})(?:\s+(.*?))?(?:\s+#+)?\s*$/;
+  const ITEM = /^( {0,3})([-*+]|\d{1,9}[.)])(\s+|$)(.*)$/;
+  const TABLE_RULE = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
+  function startsBlock(line) {
+    return FENCE.test(line) || HR.test(line) || HEADING.test(line) || /^ {0,3}>/.test(line) || ITEM.test(line);
+  }
+  function cells(line) {
+    let s = line.trim();
+    if (s.startsWith('|')) s = s.slice(1);
+    if (s.endsWith('|') && !s.endsWith('\\|')) s = s.slice(0, -1);
+    return s.split(/(?<!\\)\|/).map((c) => c.trim());
+  }
+  function markdown(src, depth) {
+    depth = depth || 0;
+    if (depth > 20) return '<p>' + inline(src) + '</p>';
+    const lines = String(src).replace(/\r\n?/g, '\n').split('\n');
+    let out = '', i = 0;
+    while (i < lines.length) {
+      const line = lines[i];
+      let m;
+      if (!line.trim()) { i++; continue; }
+      if ((m = FENCE.exec(line))) {
+        const fence = m[1], lang = m[2], body = [];
+        i++;
+        while (i < lines.length && !(lines[i].trim().startsWith(fence[0].repeat(fence.length)) && /^\s*[`~]+\s*$/.test(lines[i]))) body.push(lines[i++]);
+        i++;
+        out += '<pre class="code"><code>' + highlight(body.join('\n'), langOf(lang) || lang.toLowerCase()) + '</code></pre>';
+        continue;
+      }
+      if (HR.test(line)) { out += '<hr>'; i++; continue; }
+      if ((m = HEADING.exec(line))) { const n = m[1].length; out += '<h' + n + '>' + inline(m[2] || '') + '</h' + n + '>'; i++; continue; }
+      if (/^ {0,3}>/.test(line)) {
+        const body = [];
+        while (i < lines.length && lines[i].trim() && /^ {0,3}>/.test(lines[i])) body.push(lines[i++].replace(/^ {0,3}> ?/, ''));
+        out += '<blockquote>' + markdown(body.join('\n'), depth + 1) + '</blockquote>';
+        continue;
+      }
+      if ((m = ITEM.exec(line))) {
+        const ordered = /\d/.test(m[2]);
+        const start = ordered ? parseInt(m[2], 10) : 1;
+        const items = [];
+        while (i < lines.length) {
+          const im = ITEM.exec(lines[i]);
+          if (!im || /\d/.test(im[2]) !== ordered) break;
+          const indent = im[1].length + im[2].length + Math.max(1, Math.min(im[3].length, 4));
+          const body = [im[4]];
+          i++;
+          while (i < lines.length) {
+            const l = lines[i];
+            if (!l.trim()) {
+              if (i + 1 < lines.length && /^\s/.test(lines[i + 1]) && lines[i + 1].trim()) { body.push(''); i++; continue; }
+              break;
+            }
+            if (ITEM.exec(l) && l.search(/\S/) < indent) break;
+            if (l.search(/\S/) < indent && startsBlock(l)) break;
+            body.push(l.slice(Math.min(indent, l.search(/\S/))));
+            i++;
+          }
+          items.push(body);
+        }
+        out += ordered ? '<ol' + (start !== 1 ? ' start="' + start + '"' : '') + '>' : '<ul>';
+        for (const body of items) {
+          let text = body.join('\n');
+          let box = '';
+          const task = /^\[([ xX])\]\s+/.exec(text);
+          if (task) { box = task[1] === ' ' ? '☐ ' : '☑ '; text = text.slice(task[0].length); }
+          const simple = !/\n\s*\n/.test(text) && !text.split('\n').slice(1).some(startsBlock);
+          out += '<li>' + box + (simple ? inline(text) : markdown(text, depth + 1)) + '</li>';
+        }
+        out += ordered ? '</ol>' : '</ul>';
+        continue;
+      }
+      if (line.includes('|') && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1]) && lines[i + 1].includes('-')) {
+        const head = cells(line);
+        const aligns = cells(lines[i + 1]).map((c) => (/^:-+:$/.test(c) ? 'center' : /-:$/.test(c) ? 'right' : /^:-/.test(c) ? 'left' : ''));
+        i += 2;
+        let t = '<div class="table"><table><thead><tr>';
+        head.forEach((c, k) => { t += '<th' + (aligns[k] ? ' style="text-align:' + aligns[k] + '"' : '') + '>' + inline(c) + '</th>'; });
+        t += '</tr></thead><tbody>';
+        while (i < lines.length && lines[i].trim() && lines[i].includes('|')) {
+          const row = cells(lines[i++]);
+          t += '<tr>';
+          head.forEach((_, k) => { t += '<td' + (aligns[k] ? ' style="text-align:' + aligns[k] + '"' : '') + '>' + inline(row[k] || '') + '</td>'; });
+          t += '</tr>';
+        }
+        out += t + '</tbody></table></div>';
+        continue;
+      }
+      const para = [line];
+      i++;
+      while (i < lines.length && lines[i].trim() && !startsBlock(lines[i])) para.push(lines[i++]);
+      out += '<p>' + inline(para.join('\n')) + '</p>';
+    }
+    return out;
+  }
+
+  // ---------------------------------------------------------------------------------- tree text
+  function formatReadRange(offset, limit) {
+    const n = (v) => { if (typeof v === 'string' && v.trim() !== '') v = Number(v); return typeof v === 'number' && isFinite(v) ? v : undefined; };
+    if (offset == null && limit == null) return '';
+    const start = offset == null ? 1 : n(offset);
+    if (start === undefined) return '';
+    if (limit == null) return ':' + start;
+    const count = n(limit);
+    if (count === undefined) return '';
+    return ':' + start + '-' + (start + count - 1);
+  }
+  function describeCall(name, args) {
+    args = isObj(args) ? args : {};
+    const path = shortPath(args.path != null ? args.path : args.file_path);
+    switch (name) {
+      case 'read': return 'read ' + path + formatReadRange(args.offset, args.limit);
+      case 'write': case 'edit': return name + ' ' + path;
+      case 'bash': return '$ ' + oneLine(str(args.command), 60);
+      case 'grep': return 'grep /' + str(args.pattern) + '/ in ' + (path || '.');
+      case 'find': return 'find ' + str(args.pattern) + ' in ' + (path || '.');
+      case 'ls': return 'ls ' + (path || '.');
+      default: return String(name) + ' ' + oneLine(JSON.stringify(args) || '', 40);
+    }
+  }
+  function treeText(p) {
+    const e = E[p];
+    const m = msgOf(e);
+    let role = '', text = '', cls = 'muted';
+    if (m) {
+      const r = String(m.role);
+      if (r === 'user') {
+        role = 'user'; cls = 'user'; text = textOf(m.content) || '(image)';
+        const skill = skillOf(m.content);
+        if (skill) text = '[skill ' + skill.name + ']' + (skill.rest ? ' ' + skill.rest : '');
+      }
+      else if (r === 'assistant') {
+        role = 'assistant'; cls = 'assistant'; text = textOf(m.content);
+        if (!text.trim()) {
+          const calls = blocks(m.content).filter((b) => b.type === 'toolCall').map((b) => b.name);
+          text = m.stopReason === 'aborted' ? '(aborted)' : m.errorMessage ? '⚠ ' + str(m.errorMessage) : calls.length ? '→ ' + calls.join(', ') : '(no text)';
+        }
+      } else if (r === 'toolResult') {
+        cls = 'tool';
+        const call = toolCall(m.toolCallId);
+        text = '[' + (call ? describeCall(call.name, call.arguments) : str(m.toolName) || 'tool') + ']' + (m.isError === true ? ' ✗' : '');
+      } else if (r === 'bashExecution') { cls = 'tool'; text = '[$ ' + str(m.command) + ']'; }
+      else if (r === 'system') text = '[system prompt' + (isObj(m.sections) ? ': ' + Object.keys(m.sections).join(', ') : '') + ']';
+      else if (r === 'custom') { cls = 'custom'; text = '[' + str(m.customType) + '] ' + textOf(m.content); }
+      else text = '[' + r + ']';
+    } else if (e) {
+      switch (e.type) {
+        case 'compaction': cls = 'compaction'; text = '[compaction: ' + Math.round(num(e.tokensBefore) / 1000) + 'k tokens]'; break;
+        case 'branch_summary': cls = 'summary'; text = '[branch summary] ' + str(e.summary); break;
+        case 'custom_message': cls = 'custom'; text = '[' + str(e.customType) + '] ' + textOf(e.content); break;
+        case 'model_change': text = '[model: ' + str(e.provider) + '/' + str(e.modelId) + ']'; break;
+        case 'thinking_level_change': text = '[thinking: ' + str(e.thinkingLevel) + ']'; break;
+        case 'context_edit': text = '[context ' + (e.replacement === null ? 'omit' : 'replace') + ': ' + str(e.targetId) + ']'; break;
+        case 'label': text = '[label ' + str(e.targetId) + ': ' + (str(e.label) || '(cleared)') + ']'; break;
+        case 'session_info': text = '[name: ' + str(e.name) + ']'; break;
+        case 'usage': text = '[usage ' + str(e.kind) + ': ' + str(e.model) + ']'; break;
+        case 'custom': text = '[state: ' + str(e.customType) + ']'; break;
+        default: text = '[' + str(e.type) + ']';
+      }
+    }
+    return { role, cls, text: oneLine(text, 160) };
+  }
+  const searchCache = new Array(N);
+  function searchText(p) {
+    let s = searchCache[p];
+    if (s === undefined) {
+      const e = E[p], m = msgOf(e);
+      const parts = [labelOf(p) || '', treeText(p).text];
+      if (m) {
+        parts.push(String(m.role), textOf(m.content));
+        for (const b of blocks(m.content)) {
+          if (b.type === 'thinking') parts.push(str(b.thinking));
+          if (b.type === 'toolCall') parts.push(str(b.name), JSON.stringify(b.arguments) || '');
+        }
+        if (m.role === 'bashExecution') parts.push(str(m.command), str(m.output));
+        if (m.role === 'system' && isObj(m.sections)) for (const [k, v] of Object.entries(m.sections)) parts.push(k, str(v));
+      } else if (e) {
+        parts.push(String(e.type), str(e.summary), str(e.customType), textOf(e.content), str(e.id));
+      }
+      s = searchCache[p] = parts.join(' ').toLowerCase();
+    }
+    return s;
+  }
+
+  // ---------------------------------------------------------------------------------- state
+  const state = {
+    leaf: DEFAULT_LEAF,
+    target: -1,
+    filter: 'default',
+    query: '',
+    path: [],
+    onPath: new Set(),
+  };
+
+  function pathTo(p) {
+    const path = [];
+    for (let q = p; q >= 0; q = PARENT[q]) path.push(q);
+    return path.reverse();
+  }
+  function newestLeaf(p) {
+    for (;;) { const k = KIDS[p]; if (!k || !k.length) return p; p = k[k.length - 1]; }
+  }
+
+  // ---------------------------------------------------------------------------------- sidebar tree
+  // Whether an assistant message has text (one with tool calls only is left out of most filters),
+  // worked out once per entry: filters and searches re-run it for every row.
+  const textFlags = new Int8Array(N);
+  function hasText(p, m) {
+    if (!textFlags[p]) {
+      let found = typeof m.content === 'string' && /\S/.test(m.content);
+      if (Array.isArray(m.content)) {
+        for (const b of m.content) if (isObj(b) && b.type === 'text' && typeof b.text === 'string' && /\S/.test(b.text)) { found = true; break; }
+      }
+      textFlags[p] = found ? 1 : 2;
+    }
+    return textFlags[p] === 1;
+  }
+  const SETTINGS = new Set(['label', 'custom', 'context_edit', 'model_change', 'thinking_level_change', 'usage', 'session_info']);
+  function passes(p) {
+    if (p === state.leaf) return true;
+    const e = E[p], m = msgOf(e), f = state.filter;
+    if (f !== 'all') {
+      if (m && m.role === 'assistant' && !hasText(p, m) && !(m.stopReason === 'error' || m.stopReason === 'aborted')) return false;
+      if (f === 'user' && !(m && m.role === 'user')) return false;
+      if (f === 'labeled' && !labelOf(p)) return false;
+      if ((f === 'default' || f === 'no-tools') && e && SETTINGS.has(e.type)) return false;
+      if (f === 'no-tools' && m && (m.role === 'toolResult' || m.role === 'bashExecution')) return false;
+    }
+    if (state.query) {
+      const text = searchText(p);
+      for (const token of state.query) if (!text.includes(token)) return false;
+    }
+    return true;
+  }
+  let rows = [];      // [position, prefix] for every visible row, in display order
+  let rowOf = new Map();
+  function buildRows() {
+    const visible = new Uint8Array(N);
+    const vpar = new Int32Array(N).fill(-1);
+    const vkids = new Map();
+    const vroots = [];
+    let shown = 0;
+    for (const p of ORDER) {
+      const up = PARENT[p];
+      vpar[p] = up < 0 ? -1 : visible[up] ? up : vpar[up];
+      if (passes(p)) {
+        visible[p] = 1;
+        shown++;
+        const v = vpar[p];
+        if (v < 0) vroots.push(p);
+        else { let k = vkids.get(v); if (!k) vkids.set(v, (k = [])); k.push(p); }
+      }
+    }
+    const out = [];
+    const stack = [];
+    const many = vroots.length > 1;
+    for (let i = vroots.length - 1; i >= 0; i--) {
+      const last = i === vroots.length - 1;
+      stack.push([vroots[i], many ? (last ? '└─ ' : '├─ ') : '', many ? (last ? '   ' : '│  ') : '']);
+    }
+    while (stack.length) {
+      const [p, line, cont] = stack.pop();
+      out.push([p, line]);
+      const k = vkids.get(p);
+      if (!k) continue;
+      if (k.length === 1) { stack.push([k[0], cont, cont]); continue; }
+      for (let i = k.length - 1; i >= 0; i--) {
+        const last = i === k.length - 1;
+        stack.push([k[i], cont + (last ? '└─ ' : '├─ '), cont + (last ? '   ' : '│  ')]);
+      }
+    }
+    rows = out;
+    rowOf = new Map();
+    out.forEach((r, i) => rowOf.set(r[0], i));
+    $('#tree-status').textContent = shown.toLocaleString() + ' / ' + N.toLocaleString() + ' entries';
+    $('#tree-inner').style.height = rows.length * ROW + 'px';
+    drawTree(true);
+  }
+  const ROW = 22;
+  const treeBox = () => $('#tree');
+  let drawn = { from: -1, to: -1 };
+  function drawTree(force) {
+    const box = treeBox();
+    const from = Math.max(0, Math.floor(box.scrollTop / ROW) - 20);
+    const to = Math.min(rows.length, Math.ceil((box.scrollTop + box.clientHeight) / ROW) + 20);
+    if (!force && from === drawn.from && to === drawn.to) return;
+    drawn = { from, to };
+    let html = '';
+    for (let i = from; i < to; i++) {
+      const [p, prefix] = rows[i];
+      const t = treeText(p);
+      const label = labelOf(p);
+      const cls = 'row' + (state.onPath.has(p) ? ' on-path' : '') + (p === state.target ? ' current' : '') + (p === state.leaf ? ' leaf' : '');
+      html += '<div class="' + cls + '" data-p="' + p + '" style="top:' + i * ROW + 'px" title="' + esc(t.text) + '">' +
+        '<span class="prefix">' + esc(prefix) + '</span><span class="dot">' + (state.onPath.has(p) ? '•' : ' ') + '</span>' +
+        (label ? '<span class="label">' + esc(label) + '</span>' : '') +
+        (t.role ? '<span class="who k-' + t.cls + '">' + t.role + ':</span> ' : '') +
+        '<span class="t' + (t.role ? '' : ' k-' + t.cls) + '">' + esc(t.text) + '</span></div>';
+    }
+    $('#tree-inner').innerHTML = html;
+  }
+  function revealRow(p) {
+    const i = rowOf.get(p);
+    if (i === undefined) return;
+    const box = treeBox();
+    const top = i * ROW;
+    if (top < box.scrollTop || top + ROW > box.scrollTop + box.clientHeight) box.scrollTop = Math.max(0, top - box.clientHeight / 2);
+    drawTree(true);
+  }
+
+  // ---------------------------------------------------------------------------------- context model
+  // What the model saw at the branch's end (SPEC section 6): entries before the latest
+  // compaction's first kept entry were summarised away, system messages among the kept ones
+  // were folded into the compaction, older compactions were superseded, and each context edit
+  // (the last per target, among the entries still in context) replaced or omitted its target.
+  function contextOf(path) {
+    const status = new Map();
+    let c = -1;
+    for (let i = path.length - 1; i >= 0; i--) if (E[path[i]] && E[path[i]].type === 'compaction') { c = i; break; }
+    const inContext = [];
+    if (c < 0) inContext.push(...path);
+    else {
+      const comp = E[path[c]];
+      let start = path.findIndex((p, i) => i < c && E[p] && E[p].id === comp.firstKeptEntryId);
+      if (start < 0) start = c;
+      for (let i = 0; i < c; i++) {
+        const p = path[i], m = msgOf(E[p]);
+        if (i < start) status.set(p, { kind: 'compacted', by: path[c] });
+        else if (m && m.role === 'system') status.set(p, { kind: 'folded', by: path[c] });
+        else { inContext.push(p); if (E[p].type === 'compaction') status.set(p, { kind: 'superseded', by: path[c] }); }
+      }
+      inContext.push(...path.slice(c));
+    }
+    const edits = new Map();
+    for (const p of inContext) if (E[p].type === 'context_edit') edits.set(String(E[p].targetId), p);
+    for (const p of inContext) {
+      const by = edits.get(String(E[p].id));
+      if (by !== undefined && !status.has(p)) {
+        const edit = E[by];
+        status.set(p, { kind: edit.replacement === null ? 'omitted' : 'replaced', by, replacement: isObj(edit.replacement) ? edit.replacement.content : undefined });
+      }
+    }
+    return status;
+  }
+
+  // ---------------------------------------------------------------------------------- messages
+  let ctx = new Map();
+  let results = new Map();   // toolCallId -> position of its result on the path
+  let items = [];            // what the message list shows: {p} or {group: [positions]}
+  let openGroups = new Set();
+  let win = { lo: 0, hi: 0 };
+  const CHUNK = 60;
+
+  function linkTo(p) {
+    const id = E[p] ? str(E[p].id) : '';
+    return '<a class="ref" href="#entry-' + encodeURIComponent(id) + '">' + esc(id) + '</a>';
+  }
+  function head(p, kind, extra) {
+    const e = E[p];
+    const label = labelOf(p);
+    const ts = e && e.timestamp;
+    return '<div class="head"><span class="kind">' + esc(kind) + '</span>' + (extra || '') +
+      (label ? '<span class="label">' + esc(label) + '</span>' : '') +
+      '<span class="grow"></span><time>' + esc(fmtTime(ts)) + '</time>' +
+      '<a class="permalink" href="#entry-' + encodeURIComponent(str(e && e.id)) + '" title="Link to this entry">#</a></div>';
+  }
+  function longText(text, lang, lines) {
+    text = String(text).replace(/\t/g, '   ');
+    const count = text.split('\n').length;
+    const body = lang ? highlight(text, lang) : esc(text);
+    if (count <= lines) return '<pre class="out">' + body + '</pre>';
+    return '<div class="long" style="--lines:' + lines + '"><pre class="out">' + body + '</pre>' +
+      '<button class="more">… ' + (count - lines) + ' more lines</button></div>';
+  }
+  function contentHtml(content, md) {
+    if (typeof content === 'string') return md ? '<div class="md">' + markdown(content) + '</div>' : longText(content, null, 30);
+    let html = '';
+    for (const b of blocks(content)) {
+      if (b.type === 'text') html += md ? '<div class="md">' + markdown(str(b.text)) + '</div>' : longText(str(b.text), null, 30);
+      else if (b.type === 'image') html += imageTag(b);
+      else html += '<pre class="out">' + esc(json(b)) + '</pre>';
+    }
+    return html;
+  }
+  function diffHtml(diff) {
+    let html = '<pre class="diff">';
+    for (const line of String(diff).split('\n')) {
+      const cls = /^\+/.test(line) ? 'add' : /^-/.test(line) ? 'del' : /^@@/.test(line) ? 'hunk' : '';
+      html += '<span class="' + cls + '">' + esc(line.replace(/\t/g, '   ')) + '\n</span>';
+    }
+    return html + '</pre>';
+  }
+  function editsOf(args) {
+    let edits = args.edits;
+    if (typeof edits === 'string') { try { edits = JSON.parse(edits); } catch (e) { edits = []; } }
+    if (isObj(edits)) edits = [edits];
+    edits = Array.isArray(edits) ? edits.filter(isObj) : [];
+    if (typeof args.oldText === 'string' || typeof args.newText === 'string') edits.push({ oldText: args.oldText, newText: args.newText });
+    return edits;
+  }
+  function toolHtml(call) {
+    const args = isObj(call.arguments) ? call.arguments : {};
+    const rp = results.get(call.id);
+    const result = rp !== undefined ? msgOf(E[rp]) : null;
+    const state_ = result ? (result.isError === true ? 'error' : 'ok') : 'pending';
+    const name = str(call.name);
+    const st = rp !== undefined ? ctx.get(rp) : undefined;
+    const seen = st && st.kind === 'replaced' ? st.replacement : st && st.kind === 'omitted' ? [] : result ? result.content : [];
+    const output = textOf(seen);
+    const images = blocks(seen).filter((b) => b.type === 'image').map(imageTag).join('');
+    const path = str(args.path != null ? args.path : args.file_path);
+    let html = '<div class="tool ' + state_ + '"' + (rp !== undefined ? ' id="entry-' + esc(str(E[rp].id)) + '"' : '') + '>';
+    if (name === 'bash') {
+      html += '<div class="cmd"><span class="prompt">$</span> ' + highlight(str(args.command), 'sh') + '</div>';
+      if (output.trim()) html += longText(output.replace(/\s+$/, ''), null, 8);
+    } else if (name === 'read') {
+      html += '<div class="call"><b>read</b> <span class="path">' + esc(shortPath(path)) + '</span><span class="range">' + esc(formatReadRange(args.offset, args.limit)) + '</span></div>';
+      html += images;
+      if (output) html += longText(output, langOf(path), 12);
+    } else if (name === 'write') {
+      const content = str(args.content);
+      html += '<div class="call"><b>write</b> <span class="path">' + esc(shortPath(path)) + '</span> <span class="muted">' + content.split('\n').length + ' lines</span></div>';
+      html += longText(content, langOf(path), 12);
+      if (output.trim()) html += '<div class="muted small">' + esc(oneLine(output, 300)) + '</div>';
+    } else if (name === 'edit') {
+      html += '<div class="call"><b>edit</b> <span class="path">' + esc(shortPath(path)) + '</span></div>';
+      const details = result && isObj(result.details) ? result.details : {};
+      if (typeof details.diff === 'string' && details.diff) html += diffHtml(details.diff);
+      else {
+        for (const edit of editsOf(args)) {
+          const minus = str(edit.oldText).split('\n').map((l) => '-' + l);
+          const plus = str(edit.newText).split('\n').map((l) => '+' + l);
+          html += diffHtml(minus.concat(plus).join('\n'));
+        }
+      }
+      if (result && result.isError === true && output.trim()) html += longText(output, null, 8);
+    } else {
+      html += '<div class="call"><b>' + esc(name) + '</b> <span class="muted">' + esc(describeCall(name, args).slice(name.length + 1)) + '</span></div>';
+      if (Object.keys(args).length) html += '<details class="args"><summary>arguments</summary><pre class="out">' + highlight(json(args), 'json') + '</pre></details>';
+      html += images;
+      if (output) html += longText(output, null, 10);
+    }
+    const nested = result && isObj(result.nestedCalls) && Array.isArray(result.nestedCalls.calls) ? result.nestedCalls : null;
+    if (nested && nested.calls.length) {
+      // Calls this tool made to other tools (a codemode script, say), recorded without results.
+      const icons = { ok: '✓', error: '✗', unfinished: '…' };
+      const lines = nested.calls.filter(isObj).map((c) => (icons[c.status] || '?') + ' ' + str(c.name) + ' ' +
+        (c.arguments !== undefined ? JSON.stringify(c.arguments) : '[arguments omitted, ' + str(c.argumentsBytes) + ' bytes]') +
+        (typeof c.durationMs === 'number' ? ' ' + c.durationMs + 'ms' : '') + (c.error ? '\n    ' + str(c.error).split('\n').join('\n    ') : ''));
+      html += '<div class="call small">nested calls: ' + nested.calls.length + (nested.complete === false ? ' (incomplete record)' : '') + '</div>' + longText(lines.join('\n'), null, 4);
+    }
+    if (!result) html += '<div class="muted small">no result on this branch</div>';
+    // A result summarised away shares its call's note; an edited one gets its own.
+    if (st && (st.kind === 'replaced' || st.kind === 'omitted')) {
+      html += contextNote(rp, st) + '<details class="was"><summary>' + (st.kind === 'replaced' ? 'original result (not sent)' : 'result (not sent)') +
+        '</summary>' + contentHtml(result.content, false) + '</details>';
+    }
+    return html + '</div>';
+  }
+  // Pi sends an invoked skill as the user message "<skill name=… location=…>\n…\n</skill>",
+  // optionally followed by the user's own text; shown folded, as Pi's export does.
+  const SKILL = /^<skill name="([^"]+)" location="([^"]+)">\n([\s\S]*?)\n<\/skill>(?:\n\n([\s\S]+))?$/;
+  function skillOf(content) {
+    const m = SKILL.exec(textOf(content));
+    return m ? { name: m[1], location: m[2], body: m[3], rest: (m[4] || '').trim() } : null;
+  }
+  function toolSpec(t) {
+    if (!isObj(t)) return '<div class="toolspec"><b>' + esc(str(t)) + '</b></div>';
+    let html = '<div class="toolspec"><b>' + esc(str(t.name)) + '</b> ' + esc(str(t.description));
+    const params = isObj(t.parameters) && isObj(t.parameters.properties) ? t.parameters.properties : null;
+    if (params) {
+      const required = Array.isArray(t.parameters.required) ? t.parameters.required : [];
+      for (const [name, prop] of Object.entries(params)) {
+        html += '<div class="param"><code>' + esc(name) + '</code> <span class="muted">' + esc(isObj(prop) && prop.type ? str(prop.type) : 'any') +
+          (required.includes(name) ? ', required' : ', optional') + '</span>' + (isObj(prop) && prop.description ? ' — ' + esc(str(prop.description)) : '') + '</div>';
+      }
+    }
+    return html + '</div>';
+  }
+  function messageBody(p, m, replaced) {
+    const content = replaced !== undefined ? replaced : m.content;
+    const role = String(m.role);
+    if (role === 'user') {
+      const skill = skillOf(content);
+      if (!skill) return contentHtml(content, true);
+      return '<details class="section skill"><summary>skill <b>' + esc(skill.name) + '</b> <span class="muted">' + esc(shortPath(skill.location)) + '</span></summary>' +
+        '<div class="md">' + markdown(skill.body) + '</div></details>' + blocks(content).filter((b) => b.type === 'image').map(imageTag).join('') +
+        (skill.rest ? '<div class="md">' + markdown(skill.rest) + '</div>' : '');
+    }
+    if (role === 'assistant') {
+      let html = '';
+      const list = typeof content === 'string' ? [{ type: 'text', text: content }] : blocks(content);
+      for (const b of list) {
+        if (b.type === 'text' && str(b.text).trim()) html += '<div class="md">' + markdown(str(b.text)) + '</div>';
+        else if (b.type === 'thinking' && (str(b.thinking).trim() || b.redacted)) {
+          html += '<div class="thinking"><div class="thinking-body">' + (b.redacted ? '<i>(redacted)</i>' : esc(str(b.thinking))) + '</div><div class="thinking-stub">Thinking…</div></div>';
+        } else if (b.type === 'toolCall') html += toolHtml(b);
+        else if (b.type === 'image') html += imageTag(b);
+      }
+      if (m.stopReason === 'aborted') html += '<div class="error">Aborted</div>';
+      else if (m.stopReason === 'error') html += '<div class="error">Error: ' + esc(str(m.errorMessage) || 'unknown error') + '</div>';
+      const u = isObj(m.usage) ? m.usage : null;
+      html += '<div class="foot">' + esc(str(m.provider) + '/' + str(m.model)) +
+        (u ? ' · ↑' + fmtTokens(num(u.input)) + ' ↓' + fmtTokens(num(u.output)) + (num(u.cacheRead) ? ' R' + fmtTokens(num(u.cacheRead)) : '') +
+          (num(u.cacheWrite) ? ' W' + fmtTokens(num(u.cacheWrite)) : '') + (isObj(u.cost) ? ' · $' + num(u.cost.total).toFixed(4) : '') : '') + '</div>';
+      return html;
+    }
+    if (role === 'toolResult') {
+      const call = toolCall(m.toolCallId);
+      return '<div class="call"><b>' + esc(str(m.toolName) || 'tool') + '</b> result' + (call ? ' <span class="muted">' + esc(describeCall(call.name, call.arguments)) + '</span>' : '') + '</div>' + contentHtml(content, false);
+    }
+    if (role === 'bashExecution') {
+      const failed = m.cancelled === true || (m.exitCode !== 0 && m.exitCode != null);
+      return '<div class="tool ' + (failed ? 'error' : 'ok') + '"><div class="cmd"><span class="prompt">$</span> ' + highlight(str(m.command), 'sh') + '</div>' +
+        (str(m.output) ? longText(str(m.output), null, 10) : '') +
+        (m.cancelled === true ? '<div class="error">(cancelled)</div>' : failed ? '<div class="error">(exit ' + esc(str(m.exitCode)) + ')</div>' : '') + '</div>';
+    }
+    if (role === 'system') {
+      let html = '';
+      const text = textOf(m.content);
+      if (m.replace === true) html += '<div class="muted small">replaces every earlier prompt and tool</div>';
+      if (text) html += longText(text, null, 10);
+      if (isObj(m.sections)) {
+        for (const [k, v] of Object.entries(m.sections)) {
+          html += '<details class="section"><summary>§ ' + esc(k) + (v === null ? ' (removed)' : '') + '</summary>' + (v === null ? '' : longText(str(v), null, 40)) + '</details>';
+        }
+      }
+      const names = (list) => (Array.isArray(list) ? list : []).map((t) => (isObj(t) ? str(t.name) : str(t)));
+      const added = Array.isArray(m.toolsAdded) ? m.toolsAdded : [];
+      if (added.length) {
+        html += '<details class="section"><summary>tools added: ' + esc(names(added).join(', ')) + '</summary>';
+        for (const t of added) html += toolSpec(t);
+        html += '</details>';
+      }
+      if (names(m.toolsRemoved).length) html += '<div class="muted small">tools removed: ' + esc(names(m.toolsRemoved).join(', ')) + '</div>';
+      return html;
+    }
+    if (role === 'custom') return contentHtml(content, true);
+    if (role === 'branchSummary' || role === 'compactionSummary') return '<div class="md">' + markdown(str(m.summary)) + '</div>';
+    return '<pre class="out">' + esc(json(m)) + '</pre>';
+  }
+  function contextNote(p, st) {
+    if (!st) return '';
+    const what = {
+      compacted: 'Not in the model’s context: summarised by the compaction ',
+      folded: 'Folded into the system prompt kept by the compaction ',
+      superseded: 'Superseded by the later compaction ',
+      omitted: 'Omitted from the model’s context by the edit ',
+      replaced: 'The model saw replaced content (edit ',
+    }[st.kind];
+    return '<div class="ctx-note ' + st.kind + '">' + what + linkTo(st.by) + (st.kind === 'replaced' ? ')' : '') + '</div>';
+  }
+  function entryHtml(p) {
+    const e = E[p];
+    if (!e) return '';
+    const st = ctx.get(p);
+    const m = msgOf(e);
+    let cls = 'entry', kind = String(e.type), body = '', extra = '';
+    if (m) {
+      const role = String(m.role);
+      cls += ' m-' + role.replace(/[^A-Za-z]/g, '');
+      kind = { toolResult: 'tool result', bashExecution: 'bash', branchSummary: 'branch summary', compactionSummary: 'compaction summary', system: 'system prompt' }[role] || role;
+      if (role === 'custom') kind = 'custom: ' + str(m.customType);
+      if (st && st.kind === 'replaced') {
+        body = '<div class="now">' + messageBody(p, m, st.replacement) + '</div>' +
+          '<details class="was"><summary>original content (not sent)</summary>' + messageBody(p, m) + '</details>';
+      } else if (st && st.kind === 'omitted') {
+        body = '<details class="was"><summary>content (not sent)</summary>' + messageBody(p, m) + '</details>';
+      } else body = messageBody(p, m);
+    } else {
+      switch (e.type) {
+        case 'compaction':
+          cls += ' compaction';
+          kind = 'compaction';
+          extra = '<span class="muted">' + num(e.tokensBefore).toLocaleString() + ' tokens before · keeps from ' + linkTo(POS.has(str(e.firstKeptEntryId)) ? POS.get(str(e.firstKeptEntryId)) : p) + '</span>';
+          body = (st ? '' : '<div class="muted small">The model saw this summary in place of everything before the first kept entry.</div>') +
+            '<div class="md">' + markdown(str(e.summary)) + '</div>';
+          if (isObj(e.systemMessage)) body += '<details class="section"><summary>system prompt carried over</summary>' + messageBody(p, e.systemMessage) + '</details>';
+          break;
+        case 'branch_summary':
+          cls += ' summary';
+          kind = 'branch summary';
+          body = '<div class="md">' + markdown(str(e.summary)) + '</div>';
+          break;
+        case 'custom_message': {
+          const hidden = e.display === false;
+          cls += ' custom' + (hidden ? ' hidden-msg' : '');
+          kind = str(e.customType) + (hidden ? ' · hidden in Pi' : '');
+          const content = st && st.kind === 'replaced' ? st.replacement : e.content;
+          body = st && st.kind === 'omitted' ? '<details class="was"><summary>content (not sent)</summary>' + contentHtml(e.content, true) + '</details>'
+            : contentHtml(content, true) + (st && st.kind === 'replaced' ? '<details class="was"><summary>original content (not sent)</summary>' + contentHtml(e.content, true) + '</details>' : '');
+          break;
+        }
+        case 'model_change':
+          return '<div class="entry meta" id="entry-' + esc(str(e.id)) + '">Model: <b>' + esc(str(e.provider) + '/' + str(e.modelId)) + '</b></div>';
+        case 'thinking_level_change':
+          return '<div class="entry meta" id="entry-' + esc(str(e.id)) + '">Thinking level: <b>' + esc(str(e.thinkingLevel)) + '</b></div>';
+        case 'context_edit': {
+          const target = POS.get(str(e.targetId));
+          const inert = st && (st.kind === 'compacted');
+          return '<div class="entry meta edit' + (inert ? ' outside' : '') + '" id="entry-' + esc(str(e.id)) + '">Context edit: ' + (e.replacement === null ? 'omits ' : 'replaces the content of ') +
+            (target !== undefined ? linkTo(target) : esc(str(e.targetId))) + '</div>';
+        }
+        case 'label':
+          return '<div class="entry meta hidden-msg" id="entry-' + esc(str(e.id)) + '">Label on ' + esc(str(e.targetId)) + ': ' + esc(str(e.label) || '(cleared)') + '</div>';
+        case 'session_info':
+          return '<div class="entry meta hidden-msg" id="entry-' + esc(str(e.id)) + '">Session name: ' + esc(str(e.name)) + '</div>';
+        case 'usage':
+          return '<div class="entry meta hidden-msg" id="entry-' + esc(str(e.id)) + '">Usage (' + esc(str(e.kind)) + ') ' + esc(str(e.provider) + '/' + str(e.model)) +
+            (isObj(e.usage) ? ' · ↑' + fmtTokens(num(e.usage.input)) + ' ↓' + fmtTokens(num(e.usage.output)) + (isObj(e.usage.cost) ? ' · $' + num(e.usage.cost.total).toFixed(4) : '') : '') +
+            (e.note ? ' · ' + esc(str(e.note)) : '') + '</div>';
+        case 'custom':
+          return '<details class="entry meta hidden-msg" id="entry-' + esc(str(e.id)) + '"><summary>Extension state: ' + esc(str(e.customType)) + '</summary><pre class="out">' + esc(json(e.data)) + '</pre></details>';
+        default:
+          cls += ' unknown';
+          body = '<pre class="out">' + esc(json(e)) + '</pre>';
+      }
+    }
+    if (st) cls += ' ctx-' + st.kind;
+    return '<article class="' + cls + (p === state.target ? ' target' : '') + '" id="entry-' + esc(str(e.id)) + '">' + head(p, kind, extra) + contextNote(p, st) + body + '</article>';
+  }
+  function itemHtml(item) {
+    if (item.group) {
+      return '<div class="group" data-group="' + item.group[0] + '"><button class="open-group">' + item.group.length.toLocaleString() +
+        (item.group.length === 1 ? ' entry' : ' entries') + ' before this point were summarised by a compaction and not sent to the model: show them</button></div>';
+    }
+    return entryHtml(item.p);
+  }
+  function buildItems() {
+    items = [];
+    results = new Map();
+    for (const p of state.path) {
+      const m = msgOf(E[p]);
+      if (m && m.role === 'toolResult' && typeof m.toolCallId === 'string' && !results.has(m.toolCallId)) results.set(m.toolCallId, p);
+    }
+    const called = new Set();
+    for (const p of state.path) {
+      const m = msgOf(E[p]);
+      if (m && m.role === 'assistant') for (const b of blocks(m.content)) if (b.type === 'toolCall' && results.has(b.id)) called.add(results.get(b.id));
+    }
+    let group = null;
+    for (const p of state.path) {
+      if (called.has(p)) continue;
+      const st = ctx.get(p);
+      if (st && st.kind === 'compacted' && !openGroups.has(st.by)) {
+        if (!group) { group = []; items.push({ group, by: st.by }); }
+        group.push(p);
+        continue;
+      }
+      group = null;
+      items.push({ p });
+    }
+  }
+  function itemIndexOf(p) {
+    for (let i = 0; i < items.length; i++) {
+      const it = items[i];
+      if (it.p === p || (it.group && it.group.includes(p))) return i;
+    }
+    // A tool result is drawn inside its call: look for the message that made the call.
+    const m = msgOf(E[p]);
+    if (m && m.role === 'toolResult' && results.get(m.toolCallId) === p) {
+      for (const q of state.path) {
+        const am = msgOf(E[q]);
+        if (am && am.role === 'assistant' && blocks(am.content).some((b) => b.type === 'toolCall' && b.id === m.toolCallId)) return itemIndexOf(q);
+      }
+    }
+    return -1;
+  }
+  const list = () => $('#messages');
+  function renderWindow(lo, hi) {
+    win = { lo, hi };
+    const leaf = state.leaf;
+    let html = '<div class="branch-bar">' + (leaf < 0 ? 'No branch: the session has no leaf.' :
+      'Branch of ' + state.path.length.toLocaleString() + (state.path.length === 1 ? ' entry' : ' entries') + ' ending at ' + linkTo(leaf) +
+      (leaf === DEFAULT_LEAF ? ', the session’s leaf' : ' (the session’s leaf is ' + (DEFAULT_LEAF >= 0 ? linkTo(DEFAULT_LEAF) : 'none') + ')')) +
+      '</div><div id="top-sentinel"></div>';
+    for (let i = lo; i < hi; i++) html += itemHtml(items[i]);
+    html += '<div id="bottom-sentinel"></div>';
+    list().innerHTML = html;
+    observe();
+  }
+  function grow(direction) {
+    const box = $('#content');
+    if (direction > 0 && win.hi < items.length) {
+      const hi = Math.min(items.length, win.hi + CHUNK);
+      let html = '';
+      for (let i = win.hi; i < hi; i++) html += itemHtml(items[i]);
+      $('#bottom-sentinel').insertAdjacentHTML('beforebegin', html);
+      win.hi = hi;
+      return true;
+    } else if (direction < 0 && win.lo > 0) {
+      const lo = Math.max(0, win.lo - CHUNK);
+      let html = '';
+      for (let i = lo; i < win.lo; i++) html += itemHtml(items[i]);
+      const before = box.scrollHeight;
+      $('#top-sentinel').insertAdjacentHTML('afterend', html);
+      box.scrollTop += box.scrollHeight - before;
+      win.lo = lo;
+      return true;
+    }
+    return false;
+  }
+  let observer = null;
+  function observe() {
+    if (!('IntersectionObserver' in window)) return;
+    if (observer) observer.disconnect();
+    observer = new IntersectionObserver((seen) => {
+      for (const s of seen) {
+        if (!s.isIntersecting) continue;
+        if (!grow(s.target.id === 'bottom-sentinel' ? 1 : -1)) continue;
+        // Observing again reports the sentinel afresh: keep filling while it is still in reach.
+        observer.unobserve(s.target);
+        observer.observe(s.target);
+      }
+    }, { root: $('#content'), rootMargin: '1200px 0px' });
+    observer.observe($('#top-sentinel'));
+    observer.observe($('#bottom-sentinel'));
+  }
+
+  // ---------------------------------------------------------------------------------- navigation
+  function navigate(leaf, target, how) {
+    const changed = leaf !== state.leaf || !state.path.length;
+    state.leaf = leaf;
+    state.target = target;
+    if (changed) {
+      state.path = leaf >= 0 ? pathTo(leaf) : [];
+      state.onPath = new Set(state.path);
+      ctx = contextOf(state.path);
+      openGroups = new Set();
+      buildItems();
+      if (state.filter !== 'all' || state.query) buildRows(); // the leaf is always shown
+    }
+    const at = target >= 0 ? itemIndexOf(target) : -1;
+    if (at >= 0) {
+      const it = items[at];
+      if (it.group) { openGroups.add(it.by); buildItems(); }
+      const i = itemIndexOf(target);
+      renderWindow(Math.max(0, i - 20), Math.min(items.length, i + 40));
+      const el = document.getElementById('entry-' + str(E[target].id));
+      if (el) {
+        el.scrollIntoView({ block: how === 'top' ? 'start' : 'center' });
+        el.classList.add('flash');
+        setTimeout(() => el.classList.remove('flash'), 1500);
+      }
+    } else if (how === 'bottom') {
+      renderWindow(Math.max(0, items.length - CHUNK), items.length);
+      $('#content').scrollTop = $('#content').scrollHeight;
+    } else {
+      renderWindow(0, Math.min(items.length, CHUNK));
+      $('#content').scrollTop = 0;
+    }
+    drawTree(true);
+    if (target >= 0) revealRow(target);
+  }
+  function openHash() {
+    const m = /^#entry-(.+)$/.exec(location.hash);
+    if (!m) return false;
+    let id;
+    try { id = decodeURIComponent(m[1]); } catch (e) { return false; }
+    const p = POS.get(id);
+    if (p === undefined) return false;
+    navigate(state.onPath.has(p) ? state.leaf : newestLeaf(p), p, 'center');
+    return true;
+  }
+
+  // Links to Pi's own export carry ?leafId=…&targetId=…: the same links open here.
+  function openPiLink() {
+    let params;
+    try { params = new URLSearchParams(location.search); } catch (e) { return false; }
+    const leaf = POS.get(params.get('leafId') || '');
+    const target = POS.get(params.get('targetId') || '');
+    if (leaf === undefined && target === undefined) return false;
+    const to = leaf !== undefined ? leaf : newestLeaf(target);
+    navigate(to, target !== undefined && pathTo(to).includes(target) ? target : -1, 'center');
+    return true;
+  }
+
+  // ---------------------------------------------------------------------------------- header, stats
+  function stats() {
+    const s = { user: 0, assistant: 0, toolResults: 0, custom: 0, compactions: 0, summaries: 0, calls: 0, models: new Map(), tools: new Map(),
+      tokens: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, cost: 0, extraCost: 0, extraTokens: 0 };
+    const add = (u, extra) => {
+      if (!isObj(u)) return;
+      if (extra) { s.extraTokens += num(u.input) + num(u.output); } else {
+        s.tokens.input += num(u.input); s.tokens.output += num(u.output); s.tokens.cacheRead += num(u.cacheRead); s.tokens.cacheWrite += num(u.cacheWrite);
+      }
+      if (isObj(u.cost)) {
+        const c = u.cost;
+        const total = typeof c.total === 'number' ? num(c.total) : num(c.input) + num(c.output) + num(c.cacheRead) + num(c.cacheWrite);
+        if (extra) s.extraCost += total; else s.cost += total;
+      }
+    };
+    for (const e of E) {
+      const m = msgOf(e);
+      if (m) {
+        if (m.role === 'user') s.user++;
+        else if (m.role === 'toolResult') s.toolResults++;
+        else if (m.role === 'custom') s.custom++;
+        else if (m.role === 'assistant') {
+          s.assistant++;
+          if (m.model) { const k = (m.provider ? m.provider + '/' : '') + m.model; s.models.set(k, (s.models.get(k) || 0) + 1); }
+          add(m.usage, false);
+          if (Array.isArray(m.content)) {
+            for (const b of m.content) if (isObj(b) && b.type === 'toolCall') { s.calls++; s.tools.set(str(b.name), (s.tools.get(str(b.name)) || 0) + 1); }
+          }
+        }
+      } else if (e) {
+        if (e.type === 'compaction') { s.compactions++; add(e.usage, true); }
+        else if (e.type === 'branch_summary') { s.summaries++; add(e.usage, true); }
+        else if (e.type === 'custom_message') s.custom++;
+        else if (e.type === 'usage') add(e.usage, true);
+      }
+    }
+    return s;
+  }
+  function renderTop() {
+    const s = stats();
+    const tokens = [];
+    if (s.tokens.input) tokens.push('↑' + fmtTokens(s.tokens.input));
+    if (s.tokens.output) tokens.push('↓' + fmtTokens(s.tokens.output));
+    if (s.tokens.cacheRead) tokens.push('R' + fmtTokens(s.tokens.cacheRead));
+    if (s.tokens.cacheWrite) tokens.push('W' + fmtTokens(s.tokens.cacheWrite));
+    const msgs = [];
+    const count = (n, one, many) => { if (n) msgs.push(n.toLocaleString() + ' ' + (n === 1 ? one : many)); };
+    count(s.user, 'user', 'user');
+    count(s.assistant, 'assistant', 'assistant');
+    count(s.toolResults, 'tool result', 'tool results');
+    count(s.custom, 'custom', 'custom');
+    count(s.compactions, 'compaction', 'compactions');
+    count(s.summaries, 'branch summary', 'branch summaries');
+    const models = [...s.models.entries()].map(([k, n]) => esc(k) + ' <span class="muted">×' + n + '</span>').join(', ');
+    const tools = [...s.tools.entries()].sort((a, b) => b[1] - a[1]).map(([k, n]) => esc(k) + ' <span class="muted">×' + n + '</span>').join(', ');
+    const row = (k, v) => '<dt>' + k + '</dt><dd>' + v + '</dd>';
+    $('#top').innerHTML =
+      '<div class="title-row"><h1>' + esc(DATA.title) + '</h1><span class="grow"></span>' +
+      '<button class="toggle" data-act="thinking" title="Show or hide thinking (T)">Thinking</button>' +
+      '<button class="toggle" data-act="tools" title="Expand or collapse tool output (O)">Tool output</button>' +
+      '<button class="toggle" data-act="hidden" title="Show hidden and settings entries (H)">Hidden</button>' +
+      '<button class="toggle" data-act="theme" title="Light, dark or the system’s colours">Theme</button>' +
+      '<button class="action" data-act="download" title="Download the session as JSONL">↓ JSONL</button></div>' +
+      '<dl class="stats">' +
+      row('Session', '<code>' + esc(HEADER ? str(HEADER.id) : '') + '</code>') +
+      row('Directory', '<code>' + esc(HEADER ? shortPath(HEADER.cwd) : '') + '</code>') +
+      row('Created', esc(HEADER ? fmtTime(HEADER.timestamp) : '')) +
+      row('Models', models || 'none') +
+      row('Messages', esc(msgs.join(', ') || '0')) +
+      row('Tool calls', s.calls + (tools ? ' <span class="muted">(' + tools + ')</span>' : '')) +
+      row('Tokens', esc(tokens.join(' ') || '0') + (s.extraTokens ? ' <span class="muted">+ ' + fmtTokens(s.extraTokens) + ' outside the conversation</span>' : '')) +
+      row('Cost', '$' + s.cost.toFixed(3) + (s.extraCost ? ' <span class="muted">+ $' + s.extraCost.toFixed(3) + ' outside the conversation (summaries, usage entries)</span>' : '')) +
+      row('Entries', N.toLocaleString() + ' <span class="muted">(' + ROOTS.length + (ROOTS.length === 1 ? ' root' : ' roots') + ', ' +
+        E.reduce((n, _, p) => n + (KIDS[p] && KIDS[p].length > 1 ? 1 : 0), 0) + ' branch points)</span>') +
+      '</dl><div class="hint">T thinking · O tool output · H hidden entries · / search · Esc back to the session’s leaf</div>';
+    syncToggles();
+  }
+  function syncToggles() {
+    const b = document.body.classList;
+    const set = (act, on, text) => { const el = document.querySelector('[data-act="' + act + '"]'); if (el) { el.setAttribute('aria-pressed', String(on)); if (text) el.textContent = text; } };
+    set('thinking', !b.contains('hide-thinking'));
+    set('tools', b.contains('tools-open'));
+    set('hidden', !b.contains('hide-hidden'));
+    const theme = document.documentElement.dataset.theme || 'auto';
+    set('theme', theme !== 'auto', 'Theme: ' + theme);
+  }
+  function download() {
+    const lines = [];
+    if (HEADER) lines.push(JSON.stringify(HEADER));
+    for (const e of E) lines.push(JSON.stringify(e));
+    const blob = new Blob([lines.join('\n') + '\n'], { type: 'application/x-ndjson' });
+    const url = URL.createObjectURL(blob);
+    const a = document.createElement('a');
+    a.href = url;
+    a.download = (HEADER && typeof HEADER.id === 'string' ? HEADER.id.replace(/[^A-Za-z0-9._-]/g, '_') : 'session') + '.jsonl';
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  }
+  function setTheme(theme) {
+    if (theme === 'auto') delete document.documentElement.dataset.theme; else document.documentElement.dataset.theme = theme;
+    try { localStorage.setItem('pisession-viewer-theme', theme); } catch (e) { /* storage may be off for file: pages */ }
+    syncToggles();
+  }
+  function act(name) {
+    const b = document.body.classList;
+    if (name === 'thinking') b.toggle('hide-thinking');
+    else if (name === 'tools') { b.toggle('tools-open'); for (const el of document.querySelectorAll('.long.open')) el.classList.remove('open'); }
+    else if (name === 'hidden') b.toggle('hide-hidden');
+    else if (name === 'theme') {
+      const order = ['auto', 'light', 'dark'];
+      setTheme(order[(order.indexOf(document.documentElement.dataset.theme || 'auto') + 1) % 3]);
+    } else if (name === 'download') download();
+    syncToggles();
+  }
+
+  // ---------------------------------------------------------------------------------- wiring
+  function $(sel) { return document.querySelector(sel); }
+  let searchTimer = 0;
+  function wire() {
+    $('#search').addEventListener('input', (ev) => {
+      clearTimeout(searchTimer);
+      const value = ev.target.value;
+      searchTimer = setTimeout(() => {
+        state.query = value.toLowerCase().split(/\s+/).filter(Boolean);
+        if (!state.query.length) state.query = '';
+        buildRows();
+        treeBox().scrollTop = 0;
+        drawTree(true);
+      }, N > 5000 ? 150 : 40);
+    });
+    for (const btn of document.querySelectorAll('.filter')) {
+      btn.addEventListener('click', () => {
+        for (const b of document.querySelectorAll('.filter')) b.classList.toggle('on', b === btn);
+        state.filter = btn.dataset.filter;
+        buildRows();
+        revealRow(state.target >= 0 ? state.target : state.leaf);
+      });
+    }
+    treeBox().addEventListener('scroll', () => requestAnimationFrame(() => drawTree(false)));
+    $('#tree-inner').addEventListener('click', (ev) => {
+      const row = ev.target.closest('.row');
+      if (!row || String(window.getSelection() || '')) return;
+      const p = +row.dataset.p;
+      navigate(newestLeaf(p), p, 'center');
+    });
+    document.addEventListener('click', (ev) => {
+      const t = ev.target;
+      const button = t.closest('[data-act]');
+      if (button) { act(button.dataset.act); return; }
+      const more = t.closest('.long .more');
+      if (more) { more.parentElement.classList.toggle('open'); return; }
+      const stub = t.closest('.thinking-stub');
+      if (stub) { stub.parentElement.classList.toggle('open'); return; }
+      const group = t.closest('.open-group');
+      if (group) {
+        const first = +group.parentElement.dataset.group;
+        const st = ctx.get(first);
+        if (st) openGroups.add(st.by);
+        buildItems();
+        const i = itemIndexOf(first);
+        renderWindow(Math.max(0, i - 5), Math.min(items.length, i + CHUNK));
+        const el = document.getElementById('entry-' + str(E[first].id));
+        if (el) el.scrollIntoView({ block: 'start' });
+        return;
+      }
+      const img = t.closest('img.img');
+      if (img) { const box = $('#lightbox'); box.querySelector('img').src = img.src; box.hidden = false; return; }
+      if (t.closest('#lightbox')) { $('#lightbox').hidden = true; }
+    });
+    window.addEventListener('hashchange', openHash);
+    document.addEventListener('keydown', (ev) => {
+      const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement && document.activeElement.tagName);
+      if (ev.key === 'Escape') {
+        if (typing) { $('#search').value = ''; $('#search').dispatchEvent(new Event('input')); $('#search').blur(); }
+        $('#lightbox').hidden = true;
+        if (!typing) navigate(DEFAULT_LEAF, -1, 'bottom');
+        return;
+      }
+      if (typing || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      const key = ev.key.toLowerCase();
+      if (key === 't') act('thinking');
+      else if (key === 'o') act('tools');
+      else if (key === 'h') act('hidden');
+      else if (key === '/') { ev.preventDefault(); $('#search').focus(); }
+      else return;
+      ev.preventDefault();
+    });
+  }
+
+  function start() {
+    try {
+      const theme = localStorage.getItem('pisession-viewer-theme');
+      if (theme === 'light' || theme === 'dark') document.documentElement.dataset.theme = theme;
+    } catch (e) { /* no storage */ }
+    renderTop();
+    wire();
+    state.path = DEFAULT_LEAF >= 0 ? pathTo(DEFAULT_LEAF) : [];
+    state.onPath = new Set(state.path);
+    ctx = contextOf(state.path);
+    buildItems();
+    buildRows();
+    if (!openHash() && !openPiLink()) {
+      renderWindow(0, Math.min(items.length, CHUNK));
+      revealRow(DEFAULT_LEAF);
+    }
+    document.body.dataset.ready = 'true';
+  }
+  // Exposed for tests and for scripting the page from the console.
+  window.pisessionViewer = { markdown, highlight, navigate, state, rows: () => rows, items: () => items, positionOf: (id) => POS.get(id) };
+  start();
+})();

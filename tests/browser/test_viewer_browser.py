@@ -1,0 +1,523 @@
+"""The HTML viewer in a real browser: headless Chromium from npm (tests/browser/setup.sh) driven
+by puppeteer-core through drive.mjs. Skipped, with the reason, where Node or the browser is missing.
+No timings are asserted here (measure_load.py measures them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from viewer_sessions import big_session
+
+from pisession import SessionManager, to_wire
+from pisession._json import dumps
+from pisession._viewer import render_viewer
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+CASES = ROOT / "tests" / "conformance" / "cases"
+BROWSER_DIR = Path(os.environ.get("PISESSION_BROWSER_DIR", Path.home() / ".cache" / "pisession-browser"))
+
+
+def _missing() -> str | None:
+    if shutil.which("node") is None:
+        return "node is not installed"
+    for package in ("@sparticuz/chromium", "puppeteer-core"):
+        if not (BROWSER_DIR / "node_modules" / package).is_dir():
+            return f"{package} is not installed in {BROWSER_DIR}: run tests/browser/setup.sh"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
+
+
+def drive(html: Path, steps: list[dict[str, Any]], **plan: Any) -> dict[str, Any]:
+    done = subprocess.run(
+        ["node", str(HERE / "drive.mjs"), json.dumps({"html": str(html), "steps": steps, **plan})],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"drive.mjs failed: {done.stderr[-2000:]}")
+    out: dict[str, Any] = json.loads(done.stdout)
+    return out
+
+
+def clean(out: dict[str, Any]) -> None:
+    assert out["consoleErrors"] == []
+    assert out["pageErrors"] == []
+    assert out["requests"] == [], "the viewer must fetch nothing"
+
+
+def export(manager: SessionManager, folder: Path, name: str = "view.html") -> Path:
+    page = folder / name
+    page.write_text(render_viewer(manager), encoding="utf-8")
+    return page
+
+
+def js(expression: str) -> dict[str, str]:
+    return {"do": "eval", "js": expression}
+
+
+ROWS = "[...document.querySelectorAll('#tree .row')].map(r => r.textContent)"
+SHOWN = "[...document.querySelectorAll('#messages [id^=\"entry-\"]')].map(e => e.id.slice(6))"
+
+
+def test_branch_switch_search_toggles_filters_links_and_download(tmp_path: Path) -> None:
+    source = tmp_path / "branched.jsonl"
+    shutil.copy(CASES / "branched_labels.jsonl", source)
+    manager = SessionManager.open(source)
+    page = export(manager, tmp_path)
+    wire = manager.snapshot().wire_entries()
+    by_text = {
+        str(
+            e["message"]["content"]
+            if isinstance(e["message"]["content"], str)
+            else e["message"]["content"][0]["text"]
+        ): e["id"]
+        for e in wire
+        if e["type"] == "message"
+    }
+    alternative, main = by_text["alternative follow-up"], by_text["main follow-up"]
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    out = drive(
+        page,
+        [
+            js(SHOWN),
+            # Branch switch: click the other branch's row in the sidebar.
+            {"do": "click", "sel": f'#tree .row[data-p="{window_position(wire, alternative)}"]'},
+            js(SHOWN),
+            js("[...document.querySelectorAll('#tree .row.current')].map(r => r.dataset.p)"),
+            # Search narrows the tree to matching entries (and the leaf, always shown).
+            {"do": "type", "sel": "#search", "text": "alternative"},
+            {"do": "wait", "ms": 400},
+            js(ROWS),
+            js("document.querySelector('#tree-status').textContent"),
+            {"do": "click", "sel": "#search"},
+            {"do": "key", "key": "Escape"},
+            {"do": "wait", "ms": 400},
+            js(ROWS + ".length"),
+            # Toggles.
+            {"do": "click", "sel": "[data-act=tools]"},
+            js(
+                "[document.body.classList.contains('tools-open'),"
+                " document.querySelector('[data-act=tools]').getAttribute('aria-pressed')]"
+            ),
+            {"do": "key", "key": "t"},
+            js("document.body.classList.contains('hide-thinking')"),
+            {"do": "click", "sel": "[data-act=hidden]"},
+            js("document.body.classList.contains('hide-hidden')"),
+            {"do": "click", "sel": "[data-act=theme]"},
+            {"do": "click", "sel": "[data-act=theme]"},
+            js("[document.documentElement.dataset.theme, getComputedStyle(document.body).backgroundColor]"),
+            # Filters.
+            {"do": "click", "sel": ".filter[data-filter=user]"},
+            js(ROWS),
+            {"do": "click", "sel": ".filter[data-filter=labeled]"},
+            js(ROWS),
+            {"do": "click", "sel": ".filter[data-filter=all]"},
+            js(ROWS + ".length"),
+            # A per-message link opens its branch.
+            js(f"(location.hash = '#entry-{main}', new Promise(r => setTimeout(r, 200)))"),
+            js(SHOWN),
+            # The JSONL download.
+            {"do": "downloads", "dir": str(downloads)},
+            {"do": "click", "sel": "[data-act=download]"},
+            {"do": "wait", "ms": 1500},
+        ],
+    )
+    clean(out)
+    (
+        first,
+        after_click,
+        current,
+        searched,
+        status,
+        cleared,
+        tools,
+        thinking,
+        hidden,
+        theme,
+        users,
+        labeled,
+        all_rows,
+        _,
+        linked,
+    ) = out["values"]
+    assert main in first and alternative not in first
+    assert alternative in after_click and main not in after_click
+    assert current == [str(window_position(wire, alternative))]
+    assert any("alternative follow-up" in row for row in searched)
+    assert sum("alternative" not in row for row in searched) <= 1  # matches, and the leaf (always shown)
+    assert status.startswith(f"{len(searched)} / {len(wire)}")
+    assert cleared > len(searched)
+    assert tools == [True, "true"]
+    assert thinking is True
+    assert hidden is False  # hidden entries were hidden at first, now shown
+    assert theme[0] == "dark" and theme[1] == "rgb(22, 24, 28)"
+    user_count = sum(1 for e in wire if e["type"] == "message" and e["message"]["role"] == "user")
+    assert sum("user:" in row for row in users) == user_count and len(users) <= user_count + 1
+    labels = {label for e in wire if (label := manager.get_label(e["id"]))}
+    assert labels and all(label in " ".join(labeled) for label in labels)
+    assert len(labeled) <= len(labels) + 1  # the labeled entries, and the leaf
+    assert all_rows == len(wire)
+    assert main in linked and alternative not in linked
+    (saved,) = downloads.iterdir()
+    header = manager.get_header()
+    assert header is not None
+    expected = "".join(dumps(line) + "\n" for line in [to_wire(header), *wire])
+    assert saved.read_text(encoding="utf-8") == expected
+
+
+def window_position(wire: list[dict[str, Any]], entry_id: str) -> int:
+    return next(i for i, e in enumerate(wire) if e["id"] == entry_id)
+
+
+HOSTILE = [
+    "</script><script>window.__pwned = 1</script>",
+    '<img src=x onerror="window.__pwned = 2">',
+    "[click](javascript:window.__pwned=3) [data](data:text/html,<b>x</b>) [ok](https://example.com/a?b=1&c=2)",
+    "![pic](https://example.com/tracker.png) <!-- comment --> \u2028 line \u2029 para",
+    "**bold** `<code>` ```\n</pre><svg onload=window.__pwned=4>\n```",
+]
+
+
+def test_hostile_content_is_shown_not_run(tmp_path: Path) -> None:
+    manager = SessionManager.in_memory("/p")
+    for text in HOSTILE:
+        manager.append_message({"role": "user", "content": text, "timestamp": 1})
+    manager.append_message(
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": HOSTILE[2]},
+                {"type": "toolCall", "id": "c", "name": "<b>x</b>", "arguments": {"q": "</script>"}},
+                {"type": "image", "data": '"><script>window.__pwned=5</script>', "mimeType": "text/html"},
+            ],
+            "api": "x",
+            "provider": "<i>p</i>",
+            "model": "m",
+            "stopReason": "stop",
+            "timestamp": 2,
+            "usage": {
+                "input": 1,
+                "output": 1,
+                "cacheRead": 0,
+                "cacheWrite": 0,
+                "totalTokens": 2,
+                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+            },
+        }
+    )
+    manager.append_label_change(manager.get_leaf_id() or "", "<script>window.__pwned=6</script>")
+    page = export(manager, tmp_path)
+    out = drive(
+        page,
+        [
+            js("window.__pwned === undefined"),
+            js("document.querySelectorAll('#messages script, #messages img[onerror], svg, [onload]').length"),
+            js("[...document.querySelectorAll('#messages a')].map(a => a.getAttribute('href'))"),
+            js(f"document.querySelector('#messages').textContent.includes({json.dumps(HOSTILE[0])})"),
+            js("document.querySelectorAll('#messages img').length"),
+            js(
+                "window.pisessionViewer.markdown("
+                "'[x](JaVaScRiPt:alert(1)) [y](java\\nscript:alert(1)) [z]( javascript:alert(1))')"
+            ),
+            {"do": "click", "sel": ".filter[data-filter=labeled]"},
+            js(ROWS),
+        ],
+    )
+    clean(out)
+    safe, active, hrefs, shown_raw, images, markdown, labeled = out["values"]
+    assert safe is True
+    assert active == 0
+    assert hrefs and all(h.startswith(("https://", "#entry-")) for h in hrefs)
+    assert "https://example.com/a?b=1&c=2" in hrefs
+    assert shown_raw is True
+    assert images == 0  # no network image, no unsafe data: image
+    assert "href" not in markdown
+    assert any("<script>" in row for row in labeled)
+
+
+def test_context_edits_and_compaction_show_what_the_model_saw(tmp_path: Path) -> None:
+    source = tmp_path / "sample.jsonl"
+    shutil.copy(ROOT / "pisession" / "data" / "sample.jsonl", source)
+    page = export(SessionManager.open(source), tmp_path)
+    out = drive(
+        page,
+        [
+            js(
+                "Object.fromEntries([...document.querySelectorAll('.stats dt')].map(d => [d.textContent,"
+                " d.nextElementSibling.textContent]))"
+            ),
+            js("document.querySelector('.group button').textContent"),
+            js("document.querySelectorAll('.ctx-note.replaced').length"),
+            js(
+                "document.querySelector('.ctx-note.replaced').closest('.tool').querySelector('details.was').textContent"
+            ),
+            {"do": "click", "sel": ".group button"},
+            js("document.querySelectorAll('.ctx-compacted').length"),
+        ],
+    )
+    clean(out)
+    stats, group, replaced, original, compacted = out["values"]
+    wire = SessionManager.open(source).snapshot().wire_entries()
+    messages = [e["message"] for e in wire if e["type"] == "message"]
+    answers = [m for m in messages if m["role"] == "assistant"]
+    calls = [b for m in answers for b in m["content"] if b["type"] == "toolCall"]
+    cost = sum(m["usage"]["cost"]["total"] for m in answers)
+    assert stats["Models"] == ", ".join(
+        f"{key} \u00d7{sum(1 for m in answers if m['provider'] + '/' + m['model'] == key)}"
+        for key in dict.fromkeys(m["provider"] + "/" + m["model"] for m in answers)
+    )
+    assert stats["Tool calls"].startswith(f"{len(calls)} (")
+    assert stats["Cost"].startswith(f"${cost:.3f}")
+    assert stats["Messages"].startswith(
+        f"{sum(m['role'] == 'user' for m in messages)} user, {len(answers)} assistant"
+    )
+    assert "summarised by a compaction" in group
+    assert replaced >= 1
+    assert "def test_missing(client)" in original  # the original result, shown on demand
+    assert compacted >= 1
+
+
+def test_twenty_thousand_entries_render(tmp_path: Path) -> None:
+    manager = SessionManager.in_memory(entries=big_session(20_000))
+    page = export(manager, tmp_path)
+    out = drive(
+        page,
+        [
+            js("document.querySelector('#tree-status').textContent"),
+            js("document.querySelectorAll('#tree .row').length"),
+            js("document.querySelectorAll('#messages .entry').length"),
+            js(
+                "(() => { const rows = window.pisessionViewer.rows(); const p = rows[rows.length - 1][0];"
+                " window.pisessionViewer.navigate(p, p, 'center');"
+                " return [p, window.pisessionViewer.state.leaf]; })()"
+            ),
+            js("document.querySelectorAll('#messages .entry').length"),
+            {"do": "type", "sel": "#search", "text": "turn 4000:"},
+            {"do": "wait", "ms": 800},
+            js(ROWS),
+        ],
+    )
+    clean(out)
+    status, rows, messages, (clicked, leaf), after, searched = out["values"]
+    assert status.endswith("/ 20,000 entries")
+    assert 0 < rows < 200  # the tree is virtualised
+    assert 0 < messages < 200  # messages are rendered a chunk at a time
+    assert leaf == clicked
+    assert after > 0
+    assert any("Turn 4000:" in row for row in searched)
+
+
+# Entries whose fields have the wrong types: the page must draw every one of them without an error.
+MALFORMED: list[dict[str, Any]] = [
+    {"type": "session", "version": 3, "id": "x", "timestamp": "2024-01-01T00:00:00Z", "cwd": "/p"},
+    {
+        "type": "message",
+        "id": "a1",
+        "parentId": None,
+        "timestamp": "bad",
+        "message": {"role": "user", "content": None},
+    },
+    {
+        "type": "message",
+        "id": "a2",
+        "parentId": "a1",
+        "timestamp": "2024",
+        "message": {
+            "role": "assistant",
+            "content": [
+                None,
+                5,
+                {"type": "toolCall", "name": None, "arguments": "str"},
+                {"type": "text", "text": None},
+            ],
+            "usage": None,
+        },
+    },
+    {
+        "type": "message",
+        "id": "a3",
+        "parentId": "a2",
+        "timestamp": "2024",
+        "message": {"role": "weird", "x": 1},
+    },
+    {
+        "type": "message",
+        "id": "a4",
+        "parentId": "a3",
+        "timestamp": "2024",
+        "message": {"role": "toolResult", "content": "plain", "toolCallId": None},
+    },
+    {
+        "type": "message",
+        "id": "a5",
+        "parentId": "a4",
+        "timestamp": "2024",
+        "message": {
+            "role": "system",
+            "content": None,
+            "sections": {"a": None, "b": 5},
+            "toolsAdded": [None, "x", {"name": "y"}],
+        },
+    },
+    {"type": "brand_new", "id": "a6", "parentId": "a5", "timestamp": "2024"},
+    {
+        "type": "compaction",
+        "id": "a7",
+        "parentId": "a6",
+        "timestamp": "2024",
+        "summary": None,
+        "firstKeptEntryId": "zz",
+        "tokensBefore": "many",
+    },
+    {
+        "type": "context_edit",
+        "id": "a8",
+        "parentId": "a7",
+        "timestamp": "2024",
+        "targetId": "a7",
+        "replacement": {"content": None},
+    },
+    {
+        "type": "message",
+        "id": "a9",
+        "parentId": "a8",
+        "timestamp": "2024",
+        "message": {"role": "bashExecution", "command": None, "output": None, "exitCode": "x"},
+    },
+    {
+        "type": "custom_message",
+        "id": "b1",
+        "parentId": "a9",
+        "timestamp": "2024",
+        "customType": None,
+        "content": [{"type": "image", "data": "AAAA", "mimeType": "image/svg+xml"}],
+        "display": False,
+    },
+    {
+        "type": "message",
+        "id": "b2",
+        "parentId": "b1",
+        "timestamp": "2024",
+        "message": {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "toolCall",
+                    "id": "t",
+                    "name": "edit",
+                    "arguments": {"path": 5, "edits": "not json"},
+                },
+                {"type": "toolCall", "id": "u", "name": "read", "arguments": {"path": "a", "offset": "x"}},
+                {"type": "toolCall", "id": "w", "name": "write", "arguments": {"content": None}},
+                {"type": "toolCall", "id": "b", "name": "bash", "arguments": None},
+            ],
+        },
+    },
+    {"type": "message", "id": "b3", "parentId": "b2", "timestamp": "2024", "message": None},
+    {"type": "label", "id": "b4", "parentId": "b3", "timestamp": "2024", "targetId": "a1", "label": "x"},
+]
+
+
+def test_malformed_entries_render_without_errors(tmp_path: Path) -> None:
+    page = export(SessionManager.in_memory(entries=MALFORMED), tmp_path)
+    out = drive(
+        page,
+        [
+            {"do": "click", "sel": ".filter[data-filter=all]"},
+            {"do": "click", "sel": "[data-act=hidden]"},
+            {"do": "click", "sel": "[data-act=tools]"},
+            js(
+                "(() => { const v = window.pisessionViewer;"
+                " for (const [p] of v.rows()) v.navigate(p, p, 'center');"
+                " return [v.rows().length, " + SHOWN + ".length]; })()"
+            ),
+            {"do": "type", "sel": "#search", "text": "x"},
+            {"do": "wait", "ms": 300},
+        ],
+    )
+    clean(out)
+    ((rows, shown),) = out["values"]
+    assert rows == len(MALFORMED) - 1
+    assert shown > 0
+
+
+def test_skills_nested_calls_tool_parameters_and_pi_links(tmp_path: Path) -> None:
+    manager = SessionManager.in_memory("/p")
+    manager.append_message(
+        {
+            "role": "system",
+            "content": "You are Pi.",
+            "toolsAdded": [
+                {
+                    "name": "bash",
+                    "description": "Run a command",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"command": {"type": "string"}},
+                        "required": ["command"],
+                    },
+                }
+            ],
+            "timestamp": 1,
+        }
+    )
+    first = manager.append_message({"role": "user", "content": "first", "timestamp": 2})
+    skill = '<skill name="deploy" location="/home/u/skills/deploy.md">\nSteps **here**\n</skill>\n\nship it'
+    manager.append_message({"role": "user", "content": skill, "timestamp": 3})
+    manager.append_message(
+        {
+            "role": "assistant",
+            "content": [{"type": "toolCall", "id": "c1", "name": "code", "arguments": {"script": "x"}}],
+            "api": "a",
+            "provider": "p",
+            "model": "m",
+            "stopReason": "toolUse",
+            "timestamp": 4,
+        }
+    )
+    leaf = manager.append_message(
+        {
+            "role": "toolResult",
+            "toolCallId": "c1",
+            "toolName": "code",
+            "isError": False,
+            "timestamp": 5,
+            "content": [{"type": "text", "text": "done"}],
+            "nestedCalls": {
+                "complete": True,
+                "calls": [{"name": "read", "status": "ok", "arguments": {"path": "a"}}],
+            },
+        }
+    )
+    manager.branch(first)
+    other = manager.append_message({"role": "user", "content": "other branch", "timestamp": 6})
+    page = export(manager, tmp_path)
+    seen = [
+        js("document.querySelector('.skill summary').textContent"),
+        js("document.querySelector('.skill .md').innerHTML"),
+        js("document.querySelector('.toolspec').textContent"),
+    ]
+    out = drive(page, [js(SHOWN)], query=f"?leafId={other}&targetId={first}")
+    clean(out)
+    assert out["values"] == [[e.id for e in manager.get_branch(other)]]
+    out = drive(
+        page, [js(SHOWN), *seen, js("document.querySelector('.tool').textContent")], query=f"?leafId={leaf}"
+    )
+    clean(out)
+    shown, summary, body, spec, tool = out["values"]
+    assert other not in shown
+    assert "deploy" in summary and "~/skills/deploy.md" in summary
+    assert body == "<p>Steps <strong>here</strong></p>"
+    assert "command" in spec and "required" in spec
+    assert "nested calls: 1" in tool and '✓ read {"path":"a"}' in tool
