@@ -29,6 +29,7 @@ from ._errors import (
     InvalidSessionIdError,
     PisessionError,
     SessionExistsError,
+    SessionReplacedError,
     SymlinkRefusedError,
     WireFormatError,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "RandomIds",
     "PisessionError",
     "InvalidSessionError",
+    "SessionReplacedError",
     "EntryNotFoundError",
     "InvalidContextEditError",
     "InvalidSessionIdError",

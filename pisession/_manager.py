@@ -18,23 +18,33 @@ from typing import Any
 
 from ._codec import from_wire, to_wire
 from ._context import WireProjection, context_positions, current_system_message, project_leaf
-from ._errors import EntryNotFoundError, InvalidContextEditError, InvalidSessionError, PisessionError
+from ._errors import (
+    EntryNotFoundError,
+    InvalidContextEditError,
+    InvalidSessionError,
+    PisessionError,
+    SessionReplacedError,
+)
 from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, iso_from_ms
 from ._index import TreeIndex
 from ._js import MISSING, bulk, js_date_ms, js_to_number, js_trim, js_truthy
 from ._json import dumps, dumps_bytes
 from ._load import (
     CURRENT_SESSION_VERSION,
+    Opaque,
     Record,
-    load_entries_from_file,
+    load_all_entries_from_file,
     migrate_session_entries,
     parse_raw,
+    read_all_entries,
 )
 from ._lock import SessionLock
 from ._model import UNSET, Entry, SessionContext, SessionHeader, Unset
 from ._paths import (
+    HeaderScanLimitError,
     default_session_dir_path,
     find_most_recent_session,
+    first_session_header,
     get_default_session_dir,
     header_cwd,
     normalize_path,
@@ -196,8 +206,11 @@ class SessionManager:
                 header = read_session_header(resolved)
             except OSError as error:
                 raise InvalidSessionError(f"Cannot read session file {resolved}: {error}") from error
+            except HeaderScanLimitError:
+                # As in Pi, the bounded scan only saves time: past it, the whole file decides.
+                header = first_session_header(resolved)
             except Exception:
-                header = None  # the full load below is authoritative for huge headers
+                header = None  # the full load below is authoritative
         cwd = cwd_override if cwd_override is not None else (header_cwd(header) if header else None)
         directory = normalize_path(os.fspath(session_dir)) if session_dir else os.path.dirname(resolved)
         return cls(cwd or os.getcwd(), directory, resolved, True, clock=clock, ids=ids)
@@ -263,7 +276,7 @@ class SessionManager:
             assert_valid_session_id(id)  # before any folder is made or path formed
         source = resolve_path(os.fspath(source_path))
         target = resolve_path(os.fspath(target_cwd))
-        entries = load_entries_from_file(source)
+        entries = load_all_entries_from_file(source)  # every line Pi copies, unparsed ones too
         if not entries:
             raise InvalidSessionError(f"Cannot fork: source session file is empty or invalid: {source}")
         directory = normalize_path(os.fspath(session_dir)) if session_dir else get_default_session_dir(target)
@@ -390,10 +403,16 @@ class SessionManager:
             self._index = TreeIndex.from_records(r for r in records if r[0].type != "session")
             self._after_index()
             return
-        entries = [header, *(r[2] if r[2] is not None else parse_raw(r[1] or b"") or {} for r in records)]
+        entries: builtins.list[Any] = []
+        if rewrite and self._persist and self._file is not None:
+            # The rewrite keeps every line Pi keeps, also those the index leaves out (JSON that
+            # is not an object, nesting deeper than the line scanner reads): re-read them all.
+            entries, _ = read_all_entries(self._file.path)
+        if not entries:
+            entries = [header, *(r[2] if r[2] is not None else parse_raw(r[1] or b"") or {} for r in records)]
         self._adopt(entries, rewrite=rewrite)
 
-    def _adopt(self, entries: _WireEntries, *, rewrite: bool) -> None:
+    def _adopt(self, entries: builtins.list[Any], *, rewrite: bool) -> None:
         """Take ``entries`` (header first) as the session's content, migrating them first."""
         # Pi draws these ids against an empty set: no collision check among them.
         migrated = migrate_session_entries(entries, new_id=lambda: self._ids.entry_id(()))
@@ -401,8 +420,8 @@ class SessionManager:
             self._file.rewrite(_line(e) for e in entries)
         self._reindex(entries)
 
-    def _reindex(self, entries: _WireEntries) -> None:
-        body = [e for e in entries if e.get("type") != "session"]
+    def _reindex(self, entries: builtins.list[Any]) -> None:
+        body = [e for e in entries if type(e) is not Opaque and e.get("type") != "session"]
         header = next((e for e in entries if e.get("type") == "session"), None)
         if header is not None:
             self._header = header
@@ -492,11 +511,12 @@ class SessionManager:
             return self._leaf_id is None
         return bool(self._leaf_id == self._index.id_at(last))
 
-    def _sync(self) -> bool:
-        """Absorb what other writers appended; True if the index changed."""
+    def _sync(self, *, settle: bool = False) -> bool:
+        """Absorb what other writers appended; True if the index changed. ``settle`` (before a
+        write): wait for a line another writer is still writing (see ``read_new``)."""
         if not self._flushed or self._file is None:
             return False
-        new = self._file.read_new()
+        new = self._file.read_new(settle=settle)
         if new is None:
             self._reload()
             return True
@@ -523,13 +543,23 @@ class SessionManager:
         self._file.confirm()  # lines the old descriptor wrote into a replaced file are rescued
         leaf = self._leaf_id
         was_tip = self._leaf_is_tip()
-        self._file = SessionFile(self._file.path)
+        previous = self._file
+        self._file = SessionFile(previous.path)
         try:
             header, records, _ = self._file.load()
         except FileNotFoundError:
             raise InvalidSessionError(f"Session file disappeared: {self._file.path}") from None
         if header is None:
             raise InvalidSessionError(f"Session file is no longer a valid pi session: {self._file.path}")
+        if header.get("id") != self._header.get("id"):
+            # Another session was renamed over the path: keep the file we had (so every later
+            # write fails the same way) rather than write into a stranger's session.
+            self._file.close()
+            self._file = previous
+            raise SessionReplacedError(
+                f"Session file {previous.path} now holds another session ({header.get('id')}, not "
+                f"{self._header.get('id')}): nothing was written to it"
+            )
         count = len(self._index)
         self._adopt_records(header, records, rewrite=False)
         # The file was replaced: positions changed; report whatever lies past the old length.
@@ -676,8 +706,15 @@ class SessionManager:
                 # checked it is still the same file); inside one, the store checks now and then.
                 elif file.append(data + b"\n", verified=verified):
                     # A writer without the lock (Pi) appended between our look and our write, or
-                    # the file was replaced: read it again rather than guess.
-                    self._reload_keeping_leaf(entry.get("id"))
+                    # the file was replaced. Lines that came before ours, read from the known
+                    # offset, go before our entry; otherwise the file is read again.
+                    between = file.between if verified else None
+                    if between is None:
+                        self._reload_keeping_leaf(entry.get("id"))
+                    else:
+                        self._index = index
+                        self._absorb(between)
+                        self._index = self._index.append_written(entry, data)
         except InvalidSessionError:
             # The file disappeared: entries written since the path was last checked are lost.
             if not verified and self._unconfirmed_since is not None:
@@ -863,7 +900,7 @@ class SessionManager:
         newest such entry, so an append does not fork the conversation behind their back.
         Entries that do not descend from the leaf (another branch, a side entry) leave it."""
         before = len(self._index)
-        if not self._sync():
+        if not self._sync(settle=True):
             return
         index = self._index
         if self._leaf_id is None:
@@ -1026,17 +1063,21 @@ class SessionManager:
                 self._reindex(entries)
                 return None
             new_file = os.path.join(self._session_dir, session_file_name(timestamp, session_id))
-            self._header = header
-            self._reindex(entries)
-            self._session_file = new_file
+            index = TreeIndex.from_entries([*kept, *label_entries])
+            store = SessionFile(new_file)
+            # The new file is written before anything here changes: if that fails (disk full,
+            # an entry that cannot be written), the manager stays on the session it had.
+            flushed = index.has_conversation()
+            if flushed:
+                with store.lock:
+                    store.create(_line(e) for e in entries)
             self._leave_file()
-            self._file = SessionFile(new_file)
-            if self._has_conversation:
-                with self._file.lock:
-                    self._file.create(_line(e) for e in entries)
-                self._flushed = True
-            else:
-                self._flushed = False
+            self._header = header
+            self._index = index
+            self._after_index()
+            self._session_file = new_file
+            self._file = store
+            self._flushed = flushed
             return new_file
 
     # ------------------------------------------------------------------ reading
@@ -1219,8 +1260,9 @@ def _entry(entry_type: str, entry_id: str, parent: Any, timestamp: str, **fields
     return entry
 
 
-def _line(entry: Mapping[str, Any]) -> bytes:
-    return (dumps(entry) + "\n").encode("utf-8", "surrogatepass")
+def _line(entry: Mapping[str, Any] | Opaque) -> bytes:
+    value = entry.value if type(entry) is Opaque else entry
+    return (dumps(value) + "\n").encode("utf-8", "surrogatepass")
 
 
 def _session_options(session_id: str | None, parent_session: str | None) -> dict[str, Any]:
