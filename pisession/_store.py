@@ -192,6 +192,11 @@ class SessionFile:
     def _settle(self, records: list[Record]) -> None:
         """Wait for another writer's partial last line to end, absorbing what arrives; give up
         once it stops growing for ``PARTIAL_QUIET_S`` (a torn line: the write closes it)."""
+        try:
+            if time.time() - os.stat(self.path).st_mtime >= PARTIAL_QUIET_S:
+                return  # nobody has written for a while: no line is arriving
+        except OSError:
+            return
         started = last_change = time.monotonic()
         delay = 0.0005
         while self.size > self.offset:
