@@ -197,6 +197,9 @@ class SessionFile:
                 return  # nobody has written for a while: no line is arriving
         except OSError:
             return
+        fd = self._fd
+        if fd is None:
+            return
         started = last_change = time.monotonic()
         delay = 0.0005
         while self.size > self.offset:
@@ -205,13 +208,18 @@ class SessionFile:
                 return
             time.sleep(delay)
             delay = min(delay * 2, 0.01)
-            size = self.size
-            more = self._read_new()
-            if more is None:
-                return  # replaced meanwhile: the write path finds out and reloads
-            records.extend(more)
-            if self.size != size:
-                last_change = time.monotonic()
+            size = os.fstat(fd).st_size
+            if size == self.size:
+                continue
+            last_change = time.monotonic()
+            # Only the bytes that arrived are looked at; the line is parsed once it is whole.
+            if size < self.size or b"\n" in os.pread(fd, size - self.size, self.size):
+                more = self._read_new()
+                if more is None:
+                    return  # replaced or shrunk meanwhile: the write path finds out and reloads
+                records.extend(more)
+            else:
+                self.size = size
 
     def _read_new(self) -> list[Record] | None:
         try:
