@@ -635,7 +635,7 @@ class SessionManager:
                 # went into a file replaced meanwhile (they are then appended to the new one).
                 pending = bool(file.unconfirmed)
                 try:
-                    if file.confirm():
+                    if file.confirm() and not self._adopt_run(file.run_records):
                         self._reload_keeping_leaf(self._leaf_id)
                 except PisessionError:
                     if pending and self._unconfirmed_since is not None:
@@ -709,12 +709,12 @@ class SessionManager:
                     # the file was replaced. Lines that came before ours, read from the known
                     # offset, go before our entry; otherwise the file is read again.
                     between = file.between if verified else None
-                    if between is None:
-                        self._reload_keeping_leaf(entry.get("id"))
-                    else:
+                    if between is not None:
                         self._index = index
                         self._absorb(between)
                         self._index = self._index.append_written(entry, data)
+                    elif verified or not self._adopt_run(file.run_records):
+                        self._reload_keeping_leaf(entry.get("id"))
         except InvalidSessionError:
             # The file disappeared: entries written since the path was last checked are lost.
             if not verified and self._unconfirmed_since is not None:
@@ -727,6 +727,29 @@ class SessionManager:
             self._index, self._leaf_id, self._has_conversation = index, leaf, had_conversation
             raise
         return entry
+
+    def _adopt_run(self, records: _Records | None) -> bool:
+        """A batch's check found another writer's lines among ours: take every line since the
+        run of unchecked appends began (read from where it began, in file order) in place of
+        re-reading the file. False when that cannot be done; the caller re-reads."""
+        since = self._unconfirmed_since
+        if records is None or since is None:
+            return False
+        mine, base = self._index, since[0]
+        ours = {mine.id_at(p) for p in range(len(base), len(mine))}
+        index = base.append_records([r for r in records if r[0].type != "session"])
+        theirs = []
+        for pos in range(len(base), len(index)):
+            ident = index.id_at(pos)
+            if not (_hashable(ident) and ident in ours):
+                theirs.append(pos)
+        if len(index) - len(base) - len(theirs) != len(ours) or self._leaf_id not in index:
+            return False  # not every line of ours is there: re-read
+        self._index = index
+        self._unreported.extend(theirs)
+        if not self._has_conversation:
+            self._has_conversation = index.has_conversation()
+        return True
 
     def _forget_unconfirmed(self) -> None:
         assert self._unconfirmed_since is not None

@@ -106,6 +106,10 @@ class SessionFile:
         # After a write that another writer's lines preceded: those lines, read from the known
         # offset (None when they could not be read that way and the file must be re-read).
         self.between: list[Record] | None = None
+        # Inside a batch: where the current run of unconfirmed lines began, and, after a check
+        # found another writer's bytes among them, every line from there on (None: re-read).
+        self._mark = 0
+        self.run_records: list[Record] | None = None
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -242,6 +246,8 @@ class SessionFile:
         if end < 0:
             return []
         self.offset += end + 1
+        if self.unconfirmed:
+            self._mark = -1  # read past the run's start: its lines can no longer be read from there
         return _scan_lines(data[:end])
 
     @property
@@ -324,7 +330,10 @@ class SessionFile:
             self.unconfirmed.clear()
             self._confirmed_at = time.monotonic_ns()
             return interleaved
+        if not self.unconfirmed:
+            self._mark = self.offset
         if self._unterminated or self.size > self.offset:
+            self.run_records = None
             interleaved = self._write_lines(fd, data, replaced=False)
         else:  # the batch path, inline: it runs thousands of times
             self.offset = self.size = self.size + self._write_once(fd, data)
@@ -339,16 +348,22 @@ class SessionFile:
         file now, append the lines it lacks to it; if another writer's bytes came between
         ours, say so. True in either case: the caller should read the file again."""
         changed = False
+        self.run_records = None
         if self.unconfirmed:
             try:
                 fd = self._fd
                 if (fd is None and self._identity is None) or self._replaced(fd):
                     self._rescue(self.unconfirmed)
                     changed = True
-                elif fd is not None and os.lseek(fd, 0, os.SEEK_CUR) != self.size:
-                    # With O_APPEND our position is the end of our last line: more bytes
-                    # before it than we wrote mean a writer without the lock wrote between.
-                    changed = True
+                elif fd is not None:
+                    end = os.lseek(fd, 0, os.SEEK_CUR)
+                    if end != self.size:
+                        # With O_APPEND our position is the end of our last line: more bytes
+                        # before it than we wrote mean a writer without the lock wrote between.
+                        # Every line since the run of unconfirmed lines began (ours and
+                        # theirs, in file order) is read from there, not the whole file.
+                        changed = True
+                        self.run_records = self._read_run(fd, end)
             except BaseException:
                 self._confirmed_at = 0  # gone or unreadable: look again at the next append
                 raise
@@ -356,6 +371,16 @@ class SessionFile:
                 self.unconfirmed.clear()
         self._confirmed_at = time.monotonic_ns()
         return changed
+
+    def _read_run(self, fd: int, end: int) -> list[Record] | None:
+        start = self._mark
+        if start < 0 or start > end or self._unterminated:
+            return None
+        data = os.pread(fd, end - start, start)
+        if len(data) != end - start or (data and not data.endswith(b"\n")):
+            return None
+        self.offset = self.size = end
+        return _scan_lines(data[:-1]) if data else []
 
     def _rescue(self, lines: list[bytes]) -> None:
         """Append to the file now at the path those of ``lines`` whose entries it lacks (a

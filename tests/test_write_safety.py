@@ -383,6 +383,31 @@ def test_appends_beside_a_lock_free_writer_of_long_lines(
     assert len(manager.get_entries()) == len(entries) - 1
 
 
+def test_a_batch_beside_a_lock_free_writer_reads_on_from_where_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager, _ = conversation(tmp_path)
+    path = Path(manager.get_session_file() or "")
+    reloads = Reloads(monkeypatch)
+    writer = subprocess.Popen([sys.executable, "-c", LOCK_FREE_WRITER, str(path), "300", str(64 << 10)])
+    mine = []
+    try:
+        with manager.batch():
+            while writer.poll() is None:
+                mine.append(manager.append_message(user("mine")))
+                time.sleep(0.0005)
+    finally:
+        writer.wait(timeout=120)
+    assert writer.returncode == 0
+    mine.append(manager.append_message(user("last")))
+    entries = valid_lines(path.read_bytes())
+    ids = [e.get("id") for e in entries[1:]]
+    assert sum(1 for i in ids if str(i).startswith("p")) == 300
+    assert [i for i in ids if i in set(mine)] == mine
+    assert reloads.count == 0
+    assert [e.id for e in manager.get_entries()] == ids
+
+
 # ------------------------------------------------------------------ 7. a cut final newline
 
 
