@@ -380,8 +380,13 @@ class SessionManager:
             self._flushed = True
             return
         if needs_newline:
-            self._file.append_newline()
-            self._file.offset = self._file.size
+            if self._file.size > self._file.offset:
+                # An unfinished last line still growing is another writer's line arriving:
+                # wait for its end rather than put a newline into it (Pi's loader would).
+                records = [*records, *(self._file.read_new(settle=True) or ())]
+            if self._file.has_partial_line:
+                self._file.append_newline()
+                self._file.offset = self._file.size
         self._adopt_records(header, records, rewrite=True)
         self._flushed = True
         # Entry bodies are parsed lazily; the ones the current context needs are parsed now,

@@ -349,6 +349,24 @@ def test_a_line_still_being_written_is_waited_for_not_split(
     assert reloads.count == 0
 
 
+def test_open_waits_for_a_line_still_being_written_instead_of_repairing_it(tmp_path: Path) -> None:
+    path = tmp_path / "arriving.jsonl"
+    theirs = message("e0000002", "e0000001", "z" * 50_000)
+    path.write_bytes(header() + message("e0000001", None) + theirs[:20_000])
+
+    def finish() -> None:
+        time.sleep(0.05)
+        with open(path, "ab") as handle:
+            handle.write(theirs[20_000:])
+
+    writer = threading.Thread(target=finish)
+    writer.start()
+    manager = SessionManager.open(path)
+    writer.join()
+    assert [e["id"] for e in valid_lines(path.read_bytes())[1:]] == ["e0000001", "e0000002"]
+    assert manager.get_leaf_id() == "e0000002"
+
+
 LOCK_FREE_WRITER = """
 import json, os, sys, time
 path, count, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
