@@ -33,6 +33,7 @@ from ._errors import (
     SessionExistsError,
     SessionNotWrittenWarning,
     SessionReadOnlyError,
+    SessionReplacedError,
     SymlinkRefusedError,
     WireFormatError,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "RandomIds",
     "PisessionError",
     "InvalidSessionError",
+    "SessionReplacedError",
     "EntryNotFoundError",
     "InvalidContextEditError",
     "InvalidSessionIdError",

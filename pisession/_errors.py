@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "PisessionError",
     "InvalidSessionError",
+    "SessionReplacedError",
     "EntryNotFoundError",
     "InvalidContextEditError",
     "InvalidSessionIdError",
@@ -24,6 +25,11 @@ class PisessionError(Exception):
 
 class InvalidSessionError(PisessionError):
     """A file is not a Pi session (its first parsed line is not a session header)."""
+
+
+class SessionReplacedError(InvalidSessionError):
+    """The file at a session's path now holds another session (another header id): it was
+    replaced behind the manager's back. Nothing is written to it; open it anew to use it."""
 
 
 

@@ -44,10 +44,12 @@ each place where Python's ``json`` differs from JavaScript:
     is more precise than JavaScript's value, but :func:`dumps` rounds it to the same double, so
     ``dumps(loads(line)) == JSON.stringify(JSON.parse(line))`` for every line both accept.
 
-Not reproduced: JavaScript parses nesting of any depth and stringifies a few thousand levels;
-here nesting deeper than about 1000 levels (orjson stops at 1024, Python's recursion limit
-around 1000) raises ``ValueError`` -- in ``loads``, and in ``dumps`` a little earlier, since
-the walk below recurses once per level on top of the caller's frames.
+Depth: JavaScript parses nesting of any depth and stringifies a few thousand levels.
+``loads`` stops at about 1000 levels (orjson at 1024, Python's recursion limit around 1000)
+with a ``ValueError``; ``loads_deep`` reads any depth (used where a line must be kept: the
+migration rewrite, forks). ``dumps`` writes up to 10,000 levels, more than JavaScript can:
+past what its recursive walks reach it falls back to an encoder with an explicit stack, so
+whatever Pi wrote and pisession read can be written back.
 
 Speed.  The obvious design -- ``json.dumps``, then one regex over its output for anything that
 may differ -- was measured and dropped: Python's regex engine scans an alternation of such
@@ -520,8 +522,68 @@ def _python_dumps(value: object) -> str:
             _mark_plain(value, plain_ids)
         _encode(value, parts, plain_ids)
     except RecursionError:
-        raise ValueError("value is circular or nested too deeply for JSON") from None
+        return _deep_dumps(value)
     return _fix_surrogates("".join(parts))
+
+
+_END: Any = object()
+# JavaScript stringifies a few thousand levels (Node 20: 3,000 yes, 5,000 "Maximum call stack
+# size exceeded"); past this depth, well beyond that, a value is refused like a circular one.
+_MAX_DEPTH = 10_000
+
+
+def _deep_dumps(value: object) -> str:
+    """The encoder of ``_encode`` with an explicit stack instead of recursion, for values nested
+    deeper than the recursive walks reach: whatever ``loads`` or ``loads_deep`` read (an entry
+    Pi wrote 1,000 levels deep) can be written back. Slower, so only the fallback."""
+    parts: list[str] = []
+    on_path: set[int] = set()  # containers being written: meeting one again is a cycle
+    stack: list[list[Any]] = []  # [items iterator, is a dict, id, nothing written yet]
+    o = value
+    while True:
+        if isinstance(o, str):
+            parts.append(_encode_str(o))
+        elif o is None:
+            parts.append("null")
+        elif o is True:
+            parts.append("true")
+        elif o is False:
+            parts.append("false")
+        elif isinstance(o, int):
+            parts.append(_js_int(o))
+        elif isinstance(o, float):
+            parts.append(_js_float(o))
+        elif isinstance(o, (dict, list, tuple)):
+            if id(o) in on_path or len(stack) >= _MAX_DEPTH:
+                raise ValueError("value is circular or nested too deeply for JSON")
+            on_path.add(id(o))
+            is_dict = isinstance(o, dict)
+            items = iter(_ordered_items(o)) if isinstance(o, dict) else iter(o)
+            stack.append([items, is_dict, id(o), True])
+        else:
+            _not_serializable(o)
+        while stack:
+            frame = stack[-1]
+            item = next(frame[0], _END)
+            if item is _END:
+                if frame[3]:
+                    parts.append("{}" if frame[1] else "[]")
+                else:
+                    parts.append("}" if frame[1] else "]")
+                on_path.discard(frame[2])
+                stack.pop()
+                continue
+            parts.append(("{" if frame[1] else "[") if frame[3] else ",")
+            frame[3] = False
+            if frame[1]:
+                parts.append(_encode_str(item[0]))
+                parts.append(":")
+                o = item[1]
+            else:
+                o = item
+            break
+        else:
+            return _fix_surrogates("".join(parts))
 
 
 # Where orjson's output can differ from JSON.stringify's: integral floats ("5.0", "-0.0"),
@@ -591,8 +653,8 @@ def dumps(value: object) -> str:
                         pass
                 return _fix_surrogates(_c_encode(value))
         return _python_dumps(value)
-    except RecursionError:
-        raise ValueError("value is circular or nested too deeply for JSON") from None
+    except RecursionError:  # the walks that prepare a value for orjson recurse too
+        return _deep_dumps(value)
 
 
 # --------------------------------------------------------------------------------------------
@@ -662,3 +724,104 @@ else:  # pragma: no cover - exercised only where orjson is not installed
     def loads(text: str | bytes | bytearray | memoryview) -> object:
         """``JSON.parse(text)``; raises ValueError for anything JSON.parse rejects."""
         return _loads_json(_as_str(text))
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+_scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+def _skip_ws(s: str, i: int) -> int:
+    match = _WS.match(s, i)
+    return match.end() if match else i
+
+
+def _syntax(text: str, pos: int) -> NoReturn:
+    raise json.JSONDecodeError("JSON.parse rejects this text", text, pos)
+
+
+def loads_deep(text: str | bytes | bytearray | memoryview) -> object:
+    """``loads`` without its depth limit: JSON.parse reads nesting of any depth, and a line Pi
+    keeps must not be lost because it is deep. Falls back to a parser with an explicit stack
+    (same results as ``loads``: numbers, duplicate keys, escapes) only when ``loads`` fails."""
+    try:
+        return loads(text)
+    except ValueError:
+        pass
+    s = _as_str(text)
+    skip = _skip_ws
+    n = len(s)
+    i = skip(s, 0)
+    stack: list[list[Any]] = []  # [container, pending key (None in an array)]
+    while True:
+        c = s[i] if i < n else ""
+        value: Any
+        if c == "{" or c == "[":
+            i = skip(s, i + 1)
+            if i < n and s[i] == ("}" if c == "{" else "]"):
+                value = {} if c == "{" else []
+                i += 1
+            elif c == "[":
+                stack.append([[], None])
+                continue
+            else:
+                if i >= n or s[i] != '"':
+                    _syntax(s, i)
+                key, i = _scanstring(s, i + 1, True)
+                i = skip(s, i)
+                if i >= n or s[i] != ":":
+                    _syntax(s, i)
+                i = skip(s, i + 1)
+                stack.append([{}, key])
+                continue
+        elif c == '"':
+            value, i = _scanstring(s, i + 1, True)
+        elif s.startswith("true", i):
+            value, i = True, i + 4
+        elif s.startswith("false", i):
+            value, i = False, i + 5
+        elif s.startswith("null", i):
+            value, i = None, i + 4
+        else:
+            number = _NUMBER.match(s, i)
+            if number is None:
+                _syntax(s, i)
+            integer, frac, exp = number.groups()
+            value = float(number.group()) if frac or exp else _parse_int(integer)
+            i = number.end()
+        while True:  # hand the finished value to its container, closing those it completes
+            i = skip(s, i)
+            if not stack:
+                if i != n:
+                    _syntax(s, i)
+                return value
+            frame = stack[-1]
+            container = frame[0]
+            if frame[1] is not None:
+                container[frame[1]] = value  # a repeated key keeps its first place, as in JS
+                if i < n and s[i] == ",":
+                    i = skip(s, i + 1)
+                    if i >= n or s[i] != '"':
+                        _syntax(s, i)
+                    frame[1], i = _scanstring(s, i + 1, True)
+                    i = skip(s, i)
+                    if i >= n or s[i] != ":":
+                        _syntax(s, i)
+                    i = skip(s, i + 1)
+                    break
+                if i < n and s[i] == "}":
+                    stack.pop()
+                    value = container
+                    i += 1
+                    continue
+                _syntax(s, i)
+            container.append(value)
+            if i < n and s[i] == ",":
+                i = skip(s, i + 1)
+                break
+            if i < n and s[i] == "]":
+                stack.pop()
+                value = container
+                i += 1
+                continue
+            _syntax(s, i)

@@ -15,9 +15,9 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
-from ._errors import SessionNotWrittenWarning, SymlinkRefusedError
-from ._js import MISSING, js_to_number, js_trim
-from ._json import loads
+from ._errors import InvalidSessionError, SessionNotWrittenWarning, SymlinkRefusedError
+from ._js import MISSING, js_to_number, js_trim, js_truthy
+from ._json import loads, loads_deep
 from ._lock import session_lock
 
 try:  # msgspec validates a whole line and extracts a few fields ~5x faster than a full parse
@@ -39,6 +39,8 @@ __all__ = [
     "scan_raw",
     "parse_raw",
     "open_regular",
+    "Opaque",
+    "read_all_entries",
 ]
 
 CURRENT_SESSION_VERSION = 3
@@ -146,6 +148,25 @@ def parse_line(line: bytes | str) -> WireEntry | None:
     return value if isinstance(value, dict) else None
 
 
+class Opaque:
+    """A line Pi keeps as an entry though it is not an object: an array (``["note",1]``), a
+    number, a string, ``true``. pisession does not index these, but a rewrite (migration, fork)
+    must keep them where Pi keeps them. Read like an entry without fields (``get`` gives the
+    default); ``id`` is the id Pi's v1 migration gives an array, which JSON never shows."""
+
+    __slots__ = ("value", "id")
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+        self.id: Any = MISSING
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return default
+
+    def __repr__(self) -> str:
+        return f"Opaque({self.value!r})"
+
+
 def is_session_header(value: object) -> bool:
     return isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str)
 
@@ -229,6 +250,32 @@ def read_entries(path: str | os.PathLike[str]) -> tuple[list[WireEntry], bool, i
     return entries, last != b"", size
 
 
+def read_all_entries(path: str | os.PathLike[str]) -> tuple[list[Any], bool]:
+    """Every line Pi keeps, as Pi's ``loadEntriesFromFile`` reads them, for a rewrite: objects
+    of any depth as dicts, other truthy JSON values as :class:`Opaque`. Returns them (header
+    first; ``[]`` when the file is not a session) and whether the last line lacks its newline.
+    Nothing is written.
+    """
+    entries: list[Any] = []
+    last = b""
+    with open_regular(path) as handle:
+        for line in iter_file_lines(handle):
+            last = line
+            if not line:
+                continue
+            try:
+                value = loads_deep(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                entries.append(value)
+            elif js_truthy(value):  # Pi skips the falsy ones (0, false, null, "")
+                entries.append(Opaque(value))
+    if not entries or not is_session_header(entries[0]):
+        return [], False
+    return entries, last != b""
+
+
 def load_entries_from_file(
     path: str | os.PathLike[str],
     *,
@@ -250,6 +297,27 @@ def load_entries_from_file(
         entries, needs_newline, _ = read_entries(path)
     except OSError as error:
         if error.errno == errno.EINVAL:  # a FIFO or device: not a session, and never waited on
+            return []
+        raise
+    if entries and needs_newline:
+        append_newline(path, lock_timeout=lock_timeout, on_lock_wait=on_lock_wait)
+    return entries
+
+
+def load_all_entries_from_file(
+    path: str | os.PathLike[str],
+    *,
+    lock_timeout: float | None = None,
+    on_lock_wait: Callable[[str], None] | None = None,
+) -> list[Any]:
+    """:func:`load_entries_from_file` keeping every line Pi keeps (see :func:`read_all_entries`),
+    for a copy of the file (a fork)."""
+    if not os.path.exists(path):
+        return []
+    try:
+        entries, needs_newline = read_all_entries(path)
+    except OSError as error:
+        if error.errno == errno.EINVAL:
             return []
         raise
     if entries and needs_newline:
@@ -311,14 +379,18 @@ def warn_not_written(path: str, what: str, reason: str) -> None:
     )
 
 
-def migrate_session_entries(entries: list[WireEntry], *, new_id: Callable[[], str] | None = None) -> bool:
+def migrate_session_entries(entries: list[Any], *, new_id: Callable[[], str] | None = None) -> bool:
     """Bring entries to the current version in place, as Pi does; True if anything changed.
+
+    ``entries`` may hold :class:`Opaque` lines besides the dicts: v1→v2 gives an array an id
+    (never written, but the next entry's ``parentId``) and, as Pi's strict-mode code does,
+    fails on a number, string or ``true`` (``InvalidSessionError`` here).
 
     Mirrors the reference step by step, including its quirks: every ``session`` entry gets the
     new version, ids assigned during v1→v2 are not collision-checked against each other, and
     ``firstKeptEntryIndex`` resolves against the list as it is being rewritten.
     """
-    header = next((e for e in entries if e.get("type") == "session"), None)
+    header = next((e for e in entries if e.get("type") == "session"), None)  # Opaque: no type
     raw_version = header.get("version") if header is not None else None
     version = js_to_number(1 if raw_version is None else raw_version)
     if version >= CURRENT_SESSION_VERSION:
@@ -330,11 +402,20 @@ def migrate_session_entries(entries: list[WireEntry], *, new_id: Callable[[], st
     return True
 
 
-def _migrate_v1_to_v2(entries: list[WireEntry], new_id: Callable[[], str]) -> None:
+def _migrate_v1_to_v2(entries: list[Any], new_id: Callable[[], str]) -> None:
     previous_id: str | None = None
     for entry in entries:
         if entry.get("type") == "session":
             entry["version"] = 2
+            continue
+        if isinstance(entry, Opaque):
+            if not isinstance(entry.value, list):
+                raise InvalidSessionError(
+                    f"Cannot migrate a version 1 session holding a line that is a "
+                    f"{type(entry.value).__name__}, not an object: {entry.value!r:.40} "
+                    "(Pi cannot open it either)"
+                )
+            entry.id = previous_id = new_id()
             continue
         entry["id"] = new_id()
         entry["parentId"] = previous_id
@@ -343,7 +424,12 @@ def _migrate_v1_to_v2(entries: list[WireEntry], new_id: Callable[[], str]) -> No
             index = entry.get("firstKeptEntryIndex")
             if isinstance(index, (int, float)) and not isinstance(index, bool):
                 target = _js_array_get(entries, index)
-                if target is not None and target.get("type") != "session":
+                if isinstance(target, Opaque):
+                    if target.id is MISSING:
+                        entry.pop("firstKeptEntryId", None)
+                    else:
+                        entry["firstKeptEntryId"] = target.id
+                elif target is not None and target.get("type") != "session":
                     if "id" in target:
                         entry["firstKeptEntryId"] = target["id"]
                     else:  # a later entry has no id yet: JS assigns undefined, which JSON omits
@@ -351,13 +437,13 @@ def _migrate_v1_to_v2(entries: list[WireEntry], new_id: Callable[[], str]) -> No
                 del entry["firstKeptEntryIndex"]
 
 
-def _js_array_get(entries: list[WireEntry], index: float) -> WireEntry | None:
+def _js_array_get(entries: list[Any], index: float) -> Any:
     if index != index or index < 0 or index != int(index) or index >= len(entries):
         return None
     return entries[int(index)]
 
 
-def _migrate_v2_to_v3(entries: Iterable[WireEntry]) -> None:
+def _migrate_v2_to_v3(entries: Iterable[Any]) -> None:
     for entry in entries:
         kind = entry.get("type")
         if kind == "session":

@@ -25,6 +25,7 @@ from ._errors import (
     PisessionError,
     SessionClosedError,
     SessionReadOnlyError,
+    SessionReplacedError,
 )
 from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, iso_from_ms
 from ._index import TreeIndex
@@ -32,10 +33,12 @@ from ._js import MISSING, bulk, js_date_ms, js_to_number, js_trim, js_truthy
 from ._json import dumps, dumps_bytes
 from ._load import (
     CURRENT_SESSION_VERSION,
+    Opaque,
     Record,
-    load_entries_from_file,
+    load_all_entries_from_file,
     migrate_session_entries,
     parse_raw,
+    read_all_entries,
     unwritable,
     warn_not_written,
 )
@@ -55,8 +58,10 @@ from ._model import (
     UserContent,
 )
 from ._paths import (
+    HeaderScanLimitError,
     default_session_dir_path,
     find_most_recent_session,
+    first_session_header,
     get_default_session_dir,
     header_cwd,
     normalize_path,
@@ -252,8 +257,11 @@ class SessionManager:
                 header = read_session_header(resolved)
             except OSError as error:
                 raise InvalidSessionError(f"Cannot read session file {resolved}: {error}") from error
+            except HeaderScanLimitError:
+                # As in Pi, the bounded scan only saves time: past it, the whole file decides.
+                header = first_session_header(resolved)
             except Exception:
-                header = None  # the full load below is authoritative for huge headers
+                header = None  # the full load below is authoritative
         cwd = cwd_override if cwd_override is not None else (header_cwd(header) if header else None)
         directory = normalize_path(os.fspath(session_dir)) if session_dir else os.path.dirname(resolved)
         return cls(
@@ -345,7 +353,8 @@ class SessionManager:
             assert_valid_session_id(id)  # before any folder is made or path formed
         source = resolve_path(os.fspath(source_path))
         target = resolve_path(os.fspath(target_cwd))
-        entries = load_entries_from_file(source, lock_timeout=lock_timeout, on_lock_wait=on_lock_wait)
+        # every line Pi copies, unparsed ones too
+        entries = load_all_entries_from_file(source, lock_timeout=lock_timeout, on_lock_wait=on_lock_wait)
         if not entries:
             raise InvalidSessionError(f"Cannot fork: source session file is empty or invalid: {source}")
         directory = normalize_path(os.fspath(session_dir)) if session_dir else get_default_session_dir(target)
@@ -468,8 +477,13 @@ class SessionManager:
             self._flushed = True
             return
         if needs_newline:
-            self._file.append_newline()
-            self._file.offset = self._file.size
+            if self._file.size > self._file.offset:
+                # An unfinished last line still growing is another writer's line arriving:
+                # wait for its end rather than put a newline into it (Pi's loader would).
+                records = [*records, *(self._file.read_new(settle=True) or ())]
+            if self._file.has_partial_line:
+                self._file.append_newline()
+                self._file.offset = self._file.size
         self._adopt_records(header, records, rewrite=True)
         self._flushed = True
         # Entry bodies are parsed lazily; the ones the current context needs are parsed now,
@@ -509,10 +523,16 @@ class SessionManager:
             self._index = TreeIndex.from_records(r for r in records if r[0].type != "session")
             self._after_index()
             return
-        entries = [header, *(r[2] if r[2] is not None else parse_raw(r[1] or b"") or {} for r in records)]
+        entries: builtins.list[Any] = []
+        if rewrite and self._persist and self._file is not None:
+            # The rewrite keeps every line Pi keeps, also those the index leaves out (JSON that
+            # is not an object, nesting deeper than the line scanner reads): re-read them all.
+            entries, _ = read_all_entries(self._file.path)
+        if not entries:
+            entries = [header, *(r[2] if r[2] is not None else parse_raw(r[1] or b"") or {} for r in records)]
         self._adopt(entries, rewrite=rewrite)
 
-    def _adopt(self, entries: _WireEntries, *, rewrite: bool) -> None:
+    def _adopt(self, entries: builtins.list[Any], *, rewrite: bool) -> None:
         """Take ``entries`` (header first) as the session's content, migrating them first."""
         # Pi draws these ids against an empty set: no collision check among them.
         migrated = migrate_session_entries(entries, new_id=lambda: self._ids.entry_id(()))
@@ -520,8 +540,8 @@ class SessionManager:
             self._file.rewrite(_line(e) for e in entries)
         self._reindex(entries)
 
-    def _reindex(self, entries: _WireEntries) -> None:
-        body = [e for e in entries if e.get("type") != "session"]
+    def _reindex(self, entries: builtins.list[Any]) -> None:
+        body = [e for e in entries if type(e) is not Opaque and e.get("type") != "session"]
         header = next((e for e in entries if e.get("type") == "session"), None)
         if header is not None:
             self._header = header
@@ -616,11 +636,12 @@ class SessionManager:
             return self._leaf_id is None
         return bool(self._leaf_id == self._index.id_at(last))
 
-    def _sync(self) -> bool:
-        """Absorb what other writers appended; True if the index changed."""
+    def _sync(self, *, settle: bool = False) -> bool:
+        """Absorb what other writers appended; True if the index changed. ``settle`` (before a
+        write): wait for a line another writer is still writing (see ``read_new``)."""
         if not self._flushed or self._file is None:
             return False
-        new = self._file.read_new()
+        new = self._file.read_new(settle=settle)
         if new is None:
             self._reload()
             return True
@@ -647,13 +668,23 @@ class SessionManager:
         self._file.confirm()  # lines the old descriptor wrote into a replaced file are rescued
         leaf = self._leaf_id
         was_tip = self._leaf_is_tip()
-        self._file = SessionFile(self._file.path)
+        previous = self._file
+        self._file = SessionFile(previous.path)
         try:
             header, records, _ = self._file.load()
         except FileNotFoundError:
             raise InvalidSessionError(f"Session file disappeared: {self._file.path}") from None
         if header is None:
             raise InvalidSessionError(f"Session file is no longer a valid pi session: {self._file.path}")
+        if header.get("id") != self._header.get("id"):
+            # Another session was renamed over the path: keep the file we had (so every later
+            # write fails the same way) rather than write into a stranger's session.
+            self._file.close()
+            self._file = previous
+            raise SessionReplacedError(
+                f"Session file {previous.path} now holds another session ({header.get('id')}, not "
+                f"{self._header.get('id')}): nothing was written to it"
+            )
         count = len(self._index)
         self._adopt_records(header, records, rewrite=False)
         # The file was replaced: positions changed; report whatever lies past the old length.
@@ -764,7 +795,7 @@ class SessionManager:
                 # went into a file replaced meanwhile (they are then appended to the new one).
                 pending = bool(file.unconfirmed)
                 try:
-                    if file.confirm():
+                    if file.confirm() and not self._adopt_run(file.run_records):
                         self._reload_keeping_leaf(self._leaf_id)
                 except PisessionError:
                     if pending and self._unconfirmed_since is not None:
@@ -847,8 +878,15 @@ class SessionManager:
                 # checked it is still the same file); inside one, the store checks now and then.
                 elif file.append(data + b"\n", verified=verified):
                     # A writer without the lock (Pi) appended between our look and our write, or
-                    # the file was replaced: read it again rather than guess.
-                    self._reload_keeping_leaf(entry.get("id"))
+                    # the file was replaced. Lines that came before ours, read from the known
+                    # offset, go before our entry; otherwise the file is read again.
+                    between = file.between if verified else None
+                    if between is not None:
+                        self._index = index
+                        self._absorb(between)
+                        self._index = self._index.append_written(entry, data)
+                    elif verified or not self._adopt_run(file.run_records):
+                        self._reload_keeping_leaf(entry.get("id"))
         except InvalidSessionError:
             # The file disappeared: entries written since the path was last checked are lost.
             if not verified and self._unconfirmed_since is not None:
@@ -861,6 +899,29 @@ class SessionManager:
             self._index, self._leaf_id, self._has_conversation = index, leaf, had_conversation
             raise
         return entry
+
+    def _adopt_run(self, records: _Records | None) -> bool:
+        """A batch's check found another writer's lines among ours: take every line since the
+        run of unchecked appends began (read from where it began, in file order) in place of
+        re-reading the file. False when that cannot be done; the caller re-reads."""
+        since = self._unconfirmed_since
+        if records is None or since is None:
+            return False
+        mine, base = self._index, since[0]
+        ours = {mine.id_at(p) for p in range(len(base), len(mine))}
+        index = base.append_records([r for r in records if r[0].type != "session"])
+        theirs = []
+        for pos in range(len(base), len(index)):
+            ident = index.id_at(pos)
+            if not (_hashable(ident) and ident in ours):
+                theirs.append(pos)
+        if len(index) - len(base) - len(theirs) != len(ours) or self._leaf_id not in index:
+            return False  # not every line of ours is there: re-read
+        self._index = index
+        self._unreported.extend(theirs)
+        if not self._has_conversation:
+            self._has_conversation = index.has_conversation()
+        return True
 
     def _forget_unconfirmed(self) -> None:
         assert self._unconfirmed_since is not None
@@ -1049,7 +1110,7 @@ class SessionManager:
         newest such entry, so an append does not fork the conversation behind their back.
         Entries that do not descend from the leaf (another branch, a side entry) leave it."""
         before = len(self._index)
-        if not self._sync():
+        if not self._sync(settle=True):
             return
         index = self._index
         if self._leaf_id is None:
@@ -1214,18 +1275,22 @@ class SessionManager:
                 self._reindex(entries)
                 return None
             new_file = os.path.join(self._session_dir, session_file_name(timestamp, session_id))
-            self._header = header
-            self._reindex(entries)
-            self._session_file = new_file
+            index = TreeIndex.from_entries([*kept, *label_entries])
+            store = SessionFile(new_file)
+            # The new file is written before anything here changes: if that fails (disk full,
+            # an entry that cannot be written), the manager stays on the session it had.
+            flushed = index.has_conversation()
+            if flushed:
+                with store.lock.hold(self._lock_timeout, self._on_lock_wait):
+                    store.create(_line(e) for e in entries)
             self._leave_file()
-            self._file = SessionFile(new_file)
+            self._header = header
+            self._index = index
+            self._after_index()
+            self._session_file = new_file
+            self._file = store
             self._read_only = None  # a new file: what kept the old one from being written is gone
-            if self._has_conversation:
-                with self._file.lock.hold(self._lock_timeout, self._on_lock_wait):
-                    self._file.create(_line(e) for e in entries)
-                self._flushed = True
-            else:
-                self._flushed = False
+            self._flushed = flushed
             return new_file
 
     # ------------------------------------------------------------------ reading
@@ -1453,8 +1518,9 @@ def _entry(entry_type: str, entry_id: str, parent: Any, timestamp: str, **fields
     return entry
 
 
-def _line(entry: Mapping[str, Any]) -> bytes:
-    return (dumps(entry) + "\n").encode("utf-8", "surrogatepass")
+def _line(entry: Mapping[str, Any] | Opaque) -> bytes:
+    value = entry.value if type(entry) is Opaque else entry
+    return (dumps(value) + "\n").encode("utf-8", "surrogatepass")
 
 
 def _session_options(session_id: str | None, parent_session: str | None) -> dict[str, Any]:

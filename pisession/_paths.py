@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ._load import is_session_header, open_regular, parse_line
+from ._load import is_session_header, iter_file_lines, open_regular, parse_line
 from ._store import make_private_dirs
 
 __all__ = [
@@ -119,6 +119,17 @@ def read_session_header(path: str) -> dict[str, Any] | None:
         if not handle.read(1):
             return _header_candidate(pending) or None
     raise HeaderScanLimitError(f"Session header exceeds {HEADER_SCAN_LIMIT}-byte scan limit: {path}")
+
+
+def first_session_header(path: str) -> dict[str, Any] | None:
+    """The header as a full load finds it, however far into the file: the first parsed line,
+    if it is a session header (what ``SessionManager.open`` falls back to past the scan limit)."""
+    with open_regular(path) as handle:
+        for line in iter_file_lines(handle):
+            found = _header_candidate(line)
+            if found is not None:
+                return found or None
+    return None
 
 
 def _header_candidate(line: bytes) -> dict[str, Any] | None:

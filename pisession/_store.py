@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import stat
 import tempfile
@@ -18,7 +19,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from ._errors import InvalidSessionError, SessionClosedError, SessionExistsError
+from ._errors import InvalidSessionError, SessionClosedError, SessionExistsError, SessionReplacedError
 from ._load import Record, is_session_header, iter_file_lines, parse_line, scan_raw
 from ._lock import SymlinkRefusedError, session_lock
 
@@ -27,6 +28,11 @@ __all__ = ["SessionFile", "FILE_MODE", "DIR_MODE", "make_private_dirs"]
 WireEntry = dict[str, Any]
 
 RECHECK_NS = 2_000_000  # inside a batch, look whether the file was replaced at most every 2 ms
+# A partial last line is another writer's line still arriving (the kernel shows a long write
+# page by page) while it grows; one that stays unchanged this long is a torn line a dead
+# writer left, which the next write closes with a newline.
+PARTIAL_QUIET_S = 0.25
+PARTIAL_PATIENCE_S = 10.0  # a line still growing after this long is treated as torn all the same
 FILE_MODE = 0o600  # sessions hold prompts and tool output
 DIR_MODE = 0o700
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -80,6 +86,14 @@ class SessionFile:
         self.offset = 0  # bytes of complete lines already parsed
         self.size = 0  # file size when last looked at
         self._unterminated = False  # the last line was parsed but has no "\n" after it yet
+        self.session_id: str | None = None  # the header id of the file we read or wrote
+        # After a write that another writer's lines preceded: those lines, read from the known
+        # offset (None when they could not be read that way and the file must be re-read).
+        self.between: list[Record] | None = None
+        # Inside a batch: where the current run of unconfirmed lines began, and, after a check
+        # found another writer's bytes among them, every line from there on (None: re-read).
+        self._mark = 0
+        self.run_records: list[Record] | None = None
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -139,6 +153,7 @@ class SessionFile:
         if header is None:
             return None, [], False
         self._identity = (info.st_dev, info.st_ino)
+        self.session_id = header["id"]
         self.size = consumed
         pending = last != b""
         if pending and not last_parsed:
@@ -151,8 +166,50 @@ class SessionFile:
         self._unterminated = pending and last_parsed
         return header, records, pending
 
-    def read_new(self) -> list[Record] | None:
-        """Entries appended since the last read; None when the file was replaced or shrank."""
+    def read_new(self, *, settle: bool = False) -> list[Record] | None:
+        """Entries appended since the last read; None when the file was replaced or shrank.
+
+        ``settle`` (before a write): if the file ends with a partial line, wait while it grows
+        for the rest of it, reading on from the known offset, rather than write into it.
+        """
+        records = self._read_new()
+        if settle and records is not None and self.size > self.offset:
+            self._settle(records)
+        return records
+
+    def _settle(self, records: list[Record]) -> None:
+        """Wait for another writer's partial last line to end, absorbing what arrives; give up
+        once it stops growing for ``PARTIAL_QUIET_S`` (a torn line: the write closes it)."""
+        try:
+            if time.time() - os.stat(self.path).st_mtime >= PARTIAL_QUIET_S:
+                return  # nobody has written for a while: no line is arriving
+        except OSError:
+            return
+        fd = self._fd
+        if fd is None:
+            return
+        started = last_change = time.monotonic()
+        delay = 0.0005
+        while self.size > self.offset:
+            now = time.monotonic()
+            if now - last_change >= PARTIAL_QUIET_S or now - started >= PARTIAL_PATIENCE_S:
+                return
+            time.sleep(delay)
+            delay = min(delay * 2, 0.01)
+            size = os.fstat(fd).st_size
+            if size == self.size:
+                continue
+            last_change = time.monotonic()
+            # Only the bytes that arrived are looked at; the line is parsed once it is whole.
+            if size < self.size or b"\n" in os.pread(fd, size - self.size, self.size):
+                more = self._read_new()
+                if more is None:
+                    return  # replaced or shrunk meanwhile: the write path finds out and reloads
+                records.extend(more)
+            else:
+                self.size = size
+
+    def _read_new(self) -> list[Record] | None:
         try:
             info = os.stat(self.path)
         except FileNotFoundError:
@@ -172,15 +229,10 @@ class SessionFile:
         end = data.rfind(b"\n")
         if end < 0:
             return []
-        records: list[Record] = []
-        for line in data[:end].split(b"\n"):
-            if line:
-                scanned = scan_raw(line)
-                if scanned is not None:
-                    head, parsed = scanned
-                    records.append((head, line if parsed is None else None, parsed))
         self.offset += end + 1
-        return records
+        if self.unconfirmed:
+            self._mark = -1  # read past the run's start: its lines can no longer be read from there
+        return _scan_lines(data[:end])
 
     @property
     def has_partial_line(self) -> bool:
@@ -190,26 +242,53 @@ class SessionFile:
     # -- writing -----------------------------------------------------------------------------
 
     def create(self, lines: Iterable[bytes]) -> None:
-        """Write a new file exclusively (fail if it exists), mode 0600, in one write."""
+        """Write a new file, mode 0600, that appears complete or not at all: written and synced
+        under a temporary name in the same folder, then linked to its name, which fails
+        (``SessionExistsError``) rather than replace a file already there."""
         data = b"".join(lines)
-        try:
-            fd = os.open(
-                self.path,
-                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | _CLOEXEC | _NOFOLLOW,
-                FILE_MODE,
-            )
-        except FileExistsError as error:
-            raise SessionExistsError(f"Session file already exists: {self.path}") from error
+        if os.path.lexists(self.path):
+            raise SessionExistsError(f"Session file already exists: {self.path}")
+        fd, temp = self._temp_file()
         try:
             _write_all(fd, data)
-        except BaseException:
+            os.fsync(fd)
+            info = os.fstat(fd)
+            try:
+                os.link(temp, self.path)
+            except FileExistsError as error:
+                raise SessionExistsError(f"Session file already exists: {self.path}") from error
+            except OSError as error:
+                if error.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK):
+                    raise
+                # No hard links here (some FUSE and network file systems): a rename, after
+                # checking again that nothing took the name (the lock keeps pisession out).
+                if os.path.lexists(self.path):
+                    raise SessionExistsError(f"Session file already exists: {self.path}") from error
+                os.rename(temp, self.path)
+        finally:
             os.close(fd)
-            os.unlink(self.path)
-            raise
-        os.close(fd)
-        info = os.stat(self.path)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
         self._identity = (info.st_dev, info.st_ino)
         self.offset = self.size = len(data)
+        self.session_id = _header_id(data)
+
+    def _temp_file(self) -> tuple[int, str]:
+        """A new private file beside the session, named after it (``.pisession-<tag>-*.tmp``)
+        so that the session's next rewrite can recognise and delete one a killed process left."""
+        directory = os.path.dirname(self.path) or "."
+        return tempfile.mkstemp(prefix=_temp_prefix(self.path), suffix=".tmp", dir=directory)
+
+    def remove_stale_temps(self) -> None:
+        """Delete the temporary files of this session's killed rewrites. Called with the lock
+        held, so no live rewrite of this session owns one."""
+        directory = os.path.dirname(self.path) or "."
+        prefix = _temp_prefix(self.path)
+        with contextlib.suppress(OSError):
+            for name in os.listdir(directory):
+                if name.startswith(prefix) and name.endswith(".tmp"):
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(directory, name))
 
     def append(self, data: bytes, *, verified: bool = False) -> bool:
         """Append whole lines with one write; a torn line left by a crash is closed first.
@@ -235,7 +314,10 @@ class SessionFile:
             self.unconfirmed.clear()
             self._confirmed_at = time.monotonic_ns()
             return interleaved
+        if not self.unconfirmed:
+            self._mark = self.offset
         if self._unterminated or self.size > self.offset:
+            self.run_records = None
             interleaved = self._write_lines(fd, data, replaced=False)
         else:  # the batch path, inline: it runs thousands of times
             self.offset = self.size = self.size + self._write_once(fd, data)
@@ -250,16 +332,22 @@ class SessionFile:
         file now, append the lines it lacks to it; if another writer's bytes came between
         ours, say so. True in either case: the caller should read the file again."""
         changed = False
+        self.run_records = None
         if self.unconfirmed:
             try:
                 fd = self._fd
                 if (fd is None and self._identity is None) or self._replaced(fd):
                     self._rescue(self.unconfirmed)
                     changed = True
-                elif fd is not None and os.lseek(fd, 0, os.SEEK_CUR) != self.size:
-                    # With O_APPEND our position is the end of our last line: more bytes
-                    # before it than we wrote mean a writer without the lock wrote between.
-                    changed = True
+                elif fd is not None:
+                    end = os.lseek(fd, 0, os.SEEK_CUR)
+                    if end != self.size:
+                        # With O_APPEND our position is the end of our last line: more bytes
+                        # before it than we wrote mean a writer without the lock wrote between.
+                        # Every line since the run of unconfirmed lines began (ours and
+                        # theirs, in file order) is read from there, not the whole file.
+                        changed = True
+                        self.run_records = self._read_run(fd, end)
             except BaseException:
                 self._confirmed_at = 0  # gone or unreadable: look again at the next append
                 raise
@@ -268,13 +356,37 @@ class SessionFile:
         self._confirmed_at = time.monotonic_ns()
         return changed
 
+    def _read_run(self, fd: int, end: int) -> list[Record] | None:
+        start = self._mark
+        if start < 0 or start > end or self._unterminated:
+            return None
+        data = os.pread(fd, end - start, start)
+        if len(data) != end - start or (data and not data.endswith(b"\n")):
+            return None
+        self.offset = self.size = end
+        return _scan_lines(data[:-1]) if data else []
+
     def _rescue(self, lines: list[bytes]) -> None:
         """Append to the file now at the path those of ``lines`` whose entries it lacks (a
         copy of the old file made after some of them were written already holds those)."""
         fd = self._reopen()
         present: set[str] = set()  # the ids of our lines are strings we made
+        header_seen = False
         with os.fdopen(os.dup(fd), "rb") as handle:
             for line in iter_file_lines(handle):
+                if not header_seen and line:
+                    header = parse_line(line)
+                    if header is None:
+                        continue
+                    header_seen = True
+                    if self.session_id is not None and (
+                        not is_session_header(header) or header["id"] != self.session_id
+                    ):
+                        raise SessionReplacedError(
+                            f"Session file {self.path} now holds another session "
+                            f"({header.get('id')!r:.60}, not {self.session_id!r}): nothing was written to it"
+                        )
+                    continue
                 scanned = scan_raw(line) if line else None
                 if scanned is not None and type(scanned[0].id) is str:
                     present.add(scanned[0].id)
@@ -301,25 +413,59 @@ class SessionFile:
 
     def _write_lines(self, fd: int, data: bytes, *, replaced: bool) -> bool:
         closing = self.has_partial_line
-        written = self._write_once(fd, b"\n" + data if closing else data)
+        payload = b"\n" + data if closing else data
+        written = self._write_once(fd, payload)
         end = os.lseek(fd, 0, os.SEEK_CUR)
-        self._unterminated = False
+        self._unterminated = written < len(payload)
         # Closing someone else's unterminated line may have completed an entry we never read
         # (one whose writer died just before its "\n"): report it like an interleaved write so
         # the caller reads the file again instead of missing that entry.
         interleaved = closing or replaced or end - written != self.size
+        self.between = None
+        if interleaved and not replaced:
+            self.between = self._read_between(fd, end - written + (1 if closing else 0))
         self.size = end
-        if not interleaved:
+        if not interleaved or self.between is not None:
             self.offset = end
         return interleaved
+
+    def _read_between(self, fd: int, start: int) -> list[Record] | None:
+        """Other writers' lines between what we had read and our line (which begins at
+        ``start``): complete lines are read from the known offset; anything else (our line
+        glued onto a torn one) gives None, and the caller reads the whole file again."""
+        if start < self.offset:
+            return None
+        gap = os.pread(fd, start - self.offset, self.offset) if start > self.offset else b""
+        if len(gap) != start - self.offset or (gap and not gap.endswith(b"\n")):
+            return None
+        return _scan_lines(gap[:-1]) if gap else []
 
     def _write_once(self, fd: int, data: bytes) -> int:
         written = os.write(fd, data)
         if written != len(data):
-            # A short write (disk full) leaves a torn line; the next append closes it.
-            self.size = os.fstat(fd).st_size
-            raise OSError(f"short write to {self.path}: {written} of {len(data)} bytes")
+            return self._finish_short_write(fd, data, written)
         return written
+
+    def _finish_short_write(self, fd: int, data: bytes, written: int) -> int:
+        """A write cut short (disk full, a file size limit): write the rest. If that fails too
+        and only the final newline is missing, the entry is complete on disk for every reader:
+        it counts as written, and the next write begins with the newline. Otherwise the torn
+        line is left for the next write to close, and the entry is not in the file."""
+        try:
+            while written < len(data):
+                more = os.write(fd, memoryview(data)[written:])
+                if more <= 0:
+                    raise OSError(errno.EIO, "write made no progress")
+                written += more
+            return written
+        except OSError as error:
+            if written == len(data) - 1 and data.endswith(b"\n"):
+                self._unterminated = True
+                return written
+            self.size = os.fstat(fd).st_size
+            raise OSError(
+                error.errno, f"short write to {self.path}: {written} of {len(data)} bytes ({error.strerror})"
+            ) from error
 
     def append_newline(self) -> None:
         fd = self._descriptor()
@@ -330,8 +476,8 @@ class SessionFile:
         self.size = os.lseek(fd, 0, os.SEEK_CUR)
 
     def rewrite(self, lines: Iterable[bytes]) -> None:
-        """Replace the file's content atomically: temp file in the same folder, then rename."""
-        directory = os.path.dirname(self.path) or "."
+        """Replace the file's content atomically: temp file in the same folder, then rename
+        (temporary files an earlier, killed rewrite of this session left are deleted first)."""
         if os.path.islink(self.path):
             # Renaming over the link would replace it and leave its target as it was.
             raise SymlinkRefusedError(
@@ -341,7 +487,8 @@ class SessionFile:
             mode = os.stat(self.path).st_mode & 0o777
         except FileNotFoundError:
             mode = FILE_MODE
-        fd, temp = tempfile.mkstemp(prefix=".pisession-", suffix=".tmp", dir=directory)
+        self.remove_stale_temps()
+        fd, temp = self._temp_file()
         try:
             os.fchmod(fd, mode)
             _keep_owner(fd, self.path)
@@ -362,6 +509,7 @@ class SessionFile:
         self._identity = (info.st_dev, info.st_ino)
         self.offset = self.size = len(data)
         self._unterminated = False
+        self.session_id = _header_id(data)
 
     def close(self) -> None:
         """Drop the descriptors; later writes raise :class:`SessionClosedError` (the descriptor
@@ -428,6 +576,31 @@ def _keep_owner(fd: int, path: str) -> None:
     info = os.fstat(fd)
     if (info.st_uid, info.st_gid) != (old.st_uid, old.st_gid):
         os.fchown(fd, old.st_uid, old.st_gid)
+
+
+def _header_id(data: bytes) -> str | None:
+    """The header id of the file content ``data`` (its first line)."""
+    cut = data.find(b"\n")
+    header = parse_line(data if cut < 0 else data[:cut])
+    return header["id"] if header is not None and is_session_header(header) else None
+
+
+def _scan_lines(data: bytes) -> list[Record]:
+    records: list[Record] = []
+    for line in data.split(b"\n"):
+        if line:
+            scanned = scan_raw(line)
+            if scanned is not None:
+                head, parsed = scanned
+                records.append((head, line if parsed is None else None, parsed))
+    return records
+
+
+def _temp_prefix(path: str) -> str:
+    """``.pisession-`` and a short digest of the session's file name: a fixed length whatever
+    the name's, and the same for every rewrite of that session."""
+    tag = hashlib.sha256(os.path.basename(path).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return f".pisession-{tag}-"
 
 
 def _identity(info: os.stat_result) -> tuple[int, int]:

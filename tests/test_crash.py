@@ -13,11 +13,19 @@ from typing import Any
 
 import pytest
 
-from pisession import SessionManager
+from pisession import SessionManager, _store
 from pisession._lock import SessionLock
 
 REPO = str(Path(__file__).resolve().parents[1])
 HANG_GUARD = 120.0
+
+
+@pytest.fixture(autouse=True)
+def _torn_lines_are_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The torn lines here are written by the test itself, whose writer is done: no line is
+    still arriving, so the wait for one (0.25 s per torn file, see test_write_safety.py) would
+    only slow these byte-by-byte loops down."""
+    monkeypatch.setattr(_store, "PARTIAL_QUIET_S", 0.0)
 
 
 def user(text: str, ts: int = 1) -> dict[str, Any]:

@@ -66,6 +66,9 @@ class Raw:
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]|[^"{}\[\],:\s]+|\s+', re.S)
 
 
+INDENT_LEVELS = 100  # deeper nesting (entries 1,000 levels deep) stays on one line: no MB of spaces
+
+
 def reindent(text: str, step: str = " ") -> str:
     """Pretty-print JSON text token by token (strings and numbers untouched)."""
     out: list[str] = []
@@ -81,12 +84,12 @@ def reindent(text: str, step: str = " ") -> str:
                 i += 2
                 continue
             level += 1
-            out.append(t + "\n" + step * level)
+            out.append(t + "\n" + step * level if level <= INDENT_LEVELS else t)
         elif t in "}]" and len(t) == 1:
             level -= 1
-            out.append("\n" + step * level + t)
+            out.append("\n" + step * level + t if level < INDENT_LEVELS else t)
         elif t == ",":
-            out.append(",\n" + step * level)
+            out.append(",\n" + step * level if level <= INDENT_LEVELS else ",")
         elif t == ":":
             out.append(": ")
         else:
@@ -1248,6 +1251,90 @@ def _non_object_last(g: Ctx) -> str:
     L.append(J(msg("n1000001", None, T0 + 1, user("q1", T0 + 1))))
     L.append(J(msg("n1000002", "n1000001", T0 + 2, say("a1", T0 + 2))))
     L.append("42")
+    return join_lines(L)
+
+
+def _deep(depth: int) -> Any:
+    """A value nested ``depth`` levels (arrays and objects in turn), innermost a string."""
+    value: Any = "bottom"
+    for level in range(depth):
+        value = [value] if level % 2 else {"k": value}
+    return value
+
+
+def _deep_json(depth: int) -> str:
+    """_deep(depth) written as JSON.stringify would (without recursing in Python)."""
+    opening, closing = [], []
+    for level in reversed(range(depth)):
+        opening.append("[" if level % 2 else '{"k":')
+        closing.append("]" if level % 2 else "}")
+    return "".join(opening) + '"bottom"' + "".join(reversed(closing))
+
+
+def _deep_entry(eid: str | None, parent: str | None, ts: int, depth: int) -> str:
+    head = J(entry("custom", eid, parent, ts, customType="deep"))[:-1]
+    return head + ',"data":' + _deep_json(depth) + "}"
+
+
+@read_case(
+    "v1_unparsed_lines",
+    "a version-1 file with lines pisession's line scanner cannot read but Pi keeps: an array "
+    '["note",1] (gets an id JSON never shows; the next entry\'s parentId names it; a compaction\'s '
+    "firstKeptEntryIndex pointing at it takes that id) and an entry nested 1,200 levels; the migration "
+    "rewrite keeps both (fileAfterOpen)",
+)
+def _v1_unparsed(g: Ctx) -> str:
+    L = [header("v1-unparsed", version=1, cwd="/legacy")]
+    L.append(J(entry("message", None, None, T0 + 1, message=user("before", T0 + 1))))
+    L.append('["note",1]')
+    L.append(_deep_entry(None, None, T0 + 2, 1200))
+    L.append(J(entry("message", None, None, T0 + 3, message=user("after", T0 + 3))))
+    L.append(
+        '{"type":"compaction","timestamp":"' + iso(T0 + 4) + '","summary":"keeps from the array",'
+        '"firstKeptEntryIndex":2,"tokensBefore":100}'
+    )
+    return join_lines(L)
+
+
+@read_case(
+    "v2_unparsed_lines",
+    "a version-2 file with JSON lines that are not objects (an array, 5, a string, true kept; "
+    "0, null, false, \"\" dropped) and an entry nested 1,200 levels whose child follows it: the "
+    "migration rewrite keeps what Pi keeps (fileAfterOpen)",
+)
+def _v2_unparsed(g: Ctx) -> str:
+    L = [header("v2-unparsed", version=2)]
+    L.append(J(msg("w0000001", None, T0 + 1, user("before", T0 + 1))))
+    L += ['["note",1]', "5", '"a string"', "true", "0", "null", "false", '""']
+    L.append(_deep_entry("w0000002", "w0000001", T0 + 2, 1200))
+    L.append(J(msg("w0000003", "w0000002", T0 + 3, user("child of the deep entry", T0 + 3))))
+    return join_lines(L)
+
+
+@read_case(
+    "v1_number_line",
+    "a version-1 file holding a line that is a number: Pi's migration cannot give it an id "
+    "(TypeError in strict mode), the open fails and the file is left as it was",
+)
+def _v1_number(g: Ctx) -> str:
+    L = [header("v1-number", version=1)]
+    L.append(J(entry("message", None, None, T0 + 1, message=user("before", T0 + 1))))
+    L.append("5")
+    L.append(J(entry("message", None, None, T0 + 2, message=user("after", T0 + 2))))
+    return join_lines(L)
+
+
+@read_case(
+    "v2_deep_entries",
+    "a version-2 file with entries nested 600 and 1,000 levels (deeper than pisession's "
+    "recursive writer reaches, within its reader's limit): read and migrated like any other entry",
+)
+def _v2_deep(g: Ctx) -> str:
+    L = [header("v2-deep", version=2)]
+    L.append(J(msg("x0000001", None, T0 + 1, user("before", T0 + 1))))
+    L.append(_deep_entry("x0000002", "x0000001", T0 + 2, 600))
+    L.append(_deep_entry("x0000003", "x0000002", T0 + 3, 1000))
+    L.append(J(msg("x0000004", "x0000003", T0 + 4, user("after", T0 + 4))))
     return join_lines(L)
 
 
@@ -3561,6 +3648,7 @@ def remove_stale(written: set[Path]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    sys.setrecursionlimit(20_000)  # the oracle's output holds entries nested 1,200 levels
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", help="regenerate one item: a read case, an op script, 'fn' or 'demo_sample'")
     ap.add_argument("--list", action="store_true", help="list the items and what each covers")

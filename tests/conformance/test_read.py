@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,26 @@ DIFFERENT = {
 }
 
 
+# Files whose rewrite must match the reference byte for byte while pisession's view differs on
+# purpose: lines that are not objects, or nested deeper than the line scanner reads, stay out of
+# the index but are kept by the migration rewrite.
+FILE_ONLY = {
+    "v1_unparsed_lines": "the array and the 1,200-level entry are not indexed",
+    "v2_unparsed_lines": "the non-object lines and the 1,200-level entry are not indexed",
+}
+
+
 def golden(name: str) -> dict[str, Any]:
-    return json.loads((HERE / "golden" / "read" / f"{name}.json").read_text(encoding="utf-8"))
+    text = (HERE / "golden" / "read" / f"{name}.json").read_text(encoding="utf-8")
+    try:
+        return json.loads(text)  # type: ignore[no-any-return]
+    except RecursionError:  # entries nested 1,200 levels
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(10_000)
+        try:
+            return json.loads(text)  # type: ignore[no-any-return]
+        finally:
+            sys.setrecursionlimit(limit)
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -52,6 +71,8 @@ def test_read_case_matches_reference(name: str, tmp_path: Path) -> None:
         assert after.count("\n") == 1 and list(ours["header"]) == list(want["header"])
         return
     assert after == expected["fileAfterOpen"], "file after open"
+    if name in FILE_ONLY:
+        return
     for key in ("header", "entries", "leafId", "sessionName", "labels", "tree", "branch", "current"):
         assert_same(ours[key], want[key], key)
     for leaf, view in want["leaves"].items():
