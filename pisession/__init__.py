@@ -23,12 +23,15 @@ from ._builders import (
 from ._codec import from_wire, to_wire
 from ._discovery import SessionInfo
 from ._errors import (
+    AlreadyCompactedError,
     EntryNotFoundError,
     InvalidContextEditError,
     InvalidSessionError,
     InvalidSessionIdError,
+    NothingToCompactError,
     PisessionError,
     SessionExistsError,
+    SummarizerCommandError,
     SymlinkRefusedError,
     WireFormatError,
 )
@@ -86,5 +89,8 @@ __all__ = [
     "WireFormatError",
     "SymlinkRefusedError",
     "LockTimeout",
+    "NothingToCompactError",
+    "AlreadyCompactedError",
+    "SummarizerCommandError",
     *_model_all,
 ]

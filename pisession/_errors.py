@@ -11,6 +11,9 @@ __all__ = [
     "SessionExistsError",
     "WireFormatError",
     "SymlinkRefusedError",
+    "NothingToCompactError",
+    "AlreadyCompactedError",
+    "SummarizerCommandError",
 ]
 
 
@@ -53,3 +56,16 @@ class SymlinkRefusedError(PisessionError, OSError):
     Writing through a link would put the data (or the lock) somewhere else than the session's
     folder, and two spellings of one session would take two different locks.
     """
+
+
+class NothingToCompactError(PisessionError):
+    """Compaction found nothing before the cut to summarize (Pi: "Nothing to compact (session
+    too small)")."""
+
+
+class AlreadyCompactedError(PisessionError):
+    """The branch already ends with a compaction (Pi: "Already compacted")."""
+
+
+class SummarizerCommandError(PisessionError):
+    """A summarizer command failed, timed out or printed nothing (nothing was written)."""
