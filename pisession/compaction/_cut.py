@@ -286,12 +286,14 @@ def _summarized_messages(items: Sequence[_Projected]) -> list[WireMessage]:
 def prepare_from_projection(
     projection: WireProjection,
     entry_at: Any,
-    branch: Sequence[Mapping[str, Any]],
+    branch_ids: Sequence[Any],
+    branch_types: Sequence[Any],
     settings: CompactionSettings,
 ) -> CompactionPreparation | None:
     """``prepareCompaction`` given the branch's projection (``entry_at`` maps its positions to
-    wire entries) and the branch itself, root first."""
-    if branch and branch[-1].get("type") == "compaction":
+    wire entries) and the ids and types of the branch's entries, root first (only those are
+    needed, so a lazily parsed branch stays unparsed)."""
+    if branch_types and branch_types[-1] == "compaction":
         return None
     items: list[_Projected] = [(entry_at(pos), messages) for pos, messages in projection.entries]
     prev = next(
@@ -303,7 +305,7 @@ def prepare_from_projection(
     if prev >= 0:
         previous_summary = items[prev][0].get("summary")
         boundary_start = prev + 1
-    tokens_before = estimate_projected_context_tokens_wire(projection, entry_at, branch)
+    tokens_before = estimate_projected_context_tokens_wire(projection, entry_at, branch_ids, branch_types)
     cut = _find_projected_cut_point(items, boundary_start, len(items), settings.keep_recent_tokens)
     first_kept = items[cut.first_kept_entry_index][0] if cut.first_kept_entry_index < len(items) else None
     first_kept_id = first_kept.get("id") if first_kept is not None else None
@@ -371,4 +373,6 @@ def prepare_compaction(
     branch = wire_list(path_entries)
     index = TreeIndex.from_entries(branch)
     projection = project_leaf(index, index.resolve_leaf(MISSING))
-    return prepare_from_projection(projection, index.entry_at, branch, settings)
+    ids = [e.get("id") for e in branch]
+    types = [e.get("type") for e in branch]
+    return prepare_from_projection(projection, index.entry_at, ids, types, settings)

@@ -219,11 +219,15 @@ def plan(manager: SessionManager, settings: CompactionSettings | None) -> Compac
         index, leaf_id = manager.snapshot(), manager.get_leaf_id()
     pos = index.position(leaf_id) if js_truthy(leaf_id) else None
     positions = index.path_positions(pos) if pos is not None else []
-    branch = [index.entry_at(p) for p in positions]
     # The manager's index holds the branch: its projection is the branch's (and is cached).
+    # Only the branch's ids and types are read, so its entries are not parsed.
     projection = project_leaf(index, pos)
     return prepare_from_projection(
-        projection, index.entry_at, branch, settings or DEFAULT_COMPACTION_SETTINGS
+        projection,
+        index.entry_at,
+        [index.id_at(p) for p in positions],
+        [index.type_at(p) for p in positions],
+        settings or DEFAULT_COMPACTION_SETTINGS,
     )
 
 

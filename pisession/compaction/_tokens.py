@@ -156,7 +156,7 @@ def estimate_context_tokens_wire(messages: Sequence[Mapping[str, Any]]) -> dict[
 
 
 def estimate_projected_context_tokens_wire(
-    projection: WireProjection, entry_at: Any, branch: Sequence[Mapping[str, Any]]
+    projection: WireProjection, entry_at: Any, branch_ids: Sequence[Any], branch_types: Sequence[Any]
 ) -> int:
     """Pi's ``estimateProjectedContextTokens(...).tokens``: a usage recorded before the latest
     context edit or compaction describes a context that no longer exists, so it is not trusted."""
@@ -173,12 +173,12 @@ def estimate_projected_context_tokens_wire(
             seen += len(msgs)
         usage_index = -1
         if js_truthy(usage_entry_id):
-            usage_index = next((i for i, e in enumerate(branch) if e.get("id") == usage_entry_id), -1)
+            usage_index = next((i for i, e in enumerate(branch_ids) if e == usage_entry_id), -1)
         invalidating = next(
             (
                 i
-                for i in range(len(branch) - 1, -1, -1)
-                if branch[i].get("type") in ("context_edit", "compaction")
+                for i in range(len(branch_types) - 1, -1, -1)
+                if branch_types[i] in ("context_edit", "compaction")
             ),
             -1,
         )
