@@ -333,7 +333,8 @@ def navigate(
 def command_summarizer(command: str, *, timeout: float | None = None) -> Summarizer:
     """A summarizer that runs ``command`` through the shell once per request, with the prompt on
     stdin and the system prompt in the environment variable ``PISESSION_SYSTEM_PROMPT``; its
-    standard output (trailing newlines removed) is the summary::
+    standard output (trailing newlines removed) is the summary. ``PISESSION_REASONING`` holds the
+    thinking level when one was asked for::
 
         summarize = command_summarizer('llm -s "$PISESSION_SYSTEM_PROMPT"')
         manager.compact(summarize)

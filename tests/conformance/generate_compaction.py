@@ -35,6 +35,21 @@ ORACLE = Path(os.environ.get("PI_ORACLE", HERE.parents[2].parent / "shared" / "p
 if not ORACLE.exists():
     ORACLE = Path("/work/shared/pi-oracle/oracle.mjs")
 CLOCK = 1733234400000
+# Read cases of generate.py that are ordinary Pi sessions (no malformed lines): reused here as they are.
+READ_CASES = (
+    "all_roles",
+    "context_edits",
+    "context_edit_compaction",
+    "multiple_compactions",
+    "system_replace_flag",
+    "branch_summary_edges",
+    "custom_message_edges",
+    "compaction_system_message",
+    "system_replay",
+    "orphans",
+    "tree_child_order",
+    "label_edges",
+)
 USAGE = {
     "input": 1200,
     "output": 300,
@@ -384,11 +399,29 @@ def build_cases() -> dict[str, Path]:
     s.add("compaction", summary="done", firstKeptEntryId=s.lines[-2]["id"], tokensBefore=100)
     out[s.name] = s.write()
 
+    # System messages, one with replace: true (Pi 1.6.0 ignores the flag when estimating), no usage.
+    s = Session("system_replace")
+    s.msg({"role": "system", "content": "Base prompt " + LOREM, "sections": {"a": LOREM}})
+    s.user("first question " + LOREM)
+    s.msg({"role": "system", "content": "Replacement prompt", "replace": True})
+    for t in range(4):
+        s.assistant(text(f"answer {t} " + LOREM))
+        s.user(f"question {t} " + LOREM)
+    out[s.name] = s.write()
+
     s = Session("only_meta")
     s.add("model_change", provider="openai", modelId="gpt-5")
     s.add("thinking_level_change", thinkingLevel="high")
     out[s.name] = s.write()
+    for name in READ_CASES:
+        out[name] = case_path(name)
     return out
+
+
+def case_path(name: str) -> Path:
+    """A case of this script, or one of generate.py's read cases."""
+    own = CASES / f"{name}.jsonl"
+    return own if own.exists() or name not in READ_CASES else HERE / "cases" / f"{name}.jsonl"
 
 
 # -- running the oracle ---------------------------------------------------------------------------------
@@ -427,7 +460,7 @@ def case_value(ref: str) -> Any:
     """A recorded argument ``"$branch:NAME"`` (also ``$entries``, ``$messages``, ``$serial``) as
     the value it stands for: the case's leaf path, entries, messages, or messages without bash."""
     kind, name = ref[1:].split(":", 1)
-    entries = read_entries(CASES / f"{name}.jsonl")
+    entries = read_entries(case_path(name))
     if kind == "branch":
         return path_to(entries, entries[-1]["id"])
     if kind == "entries":

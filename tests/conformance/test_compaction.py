@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from generate_compaction import resolve_args
+from generate_compaction import case_path, resolve_args
 
 from pisession import (
     AlreadyCompactedError,
@@ -36,9 +36,19 @@ def _load(name: str) -> list[dict[str, Any]]:
     return json.loads((GOLDEN / f"{name}.json").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
-FN = _load("fn")
+FN_ALL = _load("fn")
 COMPACT = _load("compact")
 NAVIGATE = _load("navigate")
+
+# Pi throws a JavaScript TypeError on some hand-made entries (null content, a branch summary without
+# text); pisession reads the missing text as empty instead (docs/concepts-compaction.md).
+JS_TYPE_ERRORS = ("is not iterable", "Cannot read properties of")
+FN = [r for r in FN_ALL if r["result"]["ok"]]
+FN_PI_CRASHES = [r for r in FN_ALL if not r["result"]["ok"]]
+
+
+def pi_crashed(result: dict[str, Any]) -> bool:
+    return not result["ok"] and any(text in result["error"] for text in JS_TYPE_ERRORS)
 
 
 def plain(value: Any) -> Any:
@@ -162,8 +172,15 @@ def _expected_fn(record: dict[str, Any]) -> Any:
 
 @pytest.mark.parametrize("record", FN, ids=[f"{i}-{r['name']}" for i, r in enumerate(FN)])
 def test_functions_match_pi(record: dict[str, Any], tmp_path: Path) -> None:
-    assert record["result"]["ok"], record
     assert _call_fn(record, tmp_path) == _expected_fn(record)
+
+
+@pytest.mark.parametrize(
+    "record", FN_PI_CRASHES, ids=[f"{i}-{r['name']}" for i, r in enumerate(FN_PI_CRASHES)]
+)
+def test_where_pi_crashes_pisession_answers(record: dict[str, Any], tmp_path: Path) -> None:
+    assert pi_crashed(record["result"]), record["result"]
+    _call_fn(record, tmp_path)  # no exception
 
 
 # -- compact and navigate runs --------------------------------------------------------------------
@@ -240,7 +257,20 @@ def check_file(manager: SessionManager, original: str, result: dict[str, Any]) -
     assert path is not None
     ours = normalise(new_lines(original, Path(path).read_text(encoding="utf-8")))
     theirs = normalise(new_lines("", result["appended"]))
+    if '"replace":true' in original:
+        # pisession honours replace: true when storing the replayed system prompt, Pi 1.6.0 does
+        # not (docs/differences.md); everything else in the entry must still match.
+        ours, theirs = _without_system_message(ours), _without_system_message(theirs)
     assert ours == theirs
+
+
+def _without_system_message(lines: list[str]) -> list[str]:
+    out = []
+    for line in lines:
+        entry = json.loads(line)
+        entry.pop("systemMessage", None)
+        out.append(json.dumps(entry, ensure_ascii=False))
+    return out
 
 
 def _ids(records: list[dict[str, Any]]) -> list[str]:
@@ -250,7 +280,7 @@ def _ids(records: list[dict[str, Any]]) -> list[str]:
 @pytest.mark.parametrize("record", COMPACT, ids=_ids(COMPACT))
 def test_compact_matches_pi(record: dict[str, Any], tmp_path: Path) -> None:
     options, result = record["options"], record["result"]
-    relative = f"cases/compaction/{record['case']}.jsonl"
+    relative = str(case_path(record["case"]).relative_to(HERE))
     original = (HERE / relative).read_text(encoding="utf-8")
     manager = open_copy(tmp_path, relative)
     settings_ = c.CompactionSettings(keep_recent_tokens=options["settings"]["keepRecentTokens"])
@@ -287,7 +317,7 @@ def test_compact_matches_pi(record: dict[str, Any], tmp_path: Path) -> None:
 @pytest.mark.parametrize("record", NAVIGATE, ids=_ids(NAVIGATE))
 def test_navigate_matches_pi(record: dict[str, Any], tmp_path: Path) -> None:
     options, result = record["options"], record["result"]
-    relative = f"cases/compaction/{record['case']}.jsonl"
+    relative = str(case_path(record["case"]).relative_to(HERE))
     original = (HERE / relative).read_text(encoding="utf-8")
     manager = open_copy(tmp_path, relative)
     recorder = Recorder(options.get("replies", ["SUMMARY"]))
@@ -305,11 +335,14 @@ def test_navigate_matches_pi(record: dict[str, Any], tmp_path: Path) -> None:
             reserve_tokens=options.get("reserveTokens", 16384),
         )
 
+    if pi_crashed(result):
+        navigate()  # pisession summarizes what Pi cannot read
+        return
     if not result["ok"]:
         with pytest.raises(EntryNotFoundError) as raised:
             navigate()
         assert str(raised.value) == result["error"]
-        assert recorder.requests == []
+        assert our_requests(recorder) == pi_requests(result)
         assert (tmp_path / "session.jsonl").read_text(encoding="utf-8") == original
         assert manager.get_leaf_id() == old_leaf
         return
@@ -358,3 +391,5 @@ def test_golden_covers_the_edge_cases() -> None:
         for req in r["result"]["requests"]
     )
     assert any(r["name"] == "prepareBranchEntries" and r["args"][1] < 0 for r in FN)
+    assert any(r["options"].get("replaceInstructions") for r in NAVIGATE if r["result"].get("requests"))
+    assert any(r["result"]["ok"] and r["result"]["preparation"]["tokensBefore"] > 0 for r in COMPACT)
