@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .._codec import from_wire
 from .._context import project_entry
 from .._index import TreeIndex
 from .._js import MISSING, js_truthy
@@ -151,8 +152,6 @@ def collect_entries_for_branch_summary(
     """
     index = manager_or_index if isinstance(manager_or_index, TreeIndex) else manager_or_index.snapshot()
     entries, common = collect_wire(index, old_leaf_id, target_id)
-    from .._codec import from_wire
-
     return [from_wire(e) for e in entries], common  # type: ignore[misc]
 
 
