@@ -4,6 +4,7 @@ write nothing, the command-line summarizer and the plan text."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -191,3 +192,30 @@ def test_public_functions_take_model_objects_and_wire_dicts(tmp_path: Path) -> N
     assert [c.estimate_tokens(m) for m in a.messages_to_summarize] == [
         c.estimate_tokens(__import__("pisession").to_wire(m)) for m in a.messages_to_summarize
     ]
+
+
+def test_the_summarizer_runs_without_the_session_lock(tmp_path: Path) -> None:
+    """A model call takes seconds: another process must be able to append meanwhile (it would wait
+    for the lock otherwise). The manager was at the tip, so it follows that append, as every
+    append does, and the kept entries stay on the compaction's path."""
+    manager = open_case(tmp_path, "coding")
+    leaf = manager.get_leaf_id()
+    code = (
+        "import sys, pisession\n"
+        "m = pisession.SessionManager.open(sys.argv[1])\n"
+        "m.append_message({'role': 'user', 'content': 'meanwhile', 'timestamp': 1})\n"
+    )
+
+    def summarize(request: c.SummaryRequest) -> str:
+        if request.kind == "history":  # the first of the two calls of this split turn
+            subprocess.run(
+                [sys.executable, "-c", code, str(tmp_path / "coding.jsonl")], check=True, timeout=60
+            )
+        return "s"
+
+    entry = manager.compact(summarize, settings=SPLIT)
+    lines = (tmp_path / "coding.jsonl").read_text().splitlines()
+    assert '"meanwhile"' in lines[-2] and '"type":"compaction"' in lines[-1]
+    meanwhile = manager.get_entry(entry.parent_id or "")
+    assert meanwhile is not None and meanwhile.parent_id == leaf
+    assert entry.first_kept_entry_id in {e.id for e in manager.get_branch()}
