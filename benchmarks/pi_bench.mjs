@@ -71,7 +71,7 @@ if (process.argv[2] === "--child-open-memory") {
 // ---------------------------------------------------------------------------------------------------------
 // Arguments
 // ---------------------------------------------------------------------------------------------------------
-const ALL = ["open", "context_first", "context_repeat", "get_tree", "get_branch", "append", "list", "open_memory", "scale"];
+const ALL = ["open", "context_first", "context_repeat", "get_tree", "get_branch", "append", "list", "open_memory", "scale", "plan_compaction"];
 const SCALE_PARTS = ["open", "context_first", "get_tree", "list"];
 function parseArgs(argv) {
   const o = { data: join(here, "data"), reps: 7, metrics: [], large: null, dir300: null, listCwd: null, scale: null,
@@ -249,7 +249,7 @@ const result = {
   metrics: {},
 };
 const want = (m) => opts.metrics.includes(m);
-const needLarge = ["open", "context_first", "context_repeat", "get_tree", "get_branch", "append", "open_memory"].some(want);
+const needLarge = ["open", "context_first", "context_repeat", "get_tree", "get_branch", "append", "open_memory", "plan_compaction"].some(want);
 if (needLarge) {
   if (!existsSync(opts.large)) throw new Error(`missing ${opts.large}; run make_sessions.mjs first`);
   result.files.large = fileInfo(opts.large);
@@ -263,6 +263,17 @@ if (want("open")) {
     teardown: () => { globalThis.__keep = null; },
   });
   result.metrics.open = summarize(samples, r3, { fresh_copy_each_rep: large.could });
+}
+
+if (want("plan_compaction")) {
+  // What AgentSession.compact does before calling the model: prepareCompaction(getBranch(), settings).
+  const comp = await import(join(pkgDir, "dist/core/compaction/index.js"));
+  let kept = null;
+  const samples = measure("plan_compaction", {
+    setup: () => SessionManager.open(large.path()),
+    run: (sm) => { kept = comp.prepareCompaction(sm.getBranch(), comp.DEFAULT_COMPACTION_SETTINGS)?.firstKeptEntryId ?? null; },
+  });
+  result.metrics.plan_compaction = summarize(samples, r3, { first_kept_entry_id: kept });
 }
 
 if (want("context_first")) {

@@ -44,6 +44,7 @@ TARGETS = {
     "append_batch": 1.0,
     "list": 1.0,
     "open_memory": None,
+    "plan_compaction": 1.0,
 }
 PI_METRIC = {"append_batch": "append"}  # Pi has one append path (unlocked); both ours compare to it
 
@@ -103,6 +104,9 @@ def py_sample(metric: str, large: Path, branch_ids: list[str], list_cwd: str) ->
     if metric == "context_first":
         manager = SessionManager.open(large)
         return timed(manager.build_session_context)
+    if metric == "plan_compaction":
+        manager = SessionManager.open(large)
+        return timed(manager.plan_compaction)  # a fresh manager: the projection is built, not cached
     if metric == "context_repeat":
         manager = SessionManager.open(large)
         manager.build_session_context()

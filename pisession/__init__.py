@@ -23,17 +23,20 @@ from ._builders import (
 from ._codec import from_wire, to_wire
 from ._discovery import SessionInfo
 from ._errors import (
+    AlreadyCompactedError,
     EntryNotFoundError,
     InvalidContextEditError,
     InvalidSessionError,
     InvalidSessionIdError,
     LockFileAccessError,
+    NothingToCompactError,
     PisessionError,
     SessionClosedError,
     SessionExistsError,
     SessionNotWrittenWarning,
     SessionReadOnlyError,
     SessionReplacedError,
+    SummarizerCommandError,
     SymlinkRefusedError,
     WireFormatError,
 )
@@ -101,5 +104,8 @@ __all__ = [
     "SessionClosedError",
     "SessionReadOnlyError",
     "SessionNotWrittenWarning",
+    "NothingToCompactError",
+    "AlreadyCompactedError",
+    "SummarizerCommandError",
     *_model_all,
 ]

@@ -16,6 +16,9 @@ __all__ = [
     "SessionClosedError",
     "SessionReadOnlyError",
     "SessionNotWrittenWarning",
+    "NothingToCompactError",
+    "AlreadyCompactedError",
+    "SummarizerCommandError",
 ]
 
 
@@ -94,3 +97,16 @@ class SessionNotWrittenWarning(UserWarning):
             warnings.simplefilter("error", SessionNotWrittenWarning)  # refuse instead
             manager = SessionManager.open(path)
     """
+
+
+class NothingToCompactError(PisessionError):
+    """Compaction found nothing before the cut to summarize (Pi: "Nothing to compact (session
+    too small)")."""
+
+
+class AlreadyCompactedError(PisessionError):
+    """The branch already ends with a compaction (Pi: "Already compacted")."""
+
+
+class SummarizerCommandError(PisessionError):
+    """A summarizer command failed, timed out or printed nothing (nothing was written)."""

@@ -45,6 +45,7 @@ from ._load import (
 from ._lock import SessionLock, wait_for_thread
 from ._model import (
     UNSET,
+    CompactionEntry,
     ContextEditReplacement,
     CustomEntry,
     Entry,
@@ -79,6 +80,10 @@ from ._results import (
     projection_from_wire,
 )
 from ._store import SessionFile, make_private_dirs
+from .compaction import _flows as _compaction_flows
+from .compaction._cut import CompactionPreparation
+from .compaction._flows import Navigation, Summarizer
+from .compaction._tokens import CompactionSettings
 
 if TYPE_CHECKING:
     from ._discovery import SessionInfo
@@ -1209,6 +1214,65 @@ class SessionManager:
             except BaseException:
                 self._leaf_id = previous_leaf
                 raise
+
+    # -- compaction and tree navigation (pisession.compaction) -----------------------------------
+
+    def plan_compaction(self, settings: CompactionSettings | None = None) -> CompactionPreparation | None:
+        """What :meth:`compact` would do now (Pi's ``prepareCompaction`` on the current branch),
+        without calling a summarizer or writing; None when there is nothing to compact::
+
+            plan = manager.plan_compaction(CompactionSettings(keep_recent_tokens=8000))
+        """
+        return _compaction_flows.plan(self, settings)
+
+    def compact(
+        self,
+        summarize: Summarizer,
+        *,
+        settings: CompactionSettings | None = None,
+        custom_instructions: str | None = None,
+        thinking_level: str | None = None,
+    ) -> CompactionEntry:
+        """Compact the current branch as Pi's ``/compact`` does: one summarizer call (two for a
+        split turn) with Pi's prompts, then a ``compaction`` entry with the file lists::
+
+            entry = manager.compact(lambda request: my_model(request.system_prompt, request.prompt))
+
+        Raises :class:`NothingToCompactError` or :class:`AlreadyCompactedError` as Pi does; an
+        exception from ``summarize`` propagates and nothing is written.
+        """
+        return _compaction_flows.compact(self, summarize, settings, custom_instructions, thinking_level)
+
+    def navigate_tree(
+        self,
+        target_id: str,
+        *,
+        summarize: Summarizer | None = None,
+        custom_instructions: str | None = None,
+        replace_instructions: bool = False,
+        label: str | None = None,
+        thinking_level: str | None = None,
+        context_window: int = 128000,
+        reserve_tokens: int = 16384,
+    ) -> Navigation:
+        """Move to another point of the tree as Pi's ``/tree`` does: with ``summarize``, the
+        abandoned branch is summarized into a ``branch_summary`` entry at the target; a user or
+        custom message target moves the leaf to its parent and returns its text::
+
+            nav = manager.navigate_tree(entry_id, summarize=my_summarizer, label="retry")
+            print(nav.new_leaf_id, nav.editor_text)
+        """
+        return _compaction_flows.navigate(
+            self,
+            target_id,
+            summarize=summarize,
+            custom_instructions=custom_instructions,
+            replace_instructions=replace_instructions,
+            label=label,
+            thinking_level=thinking_level,
+            context_window=context_window,
+            reserve_tokens=reserve_tokens,
+        )
 
     def create_branched_session(self, leaf_id: str) -> str | None:
         """Replace this manager's session with a new one holding only the path to ``leaf_id``

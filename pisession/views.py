@@ -24,6 +24,7 @@ from ._codec import to_wire
 from ._manager import SessionManager
 from ._model import UNSET
 from ._results import TreeNode
+from .compaction import estimate_tokens
 from .describe import SessionFacts, _blocks, _compact_json, content_text, describe_entry
 
 __all__ = ["TreeRow", "tree_rows", "tree_data", "context_data", "message_size"]
@@ -170,7 +171,8 @@ def _system_size(system: Mapping[str, Any] | None) -> int:
 def context_data(manager: SessionManager) -> dict[str, Any]:
     """What the model receives at the manager's leaf, as JSON-ready data (``pisession context
     --json``): ``leafId``, ``model``, ``thinkingLevel``, the replayed ``system`` message, the
-    ``messages``, and ``totals`` with ``approxTokens`` (characters / 4, 1,200 per image)."""
+    ``messages``, and ``totals`` with ``approxTokens`` (Pi's estimate,
+    :func:`pisession.compaction.estimate_tokens`: characters / 4 per message, 1,200 per image)."""
     context = manager.build_session_context()
     # Typed str, but UNSET when a thinking_level_change entry has no level.
     thinking: Any = context.thinking_level
@@ -181,14 +183,17 @@ def context_data(manager: SessionManager) -> dict[str, Any]:
     system = to_wire(replayed) if replayed is not None else None
     chars = 0
     images = 0
+    tokens = 0
     for message in messages:
         if message.get("role") == "system":
             continue  # counted once, replayed, below
         c, i = message_size(message)
         chars += c
         images += i
-    chars += _system_size(system)
-    tokens = math.ceil(chars / 4) + images * 1200
+        tokens += estimate_tokens(message)
+    system_chars = _system_size(system)  # Pi does not estimate system messages: chars / 4 here
+    chars += system_chars
+    tokens += math.ceil(system_chars / 4)
     return {
         "leafId": manager.get_leaf_id(),
         "model": to_wire(context.model) if context.model is not None else None,

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pisession.cli import main
 
 import pisession
 from pisession import PisessionError, SessionManager, _store
 from pisession._store import SessionFile
+from pisession.cli import main
 
 REPO = str(Path(__file__).resolve().parents[1])
 

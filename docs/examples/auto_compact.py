@@ -1,12 +1,12 @@
-"""Automated compaction: when the model context at the leaf outgrows a budget, keep the last few
-turns and replace everything before them with a summary, as Pi's auto-compaction does.
+"""Automated compaction, as Pi's auto-compaction does it: when the context at the leaf nears the
+model's window, cut where Pi would cut, summarize what comes before, and write the compaction
+entry Pi would write.
 
-The summary here is made from the compacted messages themselves (first lines of the user turns,
-the files the tools touched); a real script would ask a model for it. ``append_compaction``
-stores the replayed system prompt and tools in the compaction entry, so nothing of the prompt is
-lost when the system messages are compacted away.
+The summary comes from a summarizer: by default a stand-in made from the prompt itself (the
+first lines of the user turns Pi quotes); pass ``--command`` to use any command line that reads
+the prompt on stdin (for example ``llm -s "$PISESSION_SYSTEM_PROMPT"``).
 
-    python docs/examples/auto_compact.py [SESSION_FILE] [--budget TOKENS] [--keep-turns N]
+    python docs/examples/auto_compact.py [SESSION_FILE] [--window TOKENS] [--keep TOKENS] [--command CMD]
 
 Without a file it builds a long sample session in a temporary folder.
 """
@@ -14,29 +14,21 @@ Without a file it builds a long sample session in a temporary folder.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 
 import pisession
-
-
-def estimate_tokens(messages: Sequence[pisession.Message]) -> int:
-    """Pi's estimate: characters / 4 (text, thinking, tool names and arguments)."""
-    chars = 0
-    for message in messages:
-        wire = pisession.to_wire(message)
-        content = wire.get("content")
-        if isinstance(content, str):
-            chars += len(content)
-        for block in content if isinstance(content, list) else []:
-            chars += len(str(block.get("text", block.get("thinking", ""))))
-            if block.get("type") == "toolCall":
-                chars += len(block.get("name", "")) + len(json.dumps(block.get("arguments", {})))
-        chars += len(str(wire.get("summary", "")))
-    return chars // 4
+from pisession.compaction import (
+    CompactionSettings,
+    SummaryRequest,
+    command_summarizer,
+    estimate_context_tokens,
+    estimate_tokens,
+    format_plan,
+    should_compact,
+)
 
 
 def make_sample(directory: str) -> str:
@@ -73,11 +65,11 @@ def make_sample(directory: str) -> str:
                 "provider": "anthropic",
                 "model": "claude-sonnet-4-5",
                 "usage": {
-                    "input": 900,
+                    "input": 900 + 550 * turn,
                     "output": 40,
                     "cacheRead": 0,
                     "cacheWrite": 0,
-                    "totalTokens": 940,
+                    "totalTokens": 940 + 550 * turn,
                     "cost": {
                         "input": 0.0027,
                         "output": 0.0006,
@@ -106,66 +98,49 @@ def make_sample(directory: str) -> str:
     return path
 
 
-def summarize(entries: Sequence[pisession.Entry]) -> tuple[str, dict[str, list[str]]]:
-    asks, read_files = [], []
-    for entry in entries:
-        if not isinstance(entry, pisession.MessageEntry):
-            continue
-        message = entry.message
-        if isinstance(message, pisession.UserMessage) and isinstance(message.content, str):
-            asks.append(message.content.splitlines()[0][:100])
-        if isinstance(message, pisession.AssistantMessage):
-            for block in message.content:
-                if isinstance(block, pisession.ToolCall) and block.name == "read":
-                    read_files.append(str(block.arguments.get("path")))
-    summary = "## Earlier in this session\n" + "\n".join(f"- {ask}" for ask in asks)
-    return summary, {"readFiles": sorted(set(read_files)), "modifiedFiles": []}
+
+def offline_summary(request: SummaryRequest) -> str:
+    """A stand-in for a model: the user turns quoted in Pi's prompt, one line each."""
+    quoted = (line for line in request.prompt.splitlines() if line.startswith("[User]: "))
+    asks = [line[len("[User]: ") :][:100] for line in quoted]
+    return "## Goal\n" + "\n".join(f"- {ask}" for ask in asks)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("session", nargs="?")
-    parser.add_argument("--budget", type=int, default=2000, help="compact above this many tokens")
-    parser.add_argument("--keep-turns", type=int, default=2, help="user turns to keep verbatim")
+    parser.add_argument("--window", type=int, default=8000, help="the model's context window")
+    parser.add_argument("--reserve", type=int, default=2000, help="compact above window - reserve")
+    parser.add_argument("--keep", type=int, default=1500, help="recent tokens kept verbatim")
+    parser.add_argument("--command", help="summarizer command (prompt on stdin)")
     args = parser.parse_args(argv)
     path = args.session or make_sample(tempfile.mkdtemp(prefix="pi-compact-"))
+    settings = CompactionSettings(reserve_tokens=args.reserve, keep_recent_tokens=args.keep)
 
     manager = pisession.SessionManager.open(path)
-    before = manager.build_session_context().messages
-    tokens = estimate_tokens(before)
-    print(f"{path}: {len(before)} messages, ~{tokens} tokens (budget {args.budget})")
-    if tokens <= args.budget:
-        print("within budget: nothing to do")
+    before = estimate_context_tokens(manager.build_session_context().messages).tokens
+    print(f"{path}: ~{before} tokens in context (window {args.window}, reserve {args.reserve})")
+    if not should_compact(before, args.window, settings):
+        print("within the window: nothing to do")
         return 0
 
-    # Cut before the last N user turns of the active branch (after any earlier compaction).
-    branch = manager.get_branch()
-    start = max((i for i, e in enumerate(branch) if isinstance(e, pisession.CompactionEntry)), default=-1) + 1
-    users = [
-        i
-        for i, e in enumerate(branch)
-        if i >= start
-        and isinstance(e, pisession.MessageEntry)
-        and isinstance(e.message, pisession.UserMessage)
-    ]
-    if len(users) <= args.keep_turns:
-        print("too few turns to compact")
+    plan = manager.plan_compaction(settings)
+    if plan is None:
+        print("nothing to compact")
         return 0
-    cut = users[-args.keep_turns]
-    summary, details = summarize(branch[start:cut])
-    entry_id = manager.append_compaction(summary, branch[cut].id, tokens, details=details, from_hook=True)
+    print(format_plan(plan))
+    summarize = command_summarizer(args.command) if args.command else offline_summary
+    entry = manager.compact(summarize, settings=settings)
 
-    after = manager.build_session_context().messages
-    print(
-        f"compaction {entry_id}: keeps from {branch[cut].id}; "
-        f"context now {len(after)} messages, ~{estimate_tokens(after)} tokens"
-    )
-    print(
-        f"first message: {after[0].role}; system prompt kept: "
-        f"{pisession.get_current_system_message(after) is not None}"
-    )
+    # The usages recorded before the cut describe the old context: estimate what is left, as Pi does.
+    after = sum(estimate_tokens(m) for m in manager.build_session_context().messages)
+    print(f"compaction {entry.id}: keeps from {entry.first_kept_entry_id}; context now ~{after} tokens")
+    # The compaction entry stores the replayed system prompt and tools (its systemMessage).
+    kept = manager.build_session_context().messages
+    system_kept = pisession.get_current_system_message(kept) is not None
+    print(f"first message: {kept[0].role}; system prompt kept: {system_kept}")
     manager.close()
-    return 0 if estimate_tokens(after) < tokens else 1
+    return 0 if after < before else 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,164 @@
+"""`pisession compact --plan / --summarizer-command` and `branch --summarize`: each the library's
+compaction call (plan_compaction, compact, navigate_tree with command_summarizer), on the file."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pisession import AssistantMessage, MessageEntry, SessionManager, read_session, to_wire
+from pisession.cli import main
+from pisession.compaction import CompactionSettings, SummaryRequest, format_plan
+
+CASES = Path(__file__).parent / "conformance" / "cases" / "compaction"
+SETTINGS = CompactionSettings(keep_recent_tokens=300)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Path:
+    path = tmp_path / "coding.jsonl"
+    shutil.copyfile(CASES / "coding.jsonl", path)
+    return path
+
+
+def _without_ids(entry: Any, ids: dict[str, str] | None = None) -> dict[str, Any]:
+    """The entry as written, its fresh ids and clock readings aside (``ids`` renames the ids
+    it points at, e.g. a label on an entry of the same run)."""
+    wire = dict(to_wire(entry))
+    for key in ("id", "parentId", "timestamp"):
+        wire.pop(key, None)
+    if isinstance(wire.get("systemMessage"), dict):
+        wire["systemMessage"] = {k: v for k, v in wire["systemMessage"].items() if k != "timestamp"}
+    if ids and wire.get("targetId") in ids:
+        wire["targetId"] = ids[wire["targetId"]]
+    return wire
+
+
+def test_plan_prints_the_library_plan_and_writes_nothing(
+    session: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = session.read_bytes()
+    code, out, _ = run(capsys, "compact", str(session), "--plan", "--keep-recent-tokens", "300")
+    assert code == 0
+    plan = read_session(session).plan_compaction(SETTINGS)
+    assert plan is not None
+    assert out == format_plan(plan) + "\n"
+    assert "first kept entry: " + plan.first_kept_entry_id in out
+    code, out, _ = run(capsys, "compact", str(session), "--plan", "--json", "--keep-recent-tokens", "300")
+    assert code == 0 and '"firstKeptEntryId": "' + plan.first_kept_entry_id + '"' in out
+    assert session.read_bytes() == before
+
+
+def test_summarizer_command_compacts_as_the_library_does(
+    session: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "copy.jsonl"
+    shutil.copyfile(session, copy)
+    requests: list[SummaryRequest] = []
+
+    def summarize(request: SummaryRequest) -> str:
+        requests.append(request)
+        return f"summary of {request.kind}"
+
+    expected = SessionManager.open(copy).compact(summarize, settings=SETTINGS)
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    command = (
+        f'n=$(ls {prompts} | grep -c prompt); cat > {prompts}/$n.prompt; '
+        f'printf %s "$PISESSION_SYSTEM_PROMPT" > {prompts}/$n.system; '
+        'if [ "$n" = 0 ]; then printf "summary of history"; else printf "summary of turn_prefix"; fi'
+    )
+    code, out, err = run(
+        capsys, "compact", str(session), "--keep-recent-tokens", "300", "--summarizer-command", command
+    )
+    assert (code, err) == (0, "")
+    assert "Compacted (entry " in out
+    written = SessionManager.open(session).get_leaf_entry()
+    assert _without_ids(written) == _without_ids(expected)
+    # The command saw, once per request, exactly what Pi would send.
+    assert len(requests) == 2 and requests[1].kind == "turn_prefix"
+    for n, request in enumerate(requests):
+        assert (prompts / f"{n}.prompt").read_text() == request.prompt
+        assert (prompts / f"{n}.system").read_text() == request.system_prompt
+
+
+@pytest.mark.parametrize("command", ["exit 3", "true", "printf '  \\n'"])
+def test_a_failing_or_silent_summarizer_writes_nothing(
+    session: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    before = session.read_bytes()
+    code, out, err = run(
+        capsys, "compact", str(session), "--keep-recent-tokens", "300", "--summarizer-command", command
+    )
+    assert code == 1 and out == ""
+    assert err.startswith("pisession: error: ") and err.count("\n") == 1
+    assert session.read_bytes() == before
+
+
+def test_compact_takes_exactly_one_way_to_summarize(
+    session: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = session.read_bytes()
+    for argv in (
+        ["compact", str(session)],
+        ["compact", str(session), "--plan", "--summary", "x", "--keep-from", "a"],
+        ["compact", str(session), "--summary", "x"],
+        ["compact", str(session), "--summarizer-command", "echo x", "--keep-from", "a"],
+    ):
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and err.startswith("pisession: error: "), argv
+    assert session.read_bytes() == before
+
+
+def test_branch_summarize_navigates_as_the_library_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = tmp_path / "tree.jsonl"
+    shutil.copyfile(CASES / "tree.jsonl", session)
+    copy = tmp_path / "copy.jsonl"
+    shutil.copyfile(session, copy)
+    manager = SessionManager.open(copy)
+    leaf_path = {e.id for e in manager.get_branch()}
+    target = next(
+        e.id
+        for e in manager.get_entries()
+        if isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage) and e.id not in leaf_path
+    )
+    expected = manager.navigate_tree(target, summarize=lambda request: "the old branch", label="retry")
+    assert expected.summary_entry is not None
+    code, out, err = run(
+        capsys,
+        "branch",
+        str(session),
+        target,
+        "--summarize",
+        "--summarizer-command",
+        "printf 'the old branch'",
+        "--label",
+        "retry",
+    )
+    assert (code, err) == (0, "")
+    assert out.startswith(f"Branched to {target} with a summary")
+    after = SessionManager.open(session)
+    written = after.get_entries()[-2:]
+    reference = SessionManager.open(copy).get_entries()[-2:]
+    assert [_without_ids(e, {written[0].id: "summary"}) for e in written] == [
+        _without_ids(e, {reference[0].id: "summary"}) for e in reference
+    ]
+    assert after.get_label(written[0].id) == "retry"  # Pi labels the summary entry
+
+
+def test_branch_summarize_needs_a_command(session: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = session.read_bytes()
+    code, _, err = run(capsys, "branch", str(session), "x", "--summarize")
+    assert code == 2 and "--summarizer-command" in err
+    assert session.read_bytes() == before
