@@ -23,6 +23,7 @@ from ._builders import (
 from ._codec import from_wire, to_wire
 from ._discovery import SessionInfo
 from ._errors import (
+    CatalogError,
     EntryNotFoundError,
     InvalidContextEditError,
     InvalidSessionError,
@@ -85,6 +86,7 @@ __all__ = [
     "SessionExistsError",
     "WireFormatError",
     "SymlinkRefusedError",
+    "CatalogError",
     "LockTimeout",
     *_model_all,
 ]

@@ -843,11 +843,24 @@ def cmd_ls(args: argparse.Namespace) -> int:
     session_dir = _session_dir(args)
     cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else os.getcwd()
     progress = _progress(sys.stderr)
+    catalog = None if args.no_catalog else _catalog()
     if args.all:
-        infos = SessionManager.list_all(session_dir, progress) if _sessions_root_exists(session_dir) else []
+        if not _sessions_root_exists(session_dir):
+            infos = []
+        elif catalog is not None:
+            infos = catalog.list_all(session_dir, progress, text=args.json)
+        else:
+            infos = SessionManager.list_all(session_dir, progress)
     else:
         directory = session_dir or default_session_dir_path(cwd)
-        infos = SessionManager.list(cwd, directory, progress) if os.path.isdir(directory) else []
+        if not os.path.isdir(directory):
+            infos = []
+        elif catalog is not None:
+            infos = catalog.list(cwd, directory, progress, text=args.json)
+        else:
+            infos = SessionManager.list(cwd, directory, progress)
+    if catalog is not None:
+        _catalog_done(catalog)
     if args.json:
         _emit_json([info.to_wire() for info in infos])
         return 0
@@ -881,6 +894,59 @@ def cmd_ls(args: argparse.Namespace) -> int:
         )
         _emit(line + title)
     _emit(style(f"{len(infos)} session{'s' if len(infos) != 1 else ''}, newest first", "dim"))
+    return 0
+
+
+# =========================================================================== search
+
+
+def _catalog() -> Any:
+    """The default session catalog (``$PISESSION_CATALOG``); listing falls back to the files itself."""
+    from .catalog import Catalog
+
+    return Catalog()
+
+
+def _catalog_done(catalog: Any) -> None:
+    if catalog.last_error:
+        _note(f"session catalog not used ({catalog.last_error}); read the session files instead")
+    catalog.close()
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from .catalog import format_hit
+
+    cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else os.getcwd()
+    catalog = _catalog()
+    try:
+        hits = catalog.search(
+            args.query,
+            cwd=cwd,
+            all=args.all,
+            role=args.role,
+            limit=args.limit,
+            session_dir=_session_dir(args),
+        )
+    finally:
+        _catalog_done(catalog)
+    if args.json:
+        _emit_json([hit.to_wire() for hit in hits])
+        return 0
+    if not hits:
+        _emit(f"No messages match {args.query!r}.")
+        return 0
+    style = _Style(sys.stdout)
+    for hit in hits:
+        _emit(format_hit(hit, lambda word: style(word, "bold")))
+    first = hits[0]
+    where = f" --leaf {first.entry_id}" if first.entry_id else ""
+    _emit(
+        style(
+            f"{len(hits)} match{'es' if len(hits) != 1 else ''}, newest first · pisession context "
+            f"{first.session_path}{where}",
+            "dim",
+        )
+    )
     return 0
 
 
@@ -2283,6 +2349,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.add_argument("--all", action="store_true", help="every project's sessions, not only this folder's")
     sub.add_argument("--cwd", metavar="DIR", help="list the sessions of DIR instead of the current folder")
+    sub.add_argument(
+        "--no-catalog", action="store_true", help="read every session file instead of the session catalog"
+    )
+
+    sub = command(
+        "search",
+        cmd_search,
+        "search message text across sessions",
+        'Find user, assistant and tool result messages holding every word of QUERY ("quoted words" as a '
+        "phrase), newest first, through the session catalog ($PISESSION_CATALOG, else "
+        "$XDG_CACHE_HOME/pisession/catalog.sqlite3). Continue from a hit with "
+        "`pisession context PATH --leaf ENTRY`. Python: pisession.catalog.search(QUERY, all=True).",
+        [where, as_json],
+        session=False,
+    )
+    sub.add_argument("query", metavar="QUERY", help="words to find (whole words, any case)")
+    sub.add_argument("--all", action="store_true", help="every project's sessions, not only this folder's")
+    sub.add_argument("--cwd", metavar="DIR", help="search the sessions of DIR instead of the current folder")
+    sub.add_argument("--role", choices=("user", "assistant", "tool"), help="only messages of this role")
+    sub.add_argument("-n", "--limit", metavar="N", type=int, default=50, help="at most N matches (50)")
 
     sub = command(
         "tree",

@@ -11,6 +11,7 @@ __all__ = [
     "SessionExistsError",
     "WireFormatError",
     "SymlinkRefusedError",
+    "CatalogError",
 ]
 
 
@@ -52,4 +53,11 @@ class SymlinkRefusedError(PisessionError, OSError):
 
     Writing through a link would put the data (or the lock) somewhere else than the session's
     folder, and two spellings of one session would take two different locks.
+    """
+
+
+class CatalogError(PisessionError):
+    """The session catalog cannot be used (a foreign or unreadable database, a bad search query).
+
+    Listing never raises it: a catalog that fails falls back to reading the files.
     """

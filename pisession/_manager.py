@@ -14,7 +14,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._codec import from_wire, to_wire
 from ._context import WireProjection, context_positions, current_system_message, project_leaf
@@ -52,6 +52,9 @@ from ._results import (
     projection_from_wire,
 )
 from ._store import SessionFile, make_private_dirs
+
+if TYPE_CHECKING:
+    from .catalog import Catalog
 
 __all__ = ["SessionManager"]
 
@@ -302,8 +305,18 @@ class SessionManager:
         cwd: str,
         session_dir: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
+        *,
+        catalog: Catalog | bool = False,
     ) -> builtins.list[Any]:
-        """Sessions of ``cwd`` as :class:`SessionInfo`, newest first (Pi's session picker)."""
+        """Sessions of ``cwd`` as :class:`SessionInfo`, newest first (Pi's session picker).
+
+        ``catalog=True`` (the default :class:`~pisession.catalog.Catalog`) or ``catalog=Catalog(path)``
+        reads only the files that changed since the last call; the rows are the same.
+        """
+        if catalog is not False:
+            from .catalog import with_catalog
+
+            return with_catalog(catalog, lambda own: own.list(cwd, session_dir, on_progress))
         from ._discovery import list_sessions
 
         return list_sessions(cwd, session_dir, on_progress)
@@ -312,8 +325,14 @@ class SessionManager:
     def list_all(
         session_dir: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
+        *,
+        catalog: Catalog | bool = False,
     ) -> builtins.list[Any]:
-        """Sessions of every project (or of one folder), newest first."""
+        """Sessions of every project (or of one folder), newest first (``catalog``: as in :meth:`list`)."""
+        if catalog is not False:
+            from .catalog import with_catalog
+
+            return with_catalog(catalog, lambda own: own.list_all(session_dir, on_progress))
         from ._discovery import list_all_sessions
 
         return list_all_sessions(session_dir, on_progress)
