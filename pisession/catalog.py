@@ -38,6 +38,7 @@ import sqlite3
 import stat
 import time
 import unicodedata
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
@@ -79,10 +80,13 @@ Role = Literal["user", "assistant", "tool"]
 ProgressCallback = Callable[[int, int], None]
 _T = TypeVar("_T")
 
-_SCHEMA_VERSION = 2
+_SCHEMA_VERSION = 3
 _EDGE = 512  # bytes compared at both ends of the old content before reading only the new end
 _PARTIAL_MAX = 1 << 16  # a longer unfinished last line is read again from the file, not stored
-_RACY_NS = 2_000_000_000  # coarser than any file system's mtime tick (FAT: 2 s)
+# A write lands in the mtime tick it happens in; the kernel's coarse clock lags by a few ms where
+# times have sub-millisecond digits, file systems that keep whole seconds (FAT: two) lag by more.
+_RACY_NS = 50_000_000
+_RACY_COARSE_NS = 2_000_000_000
 _COMMIT_EVERY = 0.25  # seconds: short write transactions let other processes take turns
 _MARK_OPEN, _MARK_CLOSE = "\x02", "\x03"
 _SNIPPET_TOKENS = 16
@@ -317,7 +321,7 @@ def _indexable(text: str) -> str:
 
 
 _FILE_COLUMNS = (
-    "id, path, dir, dev, ino, size, mtime_ns, checked_ns, parsed, head, tail, partial, status, header, "
+    "id, path, dir, dev, ino, size, mtime_ns, checked_ns, crc, parsed, head, tail, partial, status, header, "
     "message_count, first_message, name, last_activity"
 )
 _PENDING, _SESSION, _FOREIGN = 0, 1, 2
@@ -333,6 +337,7 @@ class _Row:
     size: int
     mtime_ns: int
     checked_ns: int
+    crc: int
     parsed: int
     head: bytes
     tail: bytes
@@ -453,7 +458,7 @@ class Catalog:
                 connection.execute(
                     "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, "
                     "dir TEXT NOT NULL, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, "
-                    "checked_ns INTEGER, "
+                    "checked_ns INTEGER, crc INTEGER, "
                     "parsed INTEGER, head BLOB, tail BLOB, partial BLOB, status INTEGER, header TEXT, "
                     "message_count INTEGER, first_message BLOB, name BLOB, last_activity REAL, all_text BLOB)"
                 )
@@ -738,6 +743,12 @@ class Catalog:
             size = stats.st_size
             if old is not None and _same(old, stats):
                 return old, ""  # another process caught it up in the meantime
+            if old is not None and _same(old, stats, racy_too=True):
+                # written in the tick it was read in: unchanged if its bytes are (far cheaper than parsing)
+                if zlib.crc32(handle.read(size + 1)) == old.crc:
+                    connection.execute("UPDATE files SET checked_ns = ? WHERE id = ?", (checked_ns, old.id))
+                    return attrs.evolve(old, checked_ns=checked_ns), ""
+                handle.seek(0)
             start = 0
             summary = SessionSummary(messages=[])
             appended = old is not None and _grew(old, stats, handle)
@@ -768,6 +779,7 @@ class Catalog:
             size,
             stats.st_mtime_ns,
             checked_ns,
+            zlib.crc32(data) if start == 0 else zlib.crc32(data[old.size - start :], old.crc),  # type: ignore[union-attr]
             start + cut,
             head,
             tail,
@@ -782,9 +794,9 @@ class Catalog:
         )
         if old is None:
             cursor = connection.execute(
-                "INSERT INTO files (path, dir, dev, ino, size, mtime_ns, checked_ns, parsed, head, tail, "
-                "partial, status, header, message_count, first_message, name, last_activity, all_text) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO files (path, dir, dev, ino, size, mtime_ns, checked_ns, crc, parsed, head, "
+                "tail, partial, status, header, message_count, first_message, name, last_activity, all_text) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 values,
             )
             file_id = cursor.lastrowid
@@ -795,7 +807,7 @@ class Catalog:
                 self._drop_messages(connection, file_id)
             connection.execute(
                 "UPDATE files SET path = ?, dir = ?, dev = ?, ino = ?, size = ?, mtime_ns = ?, "
-                "checked_ns = ?, parsed = ?, "
+                "checked_ns = ?, crc = ?, parsed = ?, "
                 "head = ?, tail = ?, partial = ?, status = ?, header = ?, message_count = ?, "
                 "first_message = ?, name = ?, last_activity = ?, all_text = ? WHERE id = ?",
                 (*values, file_id),
@@ -1022,14 +1034,15 @@ def _unchanged(candidate: _Candidate, row: _Row | None) -> bool:
     return row is not None and candidate.stat is not None and _same(row, candidate.stat)
 
 
-def _same(row: _Row, stats: os.stat_result) -> bool:
+def _same(row: _Row, stats: os.stat_result, racy_too: bool = False) -> bool:
     """The file is as it was read, and was not written too close to that read to tell.
 
     A file written in the same timestamp tick as (or after) the read might have changed without
-    its size or mtime changing ("racily clean", as git calls it): such a file is read again.
+    its size or mtime changing ("racily clean", as git calls it): its bytes are compared again.
     """
+    margin = _RACY_COARSE_NS if stats.st_mtime_ns % 1_000_000 == 0 else _RACY_NS
     return (
-        stats.st_mtime_ns < row.checked_ns - _RACY_NS
+        (racy_too or stats.st_mtime_ns < row.checked_ns - margin)
         and stat.S_ISREG(stats.st_mode)
         and row.dev == stats.st_dev
         and row.ino == stats.st_ino
