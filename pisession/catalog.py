@@ -1055,10 +1055,11 @@ def _grew(row: _Row, stats: os.stat_result, handle: Any) -> bool:
     """Same file, larger, and the bytes it had are still there: only its new end needs reading."""
     if (row.dev, row.ino) != (stats.st_dev, stats.st_ino) or stats.st_size <= row.size:
         return False
-    fd = handle.fileno()
-    if os.pread(fd, len(row.head), 0) != row.head:
+    handle.seek(0)
+    if handle.read(len(row.head)) != row.head:
         return False
-    return os.pread(fd, len(row.tail), row.size - len(row.tail)) == row.tail
+    handle.seek(row.size - len(row.tail))
+    return bool(handle.read(len(row.tail)) == row.tail)
 
 
 def _edges(data: bytes, start: int, old: _Row | None) -> tuple[bytes, bytes]:
