@@ -900,11 +900,19 @@ def cmd_ls(args: argparse.Namespace) -> int:
 # =========================================================================== search
 
 
-def _catalog() -> Any:
-    """The default session catalog (``$PISESSION_CATALOG``); listing falls back to the files itself."""
+def _catalog(in_memory: bool = False) -> Any:
+    """The default session catalog (``$PISESSION_CATALOG``); listing falls back to the files itself.
+
+    When it is refused (``$PISESSION_CATALOG`` inside Pi's data): None, or with ``in_memory`` a
+    throwaway catalog (search needs one).
+    """
     from .catalog import Catalog
 
-    return Catalog()
+    try:
+        return Catalog()
+    except PisessionError as error:
+        _note(f"session catalog not used ({error})")
+        return Catalog(":memory:") if in_memory else None
 
 
 def _catalog_done(catalog: Any) -> None:
@@ -917,7 +925,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from .catalog import format_hit
 
     cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else os.getcwd()
-    catalog = _catalog()
+    catalog = _catalog(in_memory=True)
     try:
         hits = catalog.search(
             args.query,

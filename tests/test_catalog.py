@@ -560,9 +560,12 @@ def test_bad_queries_are_errors(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- command line
 
 
-def test_cli_search_and_ls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_search_and_ls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pisession._cli import main
 
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     folder = search_folder(tmp_path)
     assert main(["search", "invoice", "--all", "--session-dir", str(folder)]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -581,7 +584,13 @@ def test_cli_search_and_ls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     with_catalog = capsys.readouterr().out
     assert main(["ls", "--all", "--session-dir", str(folder), "--json", "--no-catalog"]) == 0
     assert capsys.readouterr().out == with_catalog
+    monkeypatch.setenv("PISESSION_CATALOG", str(tmp_path / "agent" / "catalog.sqlite3"))  # inside Pi's data
     assert main(["ls", "--all", "--session-dir", str(folder)]) == 0
-    text = capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "session catalog not used" in captured.err and "inside Pi's data" in captured.err
+    assert not (tmp_path / "agent" / "catalog.sqlite3").exists()
+    text = captured.out
+    assert main(["search", "invoice", "--all", "--session-dir", str(folder), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 3
     assert main(["ls", "--all", "--session-dir", str(folder), "--no-catalog"]) == 0
     assert capsys.readouterr().out == text
