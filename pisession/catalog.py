@@ -653,10 +653,18 @@ class Catalog:
         """Refresh the rows of these folders; the candidates (in Pi's order) that have a row."""
         candidates = self._candidates(directories, root)
         rows = self._rows(directories, root)
-        seen = {c.path for c in candidates}
-        stale = [path for path in rows if path not in seen]
-        changed = [c for c in candidates if not _unchanged(c, rows.get(c.path))]
         skipped: builtins.list[SkippedFile] = []
+        readable = []
+        for candidate in candidates:
+            # decided without the write lock, so a folder holding a FIFO or a broken link costs none
+            if candidate.stat is None or not stat.S_ISREG(candidate.stat.st_mode):
+                why = "cannot be read" if candidate.stat is None else "not a regular file"
+                skipped.append(SkippedFile(candidate.path, why))
+            else:
+                readable.append(candidate)
+        seen = {c.path for c in readable}
+        stale = [path for path in rows if path not in seen]
+        changed = [c for c in readable if not _unchanged(c, rows.get(c.path))]
         counts = {"read": 0, "appended": 0}
         total = len(candidates)
         done = total - len(changed)
@@ -692,9 +700,9 @@ class Catalog:
                     connection.execute("ROLLBACK")
                 raise
         out = []
-        for candidate in candidates:
+        for candidate in readable:
             row = rows.get(candidate.path)
-            if row is None or candidate.stat is None:
+            if row is None:
                 continue
             if row.status == _FOREIGN or (
                 row.status == _PENDING and not _partial_header(row, candidate.path)

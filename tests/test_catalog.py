@@ -142,6 +142,15 @@ def test_rows_equal_the_scan_for_sessions_and_odd_files(tmp_path: Path, catalog:
     assert {"dir.jsonl", "broken.jsonl"} <= skipped
     assert not skipped & {"s0.jsonl", "named.jsonl", "partial.jsonl", "unfinished-header.jsonl"}
     assert catalog.last_report.read == 0 and catalog.last_report.appended == 0
+    # the second call wrote nothing: the FIFO, the folder and the broken link need no write lock
+    holder = sqlite3.connect(catalog.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+        assert catalog.last_error is None
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
 
 
 def test_unchanged_files_are_not_opened(
