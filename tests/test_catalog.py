@@ -122,6 +122,8 @@ def test_rows_equal_the_scan_for_sessions_and_odd_files(tmp_path: Path, catalog:
     write(folder / "partial.jsonl", header("partial"), tail=b'{"type":"message","id":"x"')
     write(folder / "unfinished-header.jsonl", tail=line(header("late"))[:-1])
     write(folder / "surrogate.jsonl", header("sur"), msg("u", "user", "lone \ud800 surrogate"))
+    escaped = json.dumps(msg("u", "user", "escaped \ud800 surrogate \u0000 nul")).encode() + b"\n"
+    write(folder / "escaped.jsonl", header("esc"), tail=escaped)
     write(folder / "null-content.jsonl", header("nc"), msg("u", "user", None))
     write(folder / "no-times.jsonl", {"type": "session", "id": "nt"}, msg("u", "user", "x", None))
     write(folder / "notes.jsonl", tail=b"just some notes\n")
@@ -142,6 +144,7 @@ def test_rows_equal_the_scan_for_sessions_and_odd_files(tmp_path: Path, catalog:
     assert {"dir.jsonl", "broken.jsonl"} <= skipped
     assert not skipped & {"s0.jsonl", "named.jsonl", "partial.jsonl", "unfinished-header.jsonl"}
     assert catalog.last_report.read == 0 and catalog.last_report.appended == 0
+    assert [h.session_id for h in catalog.search("surrogate", all=True, session_dir=str(folder))] == ["esc", "sur"]
     # the second call wrote nothing: the FIFO, the folder and the broken link need no write lock
     holder = sqlite3.connect(catalog.path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
