@@ -20,6 +20,8 @@ How a file is brought up to date (SPEC §7 defines the rows, :mod:`pisession._di
 - anything else (new, replaced, truncated, rewritten in place): read in full;
 - gone: its row and search rows are deleted.
 
+Listing keeps the picker rows; the search rows (each message's text in an FTS5 index, most of a
+first build's cost) are caught up by the first search after a change, from where they stopped.
 A file that is not a session, or cannot be read, is skipped and named in :class:`RefreshReport`.
 A database that cannot be used (locked past the timeout, corrupt, read-only, not ours) never
 gives wrong rows: :meth:`Catalog.list` then reads the files as Pi does, and
@@ -80,7 +82,7 @@ Role = Literal["user", "assistant", "tool"]
 ProgressCallback = Callable[[int, int], None]
 _T = TypeVar("_T")
 
-_SCHEMA_VERSION = 3
+_SCHEMA_VERSION = 4
 _EDGE = 512  # bytes compared at both ends of the old content before reading only the new end
 _PARTIAL_MAX = 1 << 16  # a longer unfinished last line is read again from the file, not stored
 # A write lands in the mtime tick it happens in; the kernel's coarse clock lags by a few ms where
@@ -321,8 +323,8 @@ def _indexable(text: str) -> str:
 
 
 _FILE_COLUMNS = (
-    "id, path, dir, dev, ino, size, mtime_ns, checked_ns, crc, parsed, head, tail, partial, status, header, "
-    "message_count, first_message, name, last_activity"
+    "id, path, dir, dev, ino, size, mtime_ns, checked_ns, crc, parsed, indexed, head, tail, partial, "
+    "status, header, message_count, first_message, name, last_activity"
 )
 _PENDING, _SESSION, _FOREIGN = 0, 1, 2
 
@@ -339,6 +341,7 @@ class _Row:
     checked_ns: int
     crc: int
     parsed: int
+    indexed: int
     head: bytes
     tail: bytes
     partial: bytes | None
@@ -458,9 +461,9 @@ class Catalog:
                 connection.execute(
                     "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, "
                     "dir TEXT NOT NULL, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, "
-                    "checked_ns INTEGER, crc INTEGER, "
-                    "parsed INTEGER, head BLOB, tail BLOB, partial BLOB, status INTEGER, header TEXT, "
-                    "message_count INTEGER, first_message BLOB, name BLOB, last_activity REAL, all_text BLOB)"
+                    "checked_ns INTEGER, crc INTEGER, parsed INTEGER, indexed INTEGER, head BLOB, "
+                    "tail BLOB, partial BLOB, status INTEGER, header TEXT, message_count INTEGER, "
+                    "first_message BLOB, name BLOB, last_activity REAL, all_text BLOB)"
                 )
                 connection.execute("CREATE INDEX files_dir ON files(dir)")
                 text_column = "" if self.fts else ", text TEXT"
@@ -648,9 +651,14 @@ class Catalog:
         return {row[1]: _Row(*row) for row in rows}
 
     def _current(
-        self, directories: builtins.list[str] | None, root: str | None, on_progress: ProgressCallback | None
+        self,
+        directories: builtins.list[str] | None,
+        root: str | None,
+        on_progress: ProgressCallback | None,
+        index: bool = False,
     ) -> builtins.list[tuple[_Candidate, _Row]]:
-        """Refresh the rows of these folders; the candidates (in Pi's order) that have a row."""
+        """Refresh the rows of these folders (and with ``index`` their search rows); the candidates
+        (in Pi's order) that have a row."""
         candidates = self._candidates(directories, root)
         rows = self._rows(directories, root)
         skipped: builtins.list[SkippedFile] = []
@@ -664,7 +672,11 @@ class Catalog:
                 readable.append(candidate)
         seen = {c.path for c in readable}
         stale = [path for path in rows if path not in seen]
-        changed = [c for c in readable if not _unchanged(c, rows.get(c.path))]
+        changed = [
+            c
+            for c in readable
+            if not _unchanged(c, rows.get(c.path)) or (index and rows[c.path].indexed < rows[c.path].parsed)
+        ]
         counts = {"read": 0, "appended": 0}
         total = len(candidates)
         done = total - len(changed)
@@ -682,7 +694,7 @@ class Catalog:
                         connection.execute("COMMIT")
                         connection.execute("BEGIN IMMEDIATE")
                         started = time.monotonic()
-                    row, outcome = self._update(connection, candidate)
+                    row, outcome = self._update(connection, candidate, index)
                     if row is None:
                         rows.pop(candidate.path, None)
                     else:
@@ -734,8 +746,14 @@ class Catalog:
             )
         connection.execute("DELETE FROM messages WHERE file_id = ?", (file_id,))
 
-    def _update(self, connection: sqlite3.Connection, candidate: _Candidate) -> tuple[_Row | None, str]:
-        """Catch one file up inside the caller's write transaction: (its row, what was done)."""
+    def _update(
+        self, connection: sqlite3.Connection, candidate: _Candidate, index: bool
+    ) -> tuple[_Row | None, str]:
+        """Catch one file up inside the caller's write transaction: (its row, what was done).
+
+        With ``index``, its messages also reach the search index (listing alone leaves that to
+        the first search: the index is most of a first build's cost).
+        """
         path = candidate.path
         found = connection.execute(f"SELECT {_FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
         old = None if found is None else _Row(*found)
@@ -749,16 +767,27 @@ class Catalog:
             checked_ns = time.time_ns()
             stats = os.fstat(handle.fileno())
             size = stats.st_size
-            if old is not None and _same(old, stats):
-                return old, ""  # another process caught it up in the meantime
-            if old is not None and _same(old, stats, racy_too=True):
-                # written in the tick it was read in: unchanged if its bytes are (far cheaper than parsing)
-                if zlib.crc32(handle.read(size + 1)) == old.crc:
-                    connection.execute("UPDATE files SET checked_ns = ? WHERE id = ?", (checked_ns, old.id))
-                    return attrs.evolve(old, checked_ns=checked_ns), ""
-                handle.seek(0)
+            current = old is not None and _same(old, stats)  # another process may have just caught it up
+            # written in the tick it was read in: unchanged if its bytes are (far cheaper than parsing)
+            if (
+                old is not None
+                and not current
+                and _same(old, stats, racy_too=True)
+                and zlib.crc32(handle.read(size + 1)) == old.crc
+            ):
+                connection.execute("UPDATE files SET checked_ns = ? WHERE id = ?", (checked_ns, old.id))
+                old = attrs.evolve(old, checked_ns=checked_ns)
+                current = True
+            if current:
+                assert old is not None
+                if index and old.indexed < old.parsed:
+                    handle.seek(old.indexed)
+                    self._index(connection, old.id, handle.read(old.parsed - old.indexed))
+                    connection.execute("UPDATE files SET indexed = parsed WHERE id = ?", (old.id,))
+                    old = attrs.evolve(old, indexed=old.parsed)
+                return old, ""
             start = 0
-            summary = SessionSummary(messages=[])
+            summary = SessionSummary(messages=[] if index else None)
             appended = old is not None and _grew(old, stats, handle)
             if appended:
                 assert old is not None
@@ -767,7 +796,10 @@ class Catalog:
                     "SELECT all_text FROM files WHERE id = ?", (old.id,)
                 ).fetchone()[0]
                 summary = old.summary(_unpack(all_text))
-                summary.messages = []
+                summary.messages = [] if index else None
+                if index and old.indexed < old.parsed:
+                    handle.seek(old.indexed)
+                    self._index(connection, old.id, handle.read(old.parsed - old.indexed))
             handle.seek(start)
             data = handle.read(size - start)
         size = start + len(data)
@@ -779,6 +811,10 @@ class Catalog:
             partial = b""
         status = _FOREIGN if summary.foreign else _SESSION if summary.header is not None else _PENDING
         head, tail = _edges(data, start, old if appended else None)
+        if index or status != _SESSION:
+            indexed = start + cut  # a file that is no session has nothing to index
+        else:
+            indexed = old.indexed if appended and old is not None else 0
         values = (
             path,
             candidate.dir,
@@ -789,6 +825,7 @@ class Catalog:
             checked_ns,
             zlib.crc32(data) if start == 0 else zlib.crc32(data[old.size - start :], old.crc),  # type: ignore[union-attr]
             start + cut,
+            indexed,
             head,
             tail,
             partial if len(partial) <= _PARTIAL_MAX else None,
@@ -802,9 +839,9 @@ class Catalog:
         )
         if old is None:
             cursor = connection.execute(
-                "INSERT INTO files (path, dir, dev, ino, size, mtime_ns, checked_ns, crc, parsed, head, "
-                "tail, partial, status, header, message_count, first_message, name, last_activity, all_text) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO files (path, dir, dev, ino, size, mtime_ns, checked_ns, crc, parsed, indexed, "
+                "head, tail, partial, status, header, message_count, first_message, name, last_activity, "
+                "all_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 values,
             )
             file_id = cursor.lastrowid
@@ -815,7 +852,7 @@ class Catalog:
                 self._drop_messages(connection, file_id)
             connection.execute(
                 "UPDATE files SET path = ?, dir = ?, dev = ?, ino = ?, size = ?, mtime_ns = ?, "
-                "checked_ns = ?, crc = ?, parsed = ?, "
+                "checked_ns = ?, crc = ?, parsed = ?, indexed = ?, "
                 "head = ?, tail = ?, partial = ?, status = ?, header = ?, message_count = ?, "
                 "first_message = ?, name = ?, last_activity = ?, all_text = ? WHERE id = ?",
                 (*values, file_id),
@@ -824,6 +861,14 @@ class Catalog:
             self._add_messages(connection, file_id, summary.messages)
         row = _Row(file_id, *values[:-1])
         return row, "appended" if appended else "read"
+
+    def _index(self, connection: sqlite3.Connection, file_id: int, data: bytes) -> None:
+        """Add the messages of whole lines ``data`` (after the header) to the search index."""
+        collector = SessionSummary(messages=[])
+        collector.header = {}  # lines after the header: every message counts
+        _feed(collector, data)
+        if collector.messages:
+            self._add_messages(connection, file_id, collector.messages)
 
     def _add_messages(
         self,
@@ -961,9 +1006,9 @@ class Catalog:
         filter_cwd: str | None = None
         if all:
             if session_dir:
-                current = self._current([normalize_path(session_dir)], None, None)
+                current = self._current([normalize_path(session_dir)], None, None, index=True)
             else:
-                current = self._current(None, get_sessions_dir(), None)
+                current = self._current(None, get_sessions_dir(), None, index=True)
         else:
             cwd = os.getcwd() if cwd is None else cwd
             if session_dir:
@@ -972,7 +1017,7 @@ class Catalog:
                     filter_cwd = resolve_path(cwd)
             else:
                 directory = default_session_dir_path(cwd)
-            current = self._current([directory], None, None)
+            current = self._current([directory], None, None, index=True)
         scope: dict[int, tuple[str, str]] = {}
         for candidate, row in current:
             if row.status != _SESSION or row.header is None:

@@ -144,7 +144,8 @@ def test_rows_equal_the_scan_for_sessions_and_odd_files(tmp_path: Path, catalog:
     assert {"dir.jsonl", "broken.jsonl"} <= skipped
     assert not skipped & {"s0.jsonl", "named.jsonl", "partial.jsonl", "unfinished-header.jsonl"}
     assert catalog.last_report.read == 0 and catalog.last_report.appended == 0
-    assert [h.session_id for h in catalog.search("surrogate", all=True, session_dir=str(folder))] == ["esc", "sur"]
+    found = catalog.search("surrogate", all=True, session_dir=str(folder))
+    assert [h.session_id for h in found] == ["esc", "sur"]
     # the second call wrote nothing: the FIFO, the folder and the broken link need no write lock
     holder = sqlite3.connect(catalog.path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
@@ -163,6 +164,12 @@ def test_unchanged_files_are_not_opened(
     sessions(folder, 5)
     first = catalog.list_all(str(folder))
     assert catalog.last_report == RefreshReport(files=5, read=5)
+    with sqlite3.connect(catalog.path) as db:
+        assert db.execute("SELECT COUNT(*) FROM messages").fetchone() == (0,)  # the first search indexes
+    assert len(catalog.search("invoice", all=True, session_dir=str(folder))) == 5
+    assert catalog.last_report == RefreshReport(files=5)
+    with sqlite3.connect(catalog.path) as db:
+        assert db.execute("SELECT COUNT(*) FROM messages").fetchone() == (15,)
     opened: list[str] = []
     real = catalog_module.open_regular
     monkeypatch.setattr(catalog_module, "open_regular", lambda p: opened.append(p) or real(p))
@@ -190,6 +197,17 @@ def test_a_file_that_grew_is_read_from_its_old_end(tmp_path: Path, catalog: Cata
     same_as_scan(catalog, folder)
     assert catalog.last_report.appended == 1
     assert [h.entry_id for h in catalog.search("finished", all=True, session_dir=str(folder))] == ["u10"]
+    # listing leaves the search index behind; a search after another append catches up both parts
+    append(path, line(msg("u11", "user", "zebra crossing", 1800000001000)))
+    same_as_scan(catalog, folder)
+    append(path, line(msg("u12", "assistant", [{"type": "text", "text": "zebra again"}], 1800000002000)))
+    assert [h.entry_id for h in catalog.search("zebra", all=True, session_dir=str(folder))] == ["u12", "u11"]
+    assert catalog.last_report.appended == 1
+    with Catalog(":memory:") as fresh:
+        for word in ("the", "invoice", "zebra"):
+            assert catalog.search(word, all=True, session_dir=str(folder), limit=None) == fresh.search(
+                word, all=True, session_dir=str(folder), limit=None
+            )
 
 
 def test_a_file_rewritten_in_place_is_read_again(tmp_path: Path, catalog: Catalog) -> None:
