@@ -33,6 +33,7 @@ its row, so a file another process just caught up is not read twice.
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 import os
 import re
@@ -103,6 +104,7 @@ def default_catalog_path() -> str:
     return os.path.join(os.path.abspath(cache), "pisession", "catalog.sqlite3")
 
 
+@functools.cache
 def fts5_available() -> bool:
     """Whether this Python's SQLite has FTS5 (else search scans the stored text)."""
     try:
