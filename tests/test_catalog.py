@@ -287,9 +287,7 @@ def test_session_manager_list_with_a_catalog(
     tmp_path: Path, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
-    folder = Path(
-        SessionManager.list.__globals__["os"].path.join(tmp_path, "agent", "sessions", "--project--")
-    )
+    folder = tmp_path / "agent" / "sessions" / "--project--"
     sessions(folder, 3)
     sessions(tmp_path / "agent" / "sessions" / "--other--", 2)
     assert SessionManager.list("/project", catalog=catalog) == SessionManager.list("/project")
