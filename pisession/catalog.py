@@ -33,6 +33,7 @@ its row, so a file another process just caught up is not read twice.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import json
 import os
@@ -434,6 +435,10 @@ class Catalog:
             return self._connection
         if self.path != ":memory:":
             os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+            # the catalog holds the sessions' text: as private as Pi's own folder (SQLite gives its
+            # -wal and -shm files the database's mode)
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         connection = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
         try:
             connection.execute("PRAGMA journal_mode=WAL")
