@@ -934,6 +934,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             role=args.role,
             limit=args.limit,
             session_dir=_session_dir(args),
+            on_progress=_progress(sys.stderr),
         )
     finally:
         _catalog_done(catalog)

@@ -912,6 +912,7 @@ class Catalog:
         role: Role | None = None,
         limit: int | None = 50,
         session_dir: str | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> builtins.list[SearchHit]:
         """Messages whose text holds every word of ``query`` (quoted: as a phrase), newest first.
 
@@ -919,6 +920,7 @@ class Catalog:
         with ``all=True`` those :meth:`list_all` gives. ``role`` keeps only ``"user"``,
         ``"assistant"`` or ``"tool"`` (tool results) messages. Words are matched whole and
         case-insensitively. A database that cannot be used is replaced by one in memory.
+        ``on_progress(done, total)`` follows the files read (the first search indexes them all).
 
         >>> Catalog().search("rounding error", all=True, role="user", limit=5)  # doctest: +SKIP
         """
@@ -930,13 +932,13 @@ class Catalog:
         if self.fts:
             _check_fts_query(query, terms)
         try:
-            return self._search(terms, cwd, all, role, limit, session_dir)
+            return self._search(terms, cwd, all, role, limit, session_dir, on_progress)
         except (sqlite3.Error, OSError, CatalogError) as error:
             if self.path == ":memory:":
                 raise
             self._failed(error)
             with Catalog(":memory:", fts=self.fts) as scratch:
-                return scratch._search(terms, cwd, all, role, limit, session_dir)
+                return scratch._search(terms, cwd, all, role, limit, session_dir, on_progress)
 
     def _search(
         self,
@@ -946,8 +948,9 @@ class Catalog:
         role: Role | None,
         limit: int | None,
         session_dir: str | None,
+        on_progress: ProgressCallback | None,
     ) -> builtins.list[SearchHit]:
-        scope = self._scope(cwd, all, session_dir)
+        scope = self._scope(cwd, all, session_dir, on_progress)
         if not scope:
             return []
         connection = self._connect()
@@ -1008,14 +1011,16 @@ class Catalog:
             )
         return hits
 
-    def _scope(self, cwd: str | None, all: bool, session_dir: str | None) -> dict[int, tuple[str, str]]:
+    def _scope(
+        self, cwd: str | None, all: bool, session_dir: str | None, on_progress: ProgressCallback | None
+    ) -> dict[int, tuple[str, str]]:
         """file id → (path, session id) of the sessions a search covers."""
         filter_cwd: str | None = None
         if all:
             if session_dir:
-                current = self._current([normalize_path(session_dir)], None, None, index=True)
+                current = self._current([normalize_path(session_dir)], None, on_progress, index=True)
             else:
-                current = self._current(None, get_sessions_dir(), None, index=True)
+                current = self._current(None, get_sessions_dir(), on_progress, index=True)
         else:
             cwd = os.getcwd() if cwd is None else cwd
             if session_dir:
@@ -1024,7 +1029,7 @@ class Catalog:
                     filter_cwd = resolve_path(cwd)
             else:
                 directory = default_session_dir_path(cwd)
-            current = self._current([directory], None, None, index=True)
+            current = self._current([directory], None, on_progress, index=True)
         scope: dict[int, tuple[str, str]] = {}
         for candidate, row in current:
             if row.status != _SESSION or row.header is None:
@@ -1159,18 +1164,25 @@ def search(
     role: Role | None = None,
     limit: int | None = 50,
     session_dir: str | None = None,
+    on_progress: ProgressCallback | None = None,
     catalog: Catalog | None = None,
 ) -> list[SearchHit]:
     """Search message text across sessions with the default catalog (or ``catalog``), newest first.
+
+    The arguments are :meth:`Catalog.search`'s.
 
     >>> from pisession.catalog import search
     >>> for hit in search("timeout", all=True, role="user"):  # doctest: +SKIP
     ...     print(hit.session_path, hit.entry_id, hit.snippet)
     """
-    if catalog is not None:
-        return catalog.search(query, cwd=cwd, all=all, role=role, limit=limit, session_dir=session_dir)
-    with Catalog() as own:
-        return own.search(query, cwd=cwd, all=all, role=role, limit=limit, session_dir=session_dir)
+    own = Catalog() if catalog is None else catalog
+    try:
+        return own.search(
+            query, cwd=cwd, all=all, role=role, limit=limit, session_dir=session_dir, on_progress=on_progress
+        )
+    finally:
+        if catalog is None:
+            own.close()
 
 
 def with_catalog(catalog: Catalog | bool, call: Callable[[Catalog], _T]) -> _T:

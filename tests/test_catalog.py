@@ -166,7 +166,11 @@ def test_unchanged_files_are_not_opened(
     assert catalog.last_report == RefreshReport(files=5, read=5)
     with sqlite3.connect(catalog.path) as db:
         assert db.execute("SELECT COUNT(*) FROM messages").fetchone() == (0,)  # the first search indexes
-    assert len(catalog.search("invoice", all=True, session_dir=str(folder))) == 5
+    calls: list[tuple[int, int]] = []
+    found = catalog.search(
+        "invoice", all=True, session_dir=str(folder), on_progress=lambda *a: calls.append(a)
+    )
+    assert len(found) == 5 and calls == [(0, 5), (1, 5), (2, 5), (3, 5), (4, 5), (5, 5)]  # indexing them
     assert catalog.last_report == RefreshReport(files=5)
     with sqlite3.connect(catalog.path) as db:
         assert db.execute("SELECT COUNT(*) FROM messages").fetchone() == (15,)
