@@ -4,12 +4,14 @@
 // byte-for-byte what Pi itself writes: SessionManager.create(cwd, dir) followed by append* / branch* calls.
 //
 //   node benchmarks/make_sessions.mjs [--out benchmarks/data] [--entries 2000 20000 200000]
-//        [--large 20000] [--dir300 300] [--only large,scale,dir300] [--seed 1] [--memory-above N]
+//        [--large 20000] [--dir300 300] [--catalog 3000] [--only large,scale,dir300,catalog] [--seed 1] [--memory-above N]
 //
 // Output (in --out, default benchmarks/data next to this script):
 //   large.jsonl            20,000 entries (~17 MB): the main benchmark session
 //   scale-<N>.jsonl        the same generator at each --entries size
 //   dir300/                300 small sessions (20-200 entries, a few cwds, some named), as SessionManager.list scans
+//   catalog-<N>/sessions/  with --catalog N: N sessions (60-720 entries) over 12 projects, as Pi's agent dir lays them
+//                          out (--only catalog writes just these)
 // and prints a JSON summary on stdout (also written to summary.json there).
 //
 // Deterministic: content comes from a seeded PRNG, Date is frozen (and advanced by the generator to model a
@@ -36,7 +38,7 @@ const require = createRequire(import.meta.url);
 // Arguments
 // ---------------------------------------------------------------------------------------------------------
 function parseArgs(argv) {
-  const o = { out: join(here, "data"), entries: [2000, 20000, 200000], large: 20000, dir300: 300, only: null, seed: 1, memoryAbove: Infinity };
+  const o = { out: join(here, "data"), entries: [2000, 20000, 200000], large: 20000, dir300: 300, catalog: 0, only: null, seed: 1, memoryAbove: Infinity };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => { if (i + 1 >= argv.length) throw new Error(`${a} needs a value`); return argv[++i]; };
@@ -46,6 +48,7 @@ function parseArgs(argv) {
       while (i + 1 < argv.length && !argv[i + 1].startsWith("--")) o.entries.push(...argv[++i].split(",").filter(Boolean).map(Number));
     } else if (a === "--large") o.large = Number(next());
     else if (a === "--dir300") o.dir300 = Number(next());
+    else if (a === "--catalog") o.catalog = Number(next());
     else if (a === "--only") o.only = new Set(next().split(","));
     else if (a === "--seed") o.seed = Number(next());
     else if (a === "--memory-above") o.memoryAbove = Number(next());
@@ -54,7 +57,7 @@ function parseArgs(argv) {
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
-  for (const n of [...o.entries, o.large, o.dir300]) if (!Number.isInteger(n) || n < 0) throw new Error(`bad count ${n}`);
+  for (const n of [...o.entries, o.large, o.dir300, o.catalog]) if (!Number.isInteger(n) || n < 0) throw new Error(`bad count ${n}`);
   return o;
 }
 const opts = parseArgs(process.argv.slice(2));
@@ -868,6 +871,34 @@ if (want("dir300") && opts.dir300 > 0) {
   const files = readdirSync(dir).filter((f) => f.endsWith(".jsonl"));
   const bytes = files.reduce((s, f) => s + statSync(join(dir, f)).size, 0);
   summary.generated.dir300 = { dir, files: files.length, bytes, entries: totalEntries, named, sessionsByCwd: byCwd, listCwd: cwds[0], generationMs: Math.round(performance.now() - t0) };
+}
+
+// The catalog benchmark: an agent dir holding --catalog N sessions (about 330 KB each: 1 GB for 3,000) over a dozen
+// projects, laid out as Pi lays them out (sessions/--<cwd>--/<timestamp>_<id>.jsonl), for listAll and the catalog.
+if (opts.catalog > 0 && (!opts.only || opts.only.has("catalog"))) {
+  const t0 = performance.now();
+  const root = join(opts.out, `catalog-${opts.catalog}`);
+  rmSync(root, { recursive: true, force: true });
+  const cwds = Array.from({ length: 12 }, (_, i) => i % 3 === 2 ? `/srv/tools/tool-${i}` : `/home/dev/projects/project-${i}`);
+  const meta = makeRng(opts.seed * 104729 + 11);
+  const names = ["Fix flaky ledger test", "Add CSV export", "Upgrade to Node 20", "Investigate slow /orders", "Cache warmer", "Migrate to pnpm"];
+  let start = Date.UTC(2024, 0, 2, 8, 0, 0, 0);
+  let totalEntries = 0;
+  for (let i = 0; i < opts.catalog; i++) {
+    const n = 60 + Math.floor(meta() * 661);
+    const cwd = cwds[Math.floor(meta() * meta() * cwds.length)];
+    const dir = join(root, "sessions", `--${cwd.replace(/^[/\\]/, "").replace(/[/\\:]/g, "-")}--`);
+    mkdirSync(dir, { recursive: true });
+    const name = meta() < 0.3 ? names[Math.floor(meta() * names.length)] : undefined;
+    start += Math.floor(600000 + meta() * 5 * 3600000);
+    const r = makeSession({ n, seed: opts.seed * 100000 + 7 + i, cwd, dir, outFile: null, name, startMs: start, memory: false });
+    totalEntries += r.entries;
+  }
+  let files = 0, bytes = 0;
+  for (const d of readdirSync(join(root, "sessions"))) {
+    for (const f of readdirSync(join(root, "sessions", d))) { files++; bytes += statSync(join(root, "sessions", d, f)).size; }
+  }
+  summary.generated[`catalog-${opts.catalog}`] = { agentDir: root, files, bytes, entries: totalEntries, generationMs: Math.round(performance.now() - t0) };
 }
 
 summary.totalMs = Math.round(performance.now() - t00);

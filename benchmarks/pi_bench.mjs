@@ -4,7 +4,7 @@
 // make_sessions.mjs, and prints one JSON object: per metric the median and every sample, in milliseconds.
 //
 //   node benchmarks/pi_bench.mjs [--data benchmarks/data] [--reps 7] [--warmup 1] [--metric NAME[,NAME...]]...
-//        [--large FILE] [--dir300 DIR] [--list-cwd CWD] [--scale FILE[,FILE...]]
+//        [--large FILE] [--dir300 DIR] [--list-cwd CWD] [--scale FILE[,FILE...]] [--agent-dir DIR]
 //        [--append-count 3000] [--branch-count 1000] [--branch-ids FILE] [--seed 1] [--out FILE] [--verbose]
 //
 // Metrics (default: all):
@@ -15,6 +15,7 @@
 //   get_branch      getBranch(id) over --branch-count random ids (seeded, or --branch-ids FILE), per call
 //   append          appendMessage of --append-count user/assistant messages on an opened copy of large, per append
 //   list            await SessionManager.list(listCwd, dir300)
+//   list_all        await SessionManager.listAll() with PI_CODING_AGENT_DIR=--agent-dir (only when named)
 //   open_memory     memory of opening large, measured in a fresh child process (bytes, not ms)
 //   scale           for each scale file: open, context_first, get_tree, list (a directory holding only that file)
 //                   (scale_open, scale_context_first, scale_get_tree, scale_list select one of them)
@@ -72,6 +73,7 @@ if (process.argv[2] === "--child-open-memory") {
 // Arguments
 // ---------------------------------------------------------------------------------------------------------
 const ALL = ["open", "context_first", "context_repeat", "get_tree", "get_branch", "append", "list", "open_memory", "scale", "plan_compaction"];
+const OPTIONAL = ["list_all"]; // only when asked for: needs --agent-dir (run.py --catalog)
 const SCALE_PARTS = ["open", "context_first", "get_tree", "list"];
 function parseArgs(argv) {
   const o = { data: join(here, "data"), reps: 7, metrics: [], large: null, dir300: null, listCwd: null, scale: null,
@@ -86,6 +88,7 @@ function parseArgs(argv) {
     else if (a === "--large") o.large = resolve(next());
     else if (a === "--dir300") o.dir300 = resolve(next());
     else if (a === "--list-cwd") o.listCwd = next();
+    else if (a === "--agent-dir") o.agentDir = resolve(next());
     else if (a === "--scale") o.scale = next().split(",").filter(Boolean).map((p) => resolve(p));
     else if (a === "--append-count") o.appendCount = Number(next());
     else if (a === "--branch-count") o.branchCount = Number(next());
@@ -103,7 +106,7 @@ function parseArgs(argv) {
   if (!Number.isInteger(o.warmup) || o.warmup < 0) throw new Error("--warmup must be a non-negative integer");
   if (o.metrics.length === 0) o.metrics = [...ALL];
   for (const m of o.metrics) {
-    if (!ALL.includes(m) && !SCALE_PARTS.some((p) => m === `scale_${p}`)) throw new Error(`unknown metric ${m}; known: ${ALL.join(", ")}, ${SCALE_PARTS.map((p) => "scale_" + p).join(", ")}`);
+    if (!ALL.includes(m) && !OPTIONAL.includes(m) && !SCALE_PARTS.some((p) => m === `scale_${p}`)) throw new Error(`unknown metric ${m}; known: ${ALL.join(", ")}, ${SCALE_PARTS.map((p) => "scale_" + p).join(", ")}`);
   }
   o.large ??= join(o.data, "large.jsonl");
   o.dir300 ??= join(o.data, "dir300");
@@ -400,6 +403,15 @@ if (want("list")) {
   let found = 0;
   const samples = await measureAsync("list", { run: async () => { found = (await SessionManager.list(cwd, opts.dir300)).length; } });
   result.metrics.list = summarize(samples, r3, { sessions_returned: found, files_scanned: files.length });
+}
+
+// listAll over an agent dir's sessions/ (the catalog benchmark's thousands of sessions)
+if (want("list_all")) {
+  if (!opts.agentDir) throw new Error("list_all needs --agent-dir");
+  process.env.PI_CODING_AGENT_DIR = opts.agentDir; // Pi reads it on every call
+  let found = 0;
+  const samples = await measureAsync("list_all", { run: async () => { found = (await SessionManager.listAll()).length; } });
+  result.metrics.list_all = summarize(samples, r3, { sessions_returned: found, agent_dir: opts.agentDir });
 }
 
 // ---------------------------------------------------------------------------------------------------------

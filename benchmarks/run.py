@@ -193,6 +193,185 @@ def pi_value(metric: str, sample: dict) -> float:
     return float(sample["median_ms"])
 
 
+# --------------------------------------------------------------------------- the catalog at scale
+
+RARE_WORD = "zanzibar"  # only in the messages appended before the warm rows
+COMMON_WORD = "invoice"  # in the generator's vocabulary: thousands of messages
+
+
+def catalog_data(count: int) -> Path:
+    root = DATA / f"catalog-{count}"
+    if not (root / "sessions").is_dir():
+        subprocess.run(
+            [
+                "node",
+                str(HERE / "make_sessions.mjs"),
+                "--out",
+                str(DATA),
+                "--only",
+                "catalog",
+                "--catalog",
+                str(count),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    return root
+
+
+def subset_agent_dir(root: Path, files: list[Path], where: Path) -> Path:
+    """An agent dir whose sessions/ holds symbolic links to ``files`` (same project folders)."""
+    for path in files:
+        folder = where / "sessions" / path.parent.name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / path.name).symlink_to(path)
+    return where
+
+
+def pi_list_all(agent_dir: Path, reps: int) -> float:
+    out = subprocess.run(
+        [
+            "node",
+            str(HERE / "pi_bench.mjs"),
+            "--metric",
+            "list_all",
+            "--agent-dir",
+            str(agent_dir),
+            "--reps",
+            str(reps),
+            "--warmup",
+            "0",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return float(json.loads(out)["metrics"]["list_all"]["median_ms"])
+
+
+def append_as_pi(path: Path, text: str) -> None:
+    """One user message line as Pi's appendMessage writes it (no lock file left behind)."""
+    with path.open("rb") as handle:
+        handle.seek(max(0, path.stat().st_size - 65536))
+        last = json.loads(handle.read().rstrip(b"\n").rsplit(b"\n", 1)[-1])
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+    entry = {
+        "type": "message",
+        "id": os.urandom(4).hex(),
+        "parentId": last.get("id"),
+        "timestamp": stamp,
+        "message": {"role": "user", "content": text, "timestamp": int(now * 1000)},
+    }
+    with path.open("ab") as handle:
+        handle.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+
+
+def catalog_rows(agent_dir: Path, reps: int, appended: list[Path] | None) -> dict[str, float]:
+    """Cold build, warm list after appending to ``appended``, and search, for one agent dir."""
+    from pisession.catalog import Catalog
+
+    os.environ["PI_CODING_AGENT_DIR"] = str(agent_dir)
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        database = Path(tmp) / "catalog.sqlite3"
+        with Catalog(database) as catalog:
+            out["cold"] = timed(catalog.list_all)
+            out["index"] = timed(lambda: catalog.search(COMMON_WORD, all=True))  # builds the search index
+            out["db_mb"] = database.stat().st_size / 1e6
+        out["scan"] = statistics.median(timed(SessionManager.list_all) for _ in range(max(1, reps // 3)))
+        warm, warm_text, cli = [], [], []
+        for rep in range(reps):
+            for path in appended or []:
+                append_as_pi(path, f"{RARE_WORD} follow-up {rep}")
+            with Catalog(database) as catalog:
+                warm.append(timed(lambda: catalog.list_all(text=False)))
+                warm_text.append(timed(catalog.list_all))
+            env = {**os.environ, "PISESSION_CATALOG": str(database)}
+            start = time.perf_counter()
+            subprocess.run(
+                [str(Path(sys.executable).parent / "pisession"), "ls", "--all"],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                env=env,
+            )
+            cli.append((time.perf_counter() - start) * 1000)
+        out["warm"] = statistics.median(warm)
+        out["warm_text"] = statistics.median(warm_text)
+        out["cli_ls_all"] = statistics.median(cli)
+        with Catalog(database) as catalog:
+            catalog.list_all(text=False)
+            for word in (RARE_WORD, COMMON_WORD):
+                out[f"search_{word}"] = statistics.median(
+                    timed(lambda w=word: catalog.search(w, all=True)) for _ in range(reps)
+                )
+                out[f"hits_{word}"] = len(catalog.search(word, all=True, limit=None))
+    return out
+
+
+def catalog_table(count: int, reps: int) -> None:
+    """The catalog against Pi's listAll over ``count`` generated sessions, and how both grow."""
+    root = catalog_data(count)
+    files = sorted((root / "sessions").glob("*/*.jsonl"))
+    total = sum(p.stat().st_size for p in files)
+    sizes = {}
+    appended = files[:: max(1, len(files) // 10)][:10]
+    originals = {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in appended}
+    print(f"\ncatalog: {len(files)} sessions, {total / 1e6:.0f} MB ({root})", flush=True)
+    try:
+        pi = pi_list_all(root, max(1, reps // 3))
+        ours = catalog_rows(root, reps, appended)
+    finally:
+        for path, (size, mtime_ns) in originals.items():
+            os.truncate(path, size)
+            os.utime(path, ns=(mtime_ns, mtime_ns))
+    rows = [
+        ("Pi listAll", pi, None),
+        ("pisession list_all (scan)", ours["scan"], None),
+        ("catalog cold build (list rows)", ours["cold"], None),
+        ("first search (indexes every message)", ours["index"], None),
+        ("catalog warm list_all, 10 appended (no text)", ours["warm"], 0.05),
+        ("catalog warm list_all, 10 appended (with text)", ours["warm_text"], None),
+        ("pisession ls --all, 10 appended (process)", ours["cli_ls_all"], 0.05),
+        (
+            f"search rare word ({ours[f'hits_{RARE_WORD}']:.0f} hits, top 50)",
+            ours[f"search_{RARE_WORD}"],
+            None,
+        ),
+        (
+            f"search common word ({ours[f'hits_{COMMON_WORD}']:.0f} hits, top 50)",
+            ours[f"search_{COMMON_WORD}"],
+            None,
+        ),
+    ]
+    print(f"{'row':<52}{'ms':>11}{'x Pi listAll':>14}{'target':>8}")
+    for label, value, target in rows:
+        ratio = value / pi
+        mark = "" if target is None else ("ok" if ratio <= target else "MISS")
+        print(
+            f"{label:<52}{value:>11.1f}{ratio:>14.3f}{'' if target is None else target:>8} {mark}", flush=True
+        )
+    print(f"catalog database: {ours['db_mb']:.0f} MB for {total / 1e6:.0f} MB of sessions")
+    print(
+        f"\n{'sessions':>8}{'MB':>7}{'Pi listAll':>12}{'scan':>9}{'cold':>9}{'index':>9}"
+        f"{'warm':>8}{'search':>8}  (ms)"
+    )
+    for share in (8, 4, 2, 1):
+        subset = files[: max(1, len(files) // share)]
+        with tempfile.TemporaryDirectory() as tmp:
+            agent = subset_agent_dir(root, subset, Path(tmp))
+            pi_ms = pi_list_all(agent, 1)
+            row = catalog_rows(agent, 1, None) if share != 1 else ours
+        sizes[len(subset)] = row
+        mb = sum(p.stat().st_size for p in subset) / 1e6
+        print(
+            f"{len(subset):>8}{mb:>7.0f}{pi_ms:>12.0f}{row['scan']:>9.0f}{row['cold']:>9.0f}{row['index']:>9.0f}"
+            f"{row['warm']:>8.1f}"
+            f"{row[f'search_{COMMON_WORD}']:>8.1f}",
+            flush=True,
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -203,7 +382,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--scale", action="store_true", help="also show how costs grow from 2,000 to 200,000 entries"
     )
+    parser.add_argument(
+        "--catalog",
+        type=int,
+        metavar="N",
+        help="only the session catalog rows, over N generated sessions (3000: about 1 GB)",
+    )
     args = parser.parse_args(argv)
+    if args.catalog:
+        catalog_table(args.catalog, args.reps)
+        return 0
     ensure_data()
     large = DATA / "large.jsonl"
     ids = [json.loads(line).get("id") for line in large.open(encoding="utf-8") if line.strip()][1:]

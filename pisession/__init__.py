@@ -24,6 +24,7 @@ from ._codec import from_wire, to_wire
 from ._discovery import SessionInfo
 from ._errors import (
     AlreadyCompactedError,
+    CatalogError,
     EntryNotFoundError,
     InvalidContextEditError,
     InvalidSessionError,
@@ -99,6 +100,7 @@ __all__ = [
     "SessionExistsError",
     "WireFormatError",
     "SymlinkRefusedError",
+    "CatalogError",
     "LockTimeout",
     "LockFileAccessError",
     "SessionClosedError",

@@ -96,6 +96,119 @@ def _lines(data: bytes) -> list[bytes]:
     return lines
 
 
+class SessionSummary:
+    """The picker row of one session, built line by line (so it can resume where a file grew).
+
+    ``add`` takes the parsed entries in file order; ``info`` gives the :class:`SessionInfo` the
+    entries seen so far make. With ``messages`` set, every user, assistant and tool result
+    message with text is also recorded there as ``(entry id, time in ms, role, text)`` (the
+    catalog's search rows). Internal: shared by the scan and by :mod:`pisession.catalog` so both
+    give the same rows.
+    """
+
+    __slots__ = (
+        "header",
+        "foreign",
+        "message_count",
+        "first_message",
+        "texts",
+        "name",
+        "last_activity",
+        "messages",
+    )
+
+    def __init__(self, messages: list[tuple[object, float | None, str, str]] | None = None) -> None:
+        self.header: dict[str, Any] | None = None
+        self.foreign = False
+        self.message_count = 0
+        self.first_message = ""
+        self.texts: list[str] = []
+        self.name: str | None = None
+        self.last_activity: float | None = None
+        self.messages = messages
+
+    def add(self, entry: dict[str, Any]) -> bool:
+        """Take one parsed entry; False once the file is known not to be a session."""
+        if self.header is None:
+            if self.foreign or entry.get("type") != "session":
+                self.foreign = True
+                return False
+            self.header = entry
+            return True
+        kind = entry.get("type")
+        if kind == "session_info":
+            raw = entry.get("name")
+            self.name = (js_trim(raw) or None) if isinstance(raw, str) else None
+        if kind != "message":
+            return True
+        self.message_count += 1
+        message = entry.get("message")
+        if (
+            not isinstance(message, dict)
+            or not isinstance(message.get("role"), str)
+            or "content" not in message
+        ):
+            return True
+        role = message["role"]
+        if role not in ("user", "assistant"):
+            if role == "toolResult" and self.messages is not None:
+                text = _extract_text(message.get("content"))
+                if text:
+                    self.messages.append((entry.get("id"), _activity(entry, message), "tool", text))
+            return True
+        activity = _activity(entry, message)
+        if activity is not None:
+            self.last_activity = max(self.last_activity or 0.0, activity)
+        text = _extract_text(message.get("content"))
+        if not text:
+            return True
+        self.texts.append(text)
+        if self.messages is not None:
+            self.messages.append((entry.get("id"), activity, role, text))
+        if not self.first_message and role == "user":
+            self.first_message = text
+        return True
+
+    def info(self, path: str, mtime: float) -> SessionInfo | None:
+        """The row for ``path`` (``mtime`` is the file's, the last fallback for ``modified``)."""
+        header = self.header
+        if header is None or self.foreign:
+            return None
+        header_time = (
+            js_date_ms(header.get("timestamp")) if isinstance(header.get("timestamp"), str) else None
+        )
+        modified: datetime | None = None
+        last_activity = self.last_activity
+        if last_activity is not None and last_activity > 0:
+            modified = _from_ms(last_activity)
+        if modified is None and header_time is not None:
+            modified = _from_ms(header_time)
+        if modified is None:
+            modified = datetime.fromtimestamp(mtime, tz=timezone.utc)
+        cwd = header.get("cwd")
+        parent = header.get("parentSession")
+        created = js_date_ms(header.get("timestamp", MISSING))
+        return SessionInfo(
+            path=path,
+            id=header.get("id"),  # type: ignore[arg-type]
+            cwd=cwd if isinstance(cwd, str) else "",
+            name=self.name,
+            parent_session_path=parent if isinstance(parent, str) else None,
+            created=None if created is None else _from_ms(created),
+            modified=modified,
+            message_count=self.message_count,
+            first_message=self.first_message or "(no messages)",
+            all_messages_text=" ".join(self.texts),
+        )
+
+
+def _activity(entry: dict[str, Any], message: dict[str, Any]) -> float | None:
+    stamp = message.get("timestamp")
+    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
+        return float(stamp)
+    return js_date_ms(entry.get("timestamp", MISSING))
+
+
 def build_session_info(path: str) -> SessionInfo | None:
     """The picker row of one file, or None when it is not a readable session."""
     try:
@@ -104,79 +217,16 @@ def build_session_info(path: str) -> SessionInfo | None:
             data = handle.read()
     except OSError:
         return None
-    header: dict[str, Any] | None = None
-    message_count = 0
-    first_message = ""
-    texts: list[str] = []
-    name: str | None = None
-    last_activity: float | None = None
+    summary = SessionSummary()
     for line in _lines(data):
         if not line:
             continue
         entry = parse_line(line)
         if entry is None:
             continue
-        if header is None:
-            if entry.get("type") != "session":
-                return None
-            header = entry
-            continue
-        kind = entry.get("type")
-        if kind == "session_info":
-            raw = entry.get("name")
-            name = (js_trim(raw) or None) if isinstance(raw, str) else None
-        if kind != "message":
-            continue
-        message_count += 1
-        message = entry.get("message")
-        if (
-            not isinstance(message, dict)
-            or not isinstance(message.get("role"), str)
-            or "content" not in message
-        ):
-            continue
-        role = message["role"]
-        if role not in ("user", "assistant"):
-            continue
-        stamp = message.get("timestamp")
-        activity = (
-            float(stamp)
-            if isinstance(stamp, (int, float)) and not isinstance(stamp, bool)
-            else js_date_ms(entry.get("timestamp", MISSING))
-        )
-        if activity is not None:
-            last_activity = max(last_activity or 0.0, activity)
-        text = _extract_text(message.get("content"))
-        if not text:
-            continue
-        texts.append(text)
-        if not first_message and role == "user":
-            first_message = text
-    if header is None:
-        return None
-    header_time = js_date_ms(header.get("timestamp")) if isinstance(header.get("timestamp"), str) else None
-    modified: datetime | None = None
-    if last_activity is not None and last_activity > 0:
-        modified = _from_ms(last_activity)
-    if modified is None and header_time is not None:
-        modified = _from_ms(header_time)
-    if modified is None:
-        modified = datetime.fromtimestamp(stats.st_mtime, tz=timezone.utc)
-    cwd = header.get("cwd")
-    parent = header.get("parentSession")
-    created = js_date_ms(header.get("timestamp", MISSING))
-    return SessionInfo(
-        path=path,
-        id=header.get("id"),  # type: ignore[arg-type]
-        cwd=cwd if isinstance(cwd, str) else "",
-        name=name,
-        parent_session_path=parent if isinstance(parent, str) else None,
-        created=None if created is None else _from_ms(created),
-        modified=modified,
-        message_count=message_count,
-        first_message=first_message or "(no messages)",
-        all_messages_text=" ".join(texts),
-    )
+        if not summary.add(entry):
+            return None
+    return summary.info(path, stats.st_mtime)
 
 
 def _sorted(infos: list[SessionInfo]) -> list[SessionInfo]:

@@ -19,6 +19,7 @@ __all__ = [
     "NothingToCompactError",
     "AlreadyCompactedError",
     "SummarizerCommandError",
+    "CatalogError",
 ]
 
 
@@ -110,3 +111,10 @@ class AlreadyCompactedError(PisessionError):
 
 class SummarizerCommandError(PisessionError):
     """A summarizer command failed, timed out or printed nothing (nothing was written)."""
+
+
+class CatalogError(PisessionError):
+    """The session catalog cannot be used (a foreign or unreadable database, a bad search query).
+
+    Listing never raises it: a catalog that fails falls back to reading the files.
+    """

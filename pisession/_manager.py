@@ -88,6 +88,9 @@ from .compaction._tokens import CompactionSettings
 if TYPE_CHECKING:
     from ._discovery import SessionInfo
 
+if TYPE_CHECKING:
+    from .catalog import Catalog
+
 __all__ = ["SessionManager"]
 
 WireEntry = dict[str, Any]
@@ -407,12 +410,21 @@ class SessionManager:
         cwd: str,
         session_dir: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
+        *,
+        catalog: Catalog | bool = False,
     ) -> builtins.list[SessionInfo]:
         """Sessions of ``cwd`` as :class:`SessionInfo`, newest first (Pi's session picker)::
 
-        for info in SessionManager.list("/work/project"):
-            print(info.path, info.name or info.first_message)
+            for info in SessionManager.list("/work/project"):
+                print(info.path, info.name or info.first_message)
+
+        ``catalog=True`` (the default :class:`~pisession.catalog.Catalog`) or ``catalog=Catalog(path)``
+        reads only the files that changed since the last call; the rows are the same.
         """
+        if catalog is not False:
+            from .catalog import with_catalog
+
+            return with_catalog(catalog, lambda own: own.list(cwd, session_dir, on_progress))
         from ._discovery import list_sessions
 
         return list_sessions(cwd, session_dir, on_progress)
@@ -421,8 +433,14 @@ class SessionManager:
     def list_all(
         session_dir: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
+        *,
+        catalog: Catalog | bool = False,
     ) -> builtins.list[SessionInfo]:
-        """Sessions of every project (or of one folder), newest first: ``SessionManager.list_all()``."""
+        """Sessions of every project (or of one folder), newest first (``catalog``: as in :meth:`list`)."""
+        if catalog is not False:
+            from .catalog import with_catalog
+
+            return with_catalog(catalog, lambda own: own.list_all(session_dir, on_progress))
         from ._discovery import list_all_sessions
 
         return list_all_sessions(session_dir, on_progress)

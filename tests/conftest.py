@@ -52,6 +52,12 @@ class CountingIds:
         return f"session-{next(self._sessions)}"
 
 
+@pytest.fixture(autouse=True)
+def _private_catalog(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pisession ls` / `search` keep a session catalog in the user's cache: never the real one in tests."""
+    monkeypatch.setenv("PISESSION_CATALOG", str(tmp_path_factory.mktemp("catalog") / "catalog.sqlite3"))
+
+
 @pytest.fixture
 def clock() -> StepClock:
     return StepClock()

@@ -14,13 +14,13 @@ from typing import Any
 
 from pisession import PisessionError, __version__
 
-from . import checking, demo, editing, export, reading
+from . import checking, demo, editing, export, reading, searching
 from .commands import Commands
 from .output import CliError, write_out
 
 # Command groups in the order `pisession --help` lists them; a new group is a module with a
 # `register(commands)` function added here.
-GROUPS = (demo, reading, checking, editing, export)
+GROUPS = (demo, reading, searching, checking, editing, export)
 
 
 def build_parser() -> argparse.ArgumentParser:

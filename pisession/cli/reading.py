@@ -11,6 +11,7 @@ from typing import Any
 
 from pisession import (
     CURRENT_SESSION_VERSION,
+    SessionInfo,
     SessionManager,
     default_session_dir,
     read_session_entries,
@@ -41,6 +42,7 @@ from .output import (
     id_text,
     width,
 )
+from .searching import close_catalog, open_catalog
 
 
 def print_tree(manager: SessionManager, show_all: bool, style: Style) -> None:
@@ -188,13 +190,25 @@ def cmd_ls(args: argparse.Namespace) -> int:
     session_dir = sessions.session_dir(args)
     cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else os.getcwd()
     report = sessions.progress(sys.stderr)
+    catalog = None if args.no_catalog else open_catalog()
+    infos: list[SessionInfo] = []
     if args.all:
-        infos = (
-            SessionManager.list_all(session_dir, report) if sessions.sessions_root_exists(session_dir) else []
-        )
+        if not sessions.sessions_root_exists(session_dir):
+            pass
+        elif catalog is not None:
+            infos = catalog.list_all(session_dir, report, text=args.json)
+        else:
+            infos = SessionManager.list_all(session_dir, report)
     else:
         directory = session_dir or default_session_dir(cwd)
-        infos = SessionManager.list(cwd, directory, report) if os.path.isdir(directory) else []
+        if not os.path.isdir(directory):
+            pass
+        elif catalog is not None:
+            infos = catalog.list(cwd, directory, report, text=args.json)
+        else:
+            infos = SessionManager.list(cwd, directory, report)
+    if catalog is not None:
+        close_catalog(catalog)
     if args.json:
         emit_json([info.to_wire() for info in infos])
         return 0
@@ -304,12 +318,17 @@ def register(commands: Commands) -> None:
         cmd_ls,
         "list sessions, newest first",
         "List sessions like Pi's session picker: modified time, message count, id, and the name or "
-        "first message. Python: SessionManager.list(cwd, session_dir) / list_all(session_dir).",
+        "first message, through the session catalog (only files that changed since the last call "
+        "are read). Python: SessionManager.list(cwd, session_dir, catalog=True) / "
+        "list_all(session_dir, catalog=True).",
         [where, as_json],
         session=False,
     )
     sub.add_argument("--all", action="store_true", help="every project's sessions, not only this folder's")
     sub.add_argument("--cwd", metavar="DIR", help="list the sessions of DIR instead of the current folder")
+    sub.add_argument(
+        "--no-catalog", action="store_true", help="read every session file instead of the session catalog"
+    )
 
     sub = commands.add(
         "tree",

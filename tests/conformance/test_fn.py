@@ -309,3 +309,27 @@ def test_fn_matches_reference(index: int, pi_env: Sandbox) -> None:
     assert_same(ours_value, golden["value"], "value")
     # Pi prints its arguments after the call: in-place migration shows, anything else must not change
     assert_same(sandbox.placeholders(args), golden["args"], "arguments after the call")
+
+
+LIST_CALLS = [i for i, spec in enumerate(CALLS) if spec["call"] in ("static list", "static listAll")]
+
+
+@pytest.mark.parametrize("index", LIST_CALLS, ids=[call_id(i) for i in LIST_CALLS])
+def test_list_through_the_catalog_gives_the_same_rows(index: int, pi_env: Sandbox, tmp_path: Path) -> None:
+    """SessionManager.list / list_all with a catalog, cold then warm, equal the scan checked above."""
+    from pisession.catalog import Catalog
+
+    spec = CALLS[index]
+    if spec["fixture"]:
+        pi_env.lay_fixture()
+    args = pi_env.real(spec["args"])
+    name = spec["call"].split()[1]
+    method = SessionManager.list if name == "list" else SessionManager.list_all
+    try:
+        scanned = method(*args)
+    except pisession.PisessionError:
+        return
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        assert method(*args, catalog=catalog) == scanned
+        assert method(*args, catalog=catalog) == scanned
+        assert catalog.last_error is None
