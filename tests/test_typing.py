@@ -13,7 +13,8 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 USER_CODE = ROOT / "tests" / "typing" / "user_code.py"
-CHECKED = [USER_CODE, *sorted((ROOT / "docs" / "examples").glob("*.py"))]
+LIBRARY_CODE = ROOT / "tests" / "typing" / "library_code.py"
+CHECKED = [USER_CODE, LIBRARY_CODE, *sorted((ROOT / "docs" / "examples").glob("*.py"))]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
 
@@ -51,8 +52,9 @@ def test_literal_tags_narrow_where_the_user_code_expects(mypy_output: str) -> No
     assert expected and revealed == expected
 
 
-def test_the_user_code_runs(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("user_code", USER_CODE)
+@pytest.mark.parametrize("code", [USER_CODE, LIBRARY_CODE], ids=lambda p: p.stem)
+def test_the_user_code_runs(tmp_path: Path, code: Path) -> None:
+    spec = importlib.util.spec_from_file_location(code.stem, code)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
