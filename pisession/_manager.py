@@ -14,7 +14,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._codec import from_wire, to_wire
 from ._context import WireProjection, context_positions, current_system_message, project_leaf
@@ -52,6 +52,9 @@ from ._results import (
     projection_from_wire,
 )
 from ._store import SessionFile, make_private_dirs
+
+if TYPE_CHECKING:
+    from ._discovery import SessionInfo  # list() and list_all() import _discovery when called
 
 __all__ = ["SessionManager"]
 
@@ -301,7 +304,7 @@ class SessionManager:
         cwd: str,
         session_dir: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
-    ) -> builtins.list[Any]:
+    ) -> builtins.list[SessionInfo]:
         """Sessions of ``cwd`` as :class:`SessionInfo`, newest first (Pi's session picker)."""
         from ._discovery import list_sessions
 
@@ -311,7 +314,7 @@ class SessionManager:
     def list_all(
         session_dir: str | None = None,
         on_progress: Callable[[int, int], None] | None = None,
-    ) -> builtins.list[Any]:
+    ) -> builtins.list[SessionInfo]:
         """Sessions of every project (or of one folder), newest first."""
         from ._discovery import list_all_sessions
 
