@@ -273,3 +273,58 @@ def test_the_cli_page_pairs_every_command_with_its_python_call(capsys: pytest.Ca
         assert '=== "Command line"' in section and '=== "Python"' in section, command
         python = [b for b in section.split('=== "Python"', 1)[1].split("```")[1:2]]
         assert python and python[0].startswith("python"), command
+
+
+# ---------------------------------------------------------------------------- the API reference
+
+TOOLING = DOCS / "tooling" / "griffe_pisession.py"
+PUBLIC_MODULES = ("pisession", "pisession.export", "pisession.stats", "pisession.validate",
+                  "pisession.describe", "pisession.views", "pisession.aio")  # fmt: skip
+HIDDEN_INIT = {"SessionManager", "TreeIndex", "AsyncSessionManager"}  # the reference hides these
+
+
+def load_tooling() -> object:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("griffe_pisession", TOOLING)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_docstrings_become_markdown() -> None:
+    pytest.importorskip("griffe")
+    markdown_docstring = load_tooling().markdown_docstring  # type: ignore[attr-defined]
+    text = "See :class:`UnknownEntry` and :meth:`~pisession.SessionManager.open`::\n\n    x = 1\n\nAfter."
+    assert markdown_docstring(text) == ("See `UnknownEntry` and `open`:\n\n```python\nx = 1\n```\n\nAfter.")
+    assert markdown_docstring(">>> f()\n1") == "```pycon\n>>> f()\n1\n```"
+
+
+def test_public_signatures_name_public_types_only() -> None:
+    griffe = pytest.importorskip("griffe")
+    extension = load_tooling().PisessionDocs()  # type: ignore[attr-defined]
+    private = re.compile(r"(?<![\w.])_[A-Za-z]\w*")
+    leaks = []
+    for module_name in PUBLIC_MODULES:
+        module = griffe.load(
+            module_name, extensions=griffe.load_extensions(extension), search_paths=[str(ROOT)]
+        )
+        for name in module.exports or []:
+            obj = module[name]
+            obj = obj.final_target if obj.is_alias else obj
+            functions = [obj] if obj.is_function else []
+            if obj.is_class:
+                shown_init = obj.name not in HIDDEN_INIT
+                functions += [
+                    m
+                    for n, m in obj.all_members.items()
+                    if m.is_function and (not n.startswith("_") or (n == "__init__" and shown_init))
+                ]
+            for function in functions:
+                parts = [function.returns, *(p.annotation for p in function.parameters)]
+                parts += [p.name for p in function.parameters]
+                for part in parts:
+                    if part is not None and private.search(str(part)):
+                        leaks.append(f"{module_name}.{name}: {function.name}: {part}")
+    assert leaks == []

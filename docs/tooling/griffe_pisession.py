@@ -8,6 +8,10 @@ those would show as raw text, so this extension rewrites them as they are loaded
 - a paragraph ending in ``::`` and the block after it become a fenced ``python`` block;
 - a run of ``>>>`` lines becomes a fenced ``pycon`` block.
 
+The model classes are attrs classes, whose ``__init__`` attrs writes at import time, out of
+griffe's sight: the extension gives each one the keyword-only signature attrs makes (minus the
+private ``_wire_keys``), so the reference shows how to build one.
+
 It also shows ``builtins.list`` (which ``SessionManager`` has to write because it has a
 ``list`` method) as plain ``list`` in signatures. Enabled in mkdocs.yml under the python handler's
 ``extensions``; used for the docs build only, never imported by pisession.
@@ -94,7 +98,48 @@ def _plain_builtins(expr: Any) -> Any:
     return expr
 
 
+def _attrs_init(cls: griffe.Class) -> griffe.Function | None:
+    """The ``__init__`` attrs generates for the model class ``cls``, as griffe objects."""
+    import attrs
+
+    import pisession._model as model
+
+    runtime = getattr(model, cls.name, None)
+    if runtime is None or not attrs.has(runtime):
+        return None
+    parameters = []
+    for field in attrs.fields(runtime):
+        if field.name.startswith("_"):
+            continue
+        member = cls.all_members.get(field.name)
+        annotation = member.annotation if isinstance(member, griffe.Attribute) else None
+        if field.default is attrs.NOTHING:
+            default = None
+        elif isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]
+            default = "..."
+        elif field.default is model.UNSET:
+            default = "UNSET"
+        else:
+            default = repr(dict(field.default)) if isinstance(field.default, dict) else repr(field.default)
+        parameters.append(
+            griffe.Parameter(
+                field.alias or field.name,
+                annotation=annotation or ("Mapping[str, Any]" if field.name == "extra" else None),
+                kind=griffe.ParameterKind.keyword_only,
+                default=default,
+            )
+        )
+    parameters.sort(key=lambda parameter: parameter.name == "extra")  # the class's own fields first
+    return griffe.Function("__init__", parameters=griffe.Parameters(*parameters), parent=cls)
+
+
 class PisessionDocs(griffe.Extension):
+    def on_class_members(self, *, cls: griffe.Class, **kwargs: Any) -> None:
+        if cls.module.path == "pisession._model" and "__init__" not in cls.members:
+            init = _attrs_init(cls)
+            if init is not None:
+                cls.set_member("__init__", init)
+
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         if obj.docstring is not None:
             obj.docstring.value = markdown_docstring(obj.docstring.value)
