@@ -37,6 +37,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,6 +135,8 @@ def docs_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", str(sessions))
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setenv("NO_COLOR", "1")
+    # The shell blocks call `pisession`: the one installed beside this Python, venv active or not.
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     return tmp_path
 
 
