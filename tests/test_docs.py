@@ -331,3 +331,17 @@ def test_public_signatures_name_public_types_only() -> None:
                     if part is not None and private.search(str(part)):
                         leaks.append(f"{module_name}.{name}: {function.name}: {part}")
     assert leaks == []
+
+
+def test_the_docs_build_strictly_from_any_folder(tmp_path: Path) -> None:
+    pytest.importorskip("mkdocs")
+    pytest.importorskip("mkdocstrings_handlers.python")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(ROOT / "mkdocs.yml"),
+         "-d", str(tmp_path / "site")],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    reference = (tmp_path / "site" / "reference" / "session-manager" / "index.html").read_text()
+    assert "get_entries_of_type" in reference and "_Entries" not in reference
