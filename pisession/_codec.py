@@ -91,7 +91,7 @@ from ._model import (
 
 __all__ = ["converter", "from_wire", "to_wire"]
 
-_M = TypeVar("_M")
+ModelT = TypeVar("ModelT")
 
 
 class _NoFit:
@@ -681,7 +681,7 @@ def to_wire(obj: object) -> Any:
 @overload
 def from_wire(data: Mapping[str, Any], cls: None = None) -> FileEntry | Message: ...
 @overload
-def from_wire(data: Mapping[str, Any], cls: type[_M]) -> _M: ...
+def from_wire(data: Mapping[str, Any], cls: type[ModelT]) -> ModelT: ...
 @overload
 def from_wire(data: Mapping[str, Any], cls: Any) -> Any: ...
 def from_wire(data: Mapping[str, Any], cls: Any = None) -> Any:

@@ -91,15 +91,15 @@ if TYPE_CHECKING:
 if TYPE_CHECKING:
     from .catalog import Catalog
 
+if TYPE_CHECKING:
+    from ._discovery import SessionInfo  # list() and list_all() import _discovery when called
+
 __all__ = ["SessionManager"]
 
 WireEntry = dict[str, Any]
 _WireEntries = list[WireEntry]
 _Records = list[Record]
-_Entries = list[Entry]
-_TreeNodes = list[TreeNode]
-_E = TypeVar("_E", bound=Entry)
-_Content = UserContent | Sequence[Mapping[str, Any]]
+EntryT = TypeVar("EntryT", bound=Entry)
 
 _EDITABLE_ROLES = ("user", "assistant", "toolResult")
 
@@ -623,7 +623,7 @@ class SessionManager:
 
     # ------------------------------------------------------------------ following other writers
 
-    def refresh(self, *, move_leaf: bool = False) -> _Entries:
+    def refresh(self, *, move_leaf: bool = False) -> builtins.list[Entry]:
         """Read entries other writers (Pi included) appended since this manager last looked.
 
         Returns them typed, in file order. The leaf stays where it is unless ``move_leaf``.
@@ -1071,15 +1071,21 @@ class SessionManager:
         return self._append_id(build)
 
     @overload
-    def append_custom_message_entry(self, custom_type: str, content: _Content, display: bool) -> str: ...
+    def append_custom_message_entry(
+        self, custom_type: str, content: UserContent | Sequence[Mapping[str, Any]], display: bool
+    ) -> str: ...
     @overload
     def append_custom_message_entry(
-        self, custom_type: str, content: _Content, display: bool, details: Any
+        self,
+        custom_type: str,
+        content: UserContent | Sequence[Mapping[str, Any]],
+        display: bool,
+        details: Any,
     ) -> str: ...
     def append_custom_message_entry(
         self,
         custom_type: str,
-        content: _Content,
+        content: UserContent | Sequence[Mapping[str, Any]],
         display: bool | Unset = UNSET,
         details: Any = UNSET,
     ) -> str:
@@ -1424,7 +1430,7 @@ class SessionManager:
     def get_leaf_entry(self) -> Entry | None:
         return None if self._leaf_id is None else self.get_entry(self._leaf_id)
 
-    def get_children(self, parent_id: str) -> _Entries:
+    def get_children(self, parent_id: str) -> builtins.list[Entry]:
         index = self._index
         return [index.model_at(p) for p in index.children_positions(parent_id)]
 
@@ -1444,7 +1450,7 @@ class SessionManager:
         pos = index.position(start) if js_truthy(start) else None
         return EntryList(index, index.path_positions(pos) if pos is not None else [])
 
-    def get_entries_of_type(self, entry_type: type[_E], *, branch: bool = False) -> builtins.list[_E]:
+    def get_entries_of_type(self, entry_type: type[EntryT], *, branch: bool = False) -> builtins.list[EntryT]:
         """The entries of one class in file order; ``branch=True``: only those on the path to
         the leaf, root first::
 
@@ -1490,7 +1496,7 @@ class SessionManager:
         pos = index.position(from_id) if js_truthy(from_id) else None
         return [index.entry_at(p) for p in index.path_positions(pos)] if pos is not None else []
 
-    def get_tree(self) -> _TreeNodes:
+    def get_tree(self) -> builtins.list[TreeNode]:
         """The whole session as a tree: roots (and orphans) with children sorted by time."""
         index = self._index
         cache = index.cache()
@@ -1505,7 +1511,7 @@ class SessionManager:
     def _leaf_position(self) -> int | None:
         return self._index.resolve_leaf(self._leaf_id)
 
-    def build_context_entries(self) -> _Entries:
+    def build_context_entries(self) -> builtins.list[Entry]:
         """The entries the model context is built from at the leaf (compaction-aware)."""
         index = self._index
         return index.models_at(context_positions(index, self._leaf_position()))

@@ -298,14 +298,14 @@ class AsyncSessionManager:
 
     # -- transactions, following, closing ------------------------------------------------------
 
-    def transaction(self) -> _Transaction:
+    def transaction(self) -> contextlib.AbstractAsyncContextManager[AsyncSessionManager]:
         """``async with manager.transaction():`` holds the session lock for the block and first
         reads what others appended (see :meth:`SessionManager.transaction`); other tasks' writes
         through this manager wait for it. The lock is taken on the manager's thread: the event
         loop runs on while it waits."""
         return _Transaction(self)
 
-    def batch(self) -> _Transaction:
+    def batch(self) -> contextlib.AbstractAsyncContextManager[AsyncSessionManager]:
         """The same as :meth:`transaction`."""
         return _Transaction(self)
 
