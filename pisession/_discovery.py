@@ -218,6 +218,14 @@ def build_session_info(path: str) -> SessionInfo | None:
     except OSError:
         return None
     summary = SessionSummary()
+    if not feed_lines(summary, data):
+        return None
+    return summary.info(path, stats.st_mtime)
+
+
+def feed_lines(summary: SessionSummary, data: bytes) -> bool:
+    """Add each parsed line of ``data`` to ``summary``; False as soon as it refuses one (the
+    first entry is not a session header): the scan and the catalog read files alike."""
     for line in _lines(data):
         if not line:
             continue
@@ -225,8 +233,8 @@ def build_session_info(path: str) -> SessionInfo | None:
         if entry is None:
             continue
         if not summary.add(entry):
-            return None
-    return summary.info(path, stats.st_mtime)
+            return False
+    return True
 
 
 def _sorted(infos: list[SessionInfo]) -> list[SessionInfo]:

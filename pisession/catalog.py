@@ -49,9 +49,9 @@ from typing import Any, Literal, TypeVar
 
 import attrs
 
-from ._discovery import SessionInfo, SessionSummary, _lines, _sorted
+from ._discovery import SessionInfo, SessionSummary, _sorted, feed_lines
 from ._errors import CatalogError
-from ._load import open_regular, parse_line
+from ._load import open_regular
 from ._paths import (
     cwd_matches,
     default_session_dir_path,
@@ -586,7 +586,7 @@ class Catalog:
             if partial is None:
                 partial = _read_range(candidate.path, row.parsed, row.size)
             if partial:
-                _feed(summary, partial)
+                feed_lines(summary, partial)
             info = summary.info(candidate.path, candidate.stat.st_mtime)
             if info is not None:
                 infos.append(info)
@@ -813,7 +813,7 @@ class Catalog:
         cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
         partial = data[cut:]
         if not summary.foreign:
-            _feed(summary, data[:cut])
+            feed_lines(summary, data[:cut])
         if summary.foreign:
             partial = b""
         status = _FOREIGN if summary.foreign else _SESSION if summary.header is not None else _PENDING
@@ -873,7 +873,7 @@ class Catalog:
         """Add the messages of whole lines ``data`` (after the header) to the search index."""
         collector = SessionSummary(messages=[])
         collector.header = {}  # lines after the header: every message counts
-        _feed(collector, data)
+        feed_lines(collector, data)
         if collector.messages:
             self._add_messages(connection, file_id, collector.messages)
 
@@ -1076,22 +1076,11 @@ def _from_ms(ms: float) -> datetime | None:
         return None
 
 
-def _feed(summary: SessionSummary, data: bytes) -> None:
-    for line in _lines(data):
-        if not line:
-            continue
-        entry = parse_line(line)
-        if entry is None:
-            continue
-        if not summary.add(entry):
-            return
-
-
 def _partial_header(row: _Row, path: str) -> bool:
     """Whether the unfinished last line of a file with no whole line yet is a session header."""
     partial = row.partial if row.partial is not None else _read_range(path, row.parsed, row.size)
     summary = SessionSummary()
-    _feed(summary, partial)
+    feed_lines(summary, partial)
     return summary.header is not None
 
 
