@@ -13,7 +13,6 @@ from typing import Any, ClassVar, TextIO
 
 from pisession import UNSET, to_wire
 from pisession.describe import Note, describe_entry, entry_kind, one_line
-from pisession.export import to_json_line
 
 
 class CliError(Exception):
@@ -116,6 +115,8 @@ def emit_json(value: Any) -> None:
 
 def emit_wire(value: Any) -> None:
     """One line of Pi's own JSON (``JSON.stringify``): what the session file holds."""
+    from pisession.export import to_json_line  # the export machinery only for commands that print lines
+
     emit(to_json_line(value))
 
 
