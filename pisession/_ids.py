@@ -11,8 +11,6 @@ from collections.abc import Container
 from datetime import datetime, timezone
 from typing import Protocol, runtime_checkable
 
-import ulid
-
 from ._errors import InvalidSessionIdError
 
 __all__ = [
@@ -107,6 +105,8 @@ if hasattr(os, "register_at_fork"):
 
 def uuid7(now_ms: int | None = None) -> str:
     """A time-ordered UUIDv7 string: ulid's 48-bit millisecond time and its randomness."""
+    import ulid  # only programs that write load it
+
     value = ulid.new() if now_ms is None else ulid.from_timestamp(now_ms / 1000)
     millis = value.timestamp().int
     rand = int.from_bytes(value.randomness().bytes, "big")  # 80 bits; UUIDv7 keeps 74
