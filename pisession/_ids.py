@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import time
-import uuid
 import weakref
 from collections.abc import Container
 from datetime import datetime, timezone
@@ -85,6 +84,8 @@ class RandomIds:
             candidate = self._hex8()
             if candidate not in existing:
                 return candidate
+        import uuid  # start-up: uuid imports platform; a collision here is all but impossible
+
         return str(uuid.uuid4())
 
     def session_id(self, now_ms: int) -> str:
@@ -113,6 +114,8 @@ def uuid7(now_ms: int | None = None) -> str:
     rand_a = rand >> 68 & 0xFFF
     rand_b = rand & ((1 << 62) - 1)
     number = (millis & ((1 << 48) - 1)) << 80 | 0x7 << 76 | rand_a << 64 | 0b10 << 62 | rand_b
+    import uuid
+
     return str(uuid.UUID(int=number))
 
 

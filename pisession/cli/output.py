@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
-import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, TextIO
@@ -57,7 +55,7 @@ class Style:
 # writes, title changes, screen clears). Every line is written with its control characters shown
 # as JSON-style escapes (valid inside --json output too). Our own styling is built with _ESC, a
 # marker session content cannot contain (random per process), and becomes ESC only when written.
-_ESC = "\ue000" + secrets.token_hex(8) + "\ue000"
+_ESC = "\ue000" + os.urandom(8).hex() + "\ue000"  # secrets.token_hex(8), without importing secrets
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -125,6 +123,8 @@ def note(message: str) -> None:
 
 
 def width() -> int:
+    import shutil  # start-up: shutil brings bz2, lzma and fnmatch
+
     return max(60, shutil.get_terminal_size((120, 24)).columns)
 
 
