@@ -12,7 +12,6 @@ Open a session and print what the model sees::
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from ._errors import (
     AlreadyCompactedError,
@@ -34,7 +33,12 @@ from ._errors import (
     WireFormatError,
 )
 
+# False at run time, true for type checkers (mypy and pyright know the name): importing typing
+# would be most of what `import pisession` costs.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._builders import (
         build_context_entries,
         build_session_context,

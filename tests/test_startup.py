@@ -46,7 +46,7 @@ def test_import_pisession_loads_only_the_package_and_its_errors() -> None:
     loaded = loaded_after("import pisession")
     ours = {m for m in loaded if m == "pisession" or m.startswith("pisession.")}
     assert ours == {"pisession", "pisession._errors"}
-    for name in (*HEAVY, "attrs", "msgspec", "orjson", "ulid", "email.utils", "pathlib"):
+    for name in (*HEAVY, "typing", "attrs", "msgspec", "orjson", "ulid", "email.utils", "pathlib"):
         assert name not in loaded, name
 
 
