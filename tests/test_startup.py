@@ -119,3 +119,31 @@ def test_the_converter_is_built_on_first_use() -> None:
         "assert usage.input == 1\n"
     )
     assert "cattrs" in loaded_after(code)
+
+
+def test_a_command_loads_only_its_own_group() -> None:
+    code = (
+        "import contextlib, io\n"
+        "from pisession.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['tree', {str(SAMPLE)!r}]) == 0\n"
+    )
+    loaded = loaded_after(code)
+    assert "pisession.cli.reading" in loaded
+    for group in ("demo", "checking", "editing", "export"):
+        assert f"pisession.cli.{group}" not in loaded, group
+
+
+def test_the_command_table_matches_what_the_groups_register() -> None:
+    import argparse
+
+    from pisession.cli import main as cli_main
+
+    module = sys.modules["pisession.cli.main"]
+    registered: dict[str, str] = {}
+    for group in module.GROUPS:
+        parser = module.build_parser((group,))
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        registered.update(dict.fromkeys(sub.choices, group))
+    assert registered == module.COMMANDS
+    assert callable(cli_main)
