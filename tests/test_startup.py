@@ -147,3 +147,18 @@ def test_the_command_table_matches_what_the_groups_register() -> None:
         registered.update(dict.fromkeys(sub.choices, group))
     assert registered == module.COMMANDS
     assert callable(cli_main)
+
+
+def test_version_loads_no_command() -> None:
+    code = (
+        "import contextlib, io\n"
+        "from pisession.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    assert main(['--version']) == 0\n"
+        "assert out.getvalue().startswith('pisession ')\n"
+    )
+    loaded = loaded_after(code)
+    assert "pisession._manager" not in loaded
+    groups = ("demo", "reading", "searching", "checking", "editing", "export")
+    assert [g for g in groups if f"pisession.cli.{g}" in loaded] == []

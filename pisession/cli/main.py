@@ -92,8 +92,13 @@ def _os_error_text(error: OSError) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``pisession`` command line; returns the exit status."""
-    group = COMMANDS.get(_command_name(sys.argv[1:] if argv is None else argv) or "")
-    parser = build_parser(GROUPS if group is None else (group,))
+    words = sys.argv[1:] if argv is None else argv
+    group = COMMANDS.get(_command_name(words) or "")
+    if list(words) == ["--version"]:
+        groups: Sequence[str] = ()  # a prompt asking for the version needs no command
+    else:
+        groups = GROUPS if group is None else (group,)
+    parser = build_parser(groups)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:

@@ -7,10 +7,12 @@ import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
-from pisession import UNSET, to_wire
-from pisession.describe import Note, describe_entry, entry_kind, one_line
+# The library is imported where it is used: `main` imports this module for CliError and
+# write_out, and `pisession --version` needs nothing more.
+if TYPE_CHECKING:
+    from pisession.describe import Note
 
 
 class CliError(Exception):
@@ -99,6 +101,8 @@ def emit(line: str = "") -> None:
 
 
 def _json_default(value: Any) -> Any:
+    from pisession import UNSET, to_wire
+
     return None if value is UNSET else to_wire(value)
 
 
@@ -156,6 +160,8 @@ def entry_line(
     width_: int | None = None,
 ) -> str:
     """One entry as a styled tree line: id, kind, its description cut to fit, then its notes."""
+    from pisession.describe import describe_entry, entry_kind, one_line
+
     room_width = width_ or width()
     kind = entry_kind(entry)
     entry_id = str(entry.get("id", "?"))
