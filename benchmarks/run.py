@@ -2,6 +2,7 @@
 """pisession against the reference Pi SessionManager, side by side, on the same files.
 
     python benchmarks/run.py [--reps 7] [--metrics open,context_first,...] [--json OUT]
+    python benchmarks/run.py --startup [--reps 21]
 
 Needs node and the reference installed by ../shared/pi-oracle/setup.sh. Sessions are written
 by the reference itself (benchmarks/make_sessions.mjs) into benchmarks/data/ on first use.
@@ -372,6 +373,43 @@ def catalog_table(count: int, reps: int) -> None:
         )
 
 
+# --------------------------------------------------------------------------- start-up
+
+STARTUP_TARGETS = {"import pisession": None, "pisession tree": 3.0}
+
+
+def startup_table(reps: int) -> None:
+    """Wall time of fresh processes, each as a ratio to ``python -c pass`` timed in the same run
+    (alternating, medians): the machine's load moves all three alike. Bytecode is written and
+    used as in an installed package (the first, untimed round writes it)."""
+    from pisession.cli.demo import write_demo_session
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    script = Path(sys.executable).with_name("pisession")  # the console script, as users run it
+    with tempfile.TemporaryDirectory() as tmp:
+        demo = write_demo_session(tmp)
+        tree = [str(script)] if script.exists() else [sys.executable, "-m", "pisession.cli"]
+        commands = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "import pisession": [sys.executable, "-c", "import pisession"],
+            "pisession tree": [*tree, "tree", demo],
+        }
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for round_ in range(reps + 1):
+            for name, command in commands.items():
+                start = time.perf_counter()
+                subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+                if round_:
+                    times[name].append((time.perf_counter() - start) * 1000)
+    base = statistics.median(times["python -c pass"])
+    print(f"{'start-up':<18}{'median':>10}{'x python -c pass':>18}{'target':>8}")
+    for name, samples in times.items():
+        a = statistics.median(samples)
+        target = STARTUP_TARGETS.get(name)
+        mark = "" if target is None else ("ok" if a / base <= target else "MISS")
+        print(f"{name:<18}{a:>7.1f} ms{a / base:>18.2f}{'' if target is None else target:>8} {mark}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -388,7 +426,15 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="only the session catalog rows, over N generated sessions (3000: about 1 GB)",
     )
+    parser.add_argument(
+        "--startup",
+        action="store_true",
+        help="only the start-up rows: `import pisession` and `pisession tree` against `python -c pass`",
+    )
     args = parser.parse_args(argv)
+    if args.startup:
+        startup_table(max(args.reps, 15))
+        return 0
     if args.catalog:
         catalog_table(args.catalog, args.reps)
         return 0

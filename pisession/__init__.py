@@ -11,17 +11,8 @@ Open a session and print what the model sees::
 
 from __future__ import annotations
 
-from ._builders import (
-    build_context_entries,
-    build_session_context,
-    build_session_projection,
-    get_current_system_message,
-    get_latest_compaction_entry,
-    project_context_entry,
-    session_entry_to_context_messages,
-)
-from ._codec import from_wire, to_wire
-from ._discovery import SessionInfo
+import importlib
+
 from ._errors import (
     AlreadyCompactedError,
     CatalogError,
@@ -41,23 +32,152 @@ from ._errors import (
     SymlinkRefusedError,
     WireFormatError,
 )
-from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, uuid7
-from ._index import TreeIndex
-from ._load import (
-    CURRENT_SESSION_VERSION,
-    load_entries_from_file,
-    migrate_session_entries,
-    parse_session_entries,
-)
-from ._lock import LockTimeout
-from ._manager import SessionManager
-from ._model import *  # noqa: F403 - the model classes are the public vocabulary
-from ._model import __all__ as _model_all
-from ._paths import find_most_recent_session, get_default_session_dir
-from ._read import default_session_dir, read_session, read_session_entries, read_session_header
-from ._results import ProjectedEntry, SessionProjection, TreeNode
+
+# False at run time, true for type checkers (mypy and pyright know the name): importing typing
+# would be most of what `import pisession` costs.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._builders import (
+        build_context_entries,
+        build_session_context,
+        build_session_projection,
+        get_current_system_message,
+        get_latest_compaction_entry,
+        project_context_entry,
+        session_entry_to_context_messages,
+    )
+    from ._codec import from_wire, to_wire
+    from ._discovery import SessionInfo
+    from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, uuid7
+    from ._index import TreeIndex
+    from ._load import (
+        CURRENT_SESSION_VERSION,
+        load_entries_from_file,
+        migrate_session_entries,
+        parse_session_entries,
+    )
+    from ._lock import LockTimeout
+    from ._manager import SessionManager
+    from ._model import (
+        UNSET,
+        AssistantContent,
+        AssistantMessage,
+        BashExecutionMessage,
+        BranchSummaryEntry,
+        BranchSummaryMessage,
+        CompactionEntry,
+        CompactionSummaryMessage,
+        ContentBlock,
+        ContextEditEntry,
+        ContextEditReplacement,
+        Cost,
+        CustomEntry,
+        CustomMessage,
+        CustomMessageEntry,
+        Entry,
+        FileEntry,
+        ImageContent,
+        LabelEntry,
+        MalformedEntry,
+        Message,
+        MessageEntry,
+        ModelChangeEntry,
+        ModelObject,
+        ModelRef,
+        SessionContext,
+        SessionHeader,
+        SessionInfoEntry,
+        StopReason,
+        SystemMessage,
+        TextContent,
+        ThinkingContent,
+        ThinkingLevel,
+        ThinkingLevelChangeEntry,
+        ToolCall,
+        ToolResultContent,
+        ToolResultMessage,
+        UnknownContent,
+        UnknownEntry,
+        UnknownMessage,
+        Unset,
+        Usage,
+        UsageEntry,
+        UserContent,
+        UserMessage,
+    )
+    from ._paths import find_most_recent_session, get_default_session_dir
+    from ._read import default_session_dir, read_session, read_session_entries, read_session_header
+    from ._results import ProjectedEntry, SessionProjection, TreeNode
 
 __version__ = "0.1.0"
+
+# Start-up: `import pisession` loads only this module and the errors; every other public name is
+# imported from its module the first time it is used (PEP 562), so a script or a CLI command pays
+# only for what it touches (the model classes, the codec, the manager, ...). The TYPE_CHECKING
+# imports above show type checkers the same names.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "build_context_entries",
+            "build_session_context",
+            "build_session_projection",
+            "get_current_system_message",
+            "get_latest_compaction_entry",
+            "project_context_entry",
+            "session_entry_to_context_messages",
+        ),
+        "._builders",
+    ),
+    **dict.fromkeys(("from_wire", "to_wire"), "._codec"),
+    "SessionInfo": "._discovery",
+    **dict.fromkeys(
+        ("Clock", "IdSource", "RandomIds", "SystemClock", "assert_valid_session_id", "uuid7"), "._ids"
+    ),
+    "TreeIndex": "._index",
+    **dict.fromkeys(
+        (
+            "CURRENT_SESSION_VERSION",
+            "load_entries_from_file",
+            "migrate_session_entries",
+            "parse_session_entries",
+        ),
+        "._load",
+    ),
+    "LockTimeout": "._lock",
+    "SessionManager": "._manager",
+    **dict.fromkeys(("find_most_recent_session", "get_default_session_dir"), "._paths"),
+    **dict.fromkeys(
+        ("default_session_dir", "read_session", "read_session_entries", "read_session_header"), "._read"
+    ),
+    **dict.fromkeys(("ProjectedEntry", "SessionProjection", "TreeNode"), "._results"),
+}
+
+
+# The public modules, as attributes too (`pisession.export.to_html(...)` after `import pisession`).
+_SUBMODULES = frozenset(
+    ("aio", "catalog", "cli", "compaction", "describe", "export", "stats", "validate", "views")
+)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None and name in __all__:
+        module = "._model"  # the rest of __all__ is the model's vocabulary
+    if module is not None:
+        value = getattr(importlib.import_module(module, __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "SessionManager",
@@ -109,5 +229,50 @@ __all__ = [
     "NothingToCompactError",
     "AlreadyCompactedError",
     "SummarizerCommandError",
-    *_model_all,
+    # the model (pisession._model.__all__), written out so that type checkers see them
+    "UNSET",
+    "Unset",
+    "StopReason",
+    "ThinkingLevel",
+    "TextContent",
+    "ImageContent",
+    "ThinkingContent",
+    "ToolCall",
+    "UnknownContent",
+    "ContentBlock",
+    "UserContent",
+    "AssistantContent",
+    "ToolResultContent",
+    "Cost",
+    "Usage",
+    "SystemMessage",
+    "UserMessage",
+    "AssistantMessage",
+    "ToolResultMessage",
+    "BashExecutionMessage",
+    "CustomMessage",
+    "BranchSummaryMessage",
+    "CompactionSummaryMessage",
+    "UnknownMessage",
+    "Message",
+    "SessionHeader",
+    "MessageEntry",
+    "ThinkingLevelChangeEntry",
+    "ModelChangeEntry",
+    "UsageEntry",
+    "CompactionEntry",
+    "ContextEditReplacement",
+    "ContextEditEntry",
+    "BranchSummaryEntry",
+    "CustomEntry",
+    "CustomMessageEntry",
+    "LabelEntry",
+    "SessionInfoEntry",
+    "UnknownEntry",
+    "MalformedEntry",
+    "Entry",
+    "FileEntry",
+    "ModelRef",
+    "SessionContext",
+    "ModelObject",
 ]

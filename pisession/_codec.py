@@ -36,14 +36,14 @@ Asking ``from_wire`` for one class raises when a required field is missing or do
 
 from __future__ import annotations
 
+import functools
 import linecache
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, overload
 
 import attrs
-import cattrs
 
 from . import _model
 from ._errors import WireFormatError
@@ -350,6 +350,10 @@ def _sequence_decoder(items: list[Any]) -> Decoder:
 # Like cattrs' own make_dict_*_fn, the hooks are generated source (shown in tracebacks through
 # linecache). Decoding bypasses __init__ and sets the slots directly: attrs' frozen __init__ costs
 # twice as much, and every decoded value is already in its final form.
+#
+# A class's hooks are generated the first time one of them is called (see _generate): compiling
+# all 33 classes' hooks costs tens of milliseconds, more than a command such as `pisession tree`
+# spends on everything else, and most programs meet only a few classes.
 
 
 _STRUCT: dict[type, Decoder] = {}  # class → structure function returning the object or _NOFIT
@@ -482,6 +486,55 @@ _ENTRY_TABLE: dict[str, Decoder] = {}
 _MESSAGE_TABLE: dict[str, Decoder] = {}
 _BLOCK_TABLE: dict[str, Decoder] = {}
 _content_block: Final = _block_union(frozenset(c.type for c in _BLOCK_CLASSES))
+_TABLE_OF: Final[Mapping[type, dict[str, Decoder]]] = {
+    **dict.fromkeys(_ENTRY_CLASSES, _ENTRY_TABLE),
+    **dict.fromkeys(_MESSAGE_CLASSES, _MESSAGE_TABLE),
+    **dict.fromkeys(_BLOCK_CLASSES, _BLOCK_TABLE),
+}
+
+
+def _generate(cls: type) -> tuple[_Field, ...]:
+    """Generate ``cls``'s hooks in place of its stubs (once; a race generates equal twins)."""
+    fields = _FIELDS.get(cls)
+    if fields is not None:
+        return fields
+    hints = typing.get_type_hints(cls, vars(_model))
+    fields = tuple(
+        _analyse(a.name, hints[a.name], a.metadata.get("wire"))
+        for a in attrs.fields(cls)
+        if a.name not in _NOT_WIRE
+    )
+    struct = _make_struct(cls, fields)
+    _STRUCT[cls] = struct
+    _UNSTRUCT[cls] = _make_unstruct(cls, fields)
+    table = _TABLE_OF.get(cls)
+    if table is not None:
+        table[cls.__dict__[_tag_of(cls)[0]]] = struct  # type: ignore[index]
+    _FIELDS[cls] = fields
+    return fields
+
+
+def _install_stubs(cls: type) -> None:
+    """Stand-ins that generate ``cls``'s hooks on first call, then call the real one."""
+
+    def structure(d: Any) -> Any:
+        _generate(cls)
+        return _STRUCT[cls](d)
+
+    def unstructure(o: Any) -> dict[str, Any]:
+        _generate(cls)
+        return _UNSTRUCT[cls](o)
+
+    _STRUCT[cls] = structure
+    _UNSTRUCT[cls] = unstructure
+    table = _TABLE_OF.get(cls)
+    if table is not None:
+        table[cls.__dict__[_tag_of(cls)[0]]] = structure  # type: ignore[index]
+
+
+for _cls in _ALL_CLASSES:
+    _install_stubs(_cls)
+del _cls
 
 
 # Classified as Pi classifies: by the tag alone. A field that is missing or of another JSON type
@@ -563,7 +616,7 @@ def _explain(cls: type, d: Mapping[str, Any]) -> str:
     tag = _tag_of(cls)
     if tag is not None and d.get(tag[0]) != tag[1]:
         return f"{tag[0]} is {d.get(tag[0])!r}, not {tag[1]!r}"
-    for f in _FIELDS[cls]:
+    for f in _generate(cls):
         if f.wire not in d:
             if not f.optional:
                 return f"required key {f.wire!r} is missing"
@@ -579,6 +632,7 @@ def _explain(cls: type, d: Mapping[str, Any]) -> str:
 
 
 def _strict_hook(cls: type) -> Callable[[Any, Any], Any]:
+    _generate(cls)
     struct = _STRUCT[cls]
 
     def hook(d: Any, _: Any) -> Any:
@@ -605,42 +659,56 @@ def _is_type(union: Any) -> Callable[[Any], bool]:
     return lambda t: bool(t == union)
 
 
-def _build_converter() -> cattrs.Converter:
+_UNIONS: Final[tuple[tuple[Any, Decoder, str], ...]] = (
+    (FileEntry, _file_entry, "FileEntry"),
+    (Entry, _entry, "Entry"),
+    (Message, _message, "Message"),
+    (ContentBlock, _content_block, "ContentBlock"),
+)
+_CLASS_SET: Final = frozenset(_ALL_CLASSES)
+
+
+@functools.cache
+def _model_hook(cls: Any) -> Callable[[Any, Any], Any] | None:
+    """The converter's structure hook for a model class or union, None for any other type:
+    ``from_wire`` calls it directly, so that reading the model never needs cattrs."""
+    if cls in _CLASS_SET:
+        return _strict_hook(cls)
+    for union, read, name in _UNIONS:
+        if cls == union:
+            return _union_hook(read, name)
+    return None
+
+
+@functools.cache
+def _converter() -> cattrs.Converter:
+    # Built on first use, with cattrs imported only then: reading and writing sessions goes
+    # through the generated hooks directly and never needs it.
+    import cattrs
+
     conv = cattrs.Converter()
     for cls in _ALL_CLASSES:
-        hints = typing.get_type_hints(cls, vars(_model))
-        fields = tuple(
-            _analyse(a.name, hints[a.name], a.metadata.get("wire"))
-            for a in attrs.fields(cls)
-            if a.name not in _NOT_WIRE
-        )
-        _FIELDS[cls] = fields
-        _STRUCT[cls] = _make_struct(cls, fields)
-        _UNSTRUCT[cls] = _make_unstruct(cls, fields)
         conv.register_structure_hook(cls, _strict_hook(cls))
         conv.register_unstructure_hook(cls, _UNSTRUCT[cls])
-    for table, classes in (
-        (_ENTRY_TABLE, _ENTRY_CLASSES),
-        (_MESSAGE_TABLE, _MESSAGE_CLASSES),
-        (_BLOCK_TABLE, _BLOCK_CLASSES),
-    ):
-        for cls in classes:
-            table[cls.__dict__[_tag_of(cls)[0]]] = _STRUCT[cls]  # type: ignore[index]
-    unions: list[tuple[Any, Decoder, str]] = [
-        (FileEntry, _file_entry, "FileEntry"),
-        (Entry, _entry, "Entry"),
-        (Message, _message, "Message"),
-        (ContentBlock, _content_block, "ContentBlock"),
-    ]
-    for union, read, name in unions:
+    for union, read, name in _UNIONS:
         conv.register_structure_hook_func(_is_type(union), _union_hook(read, name))
     for container in (dict, list, tuple):
         conv.register_unstructure_hook(container, _walk)
     return conv
 
 
-converter: Final = _build_converter()
-"""The one converter: ``converter.structure(d, Usage)``, ``converter.unstructure(entry)``."""
+if TYPE_CHECKING:
+    import cattrs
+
+    converter: cattrs.Converter
+    """The one converter: ``converter.structure(d, Usage)``, ``converter.unstructure(entry)``."""
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: ``converter`` is built the first time it is asked for.
+    if name == "converter":
+        return _converter()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------- public functions
@@ -704,4 +772,10 @@ def from_wire(data: Mapping[str, Any], cls: Any = None) -> Any:
         if "type" in data or "role" not in data:
             return _file_entry(data)
         return _message(data)
-    return converter.structure(data, cls)
+    try:
+        hook = _model_hook(cls)
+    except TypeError:  # an unhashable type: not one of ours
+        hook = None
+    if hook is not None:
+        return hook(data, cls)
+    return _converter().structure(data, cls)

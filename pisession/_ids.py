@@ -5,13 +5,10 @@ from __future__ import annotations
 import os
 import re
 import time
-import uuid
 import weakref
 from collections.abc import Container
 from datetime import datetime, timezone
 from typing import Protocol, runtime_checkable
-
-import ulid
 
 from ._errors import InvalidSessionIdError
 
@@ -87,6 +84,8 @@ class RandomIds:
             candidate = self._hex8()
             if candidate not in existing:
                 return candidate
+        import uuid  # start-up: uuid imports platform; a collision here is all but impossible
+
         return str(uuid.uuid4())
 
     def session_id(self, now_ms: int) -> str:
@@ -107,12 +106,16 @@ if hasattr(os, "register_at_fork"):
 
 def uuid7(now_ms: int | None = None) -> str:
     """A time-ordered UUIDv7 string: ulid's 48-bit millisecond time and its randomness."""
+    import ulid  # only programs that write load it
+
     value = ulid.new() if now_ms is None else ulid.from_timestamp(now_ms / 1000)
     millis = value.timestamp().int
     rand = int.from_bytes(value.randomness().bytes, "big")  # 80 bits; UUIDv7 keeps 74
     rand_a = rand >> 68 & 0xFFF
     rand_b = rand & ((1 << 62) - 1)
     number = (millis & ((1 << 48) - 1)) << 80 | 0x7 << 76 | rand_a << 64 | 0b10 << 62 | rand_b
+    import uuid
+
     return str(uuid.UUID(int=number))
 
 

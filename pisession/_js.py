@@ -6,9 +6,7 @@ whatever these JavaScript primitives do. Reproducing them in one place keeps the
 
 from __future__ import annotations
 
-import calendar
 import contextlib
-import email.utils
 import gc
 import math
 import re
@@ -183,7 +181,7 @@ def js_date_ms(value: object) -> int | None:
         return None
     if hour == 24 and (minute or second or millis):
         return None
-    if day > calendar.monthrange(year if 1 <= year <= 9999 else 2000, month)[1]:
+    if day > _days_in_month(year if 1 <= year <= 9999 else 2000, month):
         return None
     days = _days_from_civil(year, month, day)
     ms = ((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis
@@ -199,8 +197,17 @@ def js_date_ms(value: object) -> int | None:
     return ms
 
 
+def _days_in_month(year: int, month: int) -> int:
+    # calendar.monthrange's answer, without importing calendar (and locale) at start-up
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
 def _legacy_date_ms(value: str) -> int | None:
     """The RFC 2822 forms (``Tue, 03 Dec 2024 14:00:06 GMT``) of V8's fallback parser."""
+    import email.utils  # only for dates in this rare form: it costs more than the rest of _js
+
     parsed = email.utils.parsedate_tz(value)
     if parsed is None:
         return None

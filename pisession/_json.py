@@ -74,6 +74,7 @@ infinity and nesting past 1024 levels, all of which JavaScript accepts).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -201,7 +202,11 @@ def _ordered_items(d: dict[Any, Any]) -> list[tuple[str, Any]]:
     return items
 
 
-_SURROGATES = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+@functools.cache
+def _surrogates() -> re.Pattern[str]:
+    # compiled on first use: its character ranges make it the costliest pattern to compile, and
+    # only text with lone surrogates needs it
+    return re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
 
 
 def _fix_surrogate(m: re.Match[str]) -> str:
@@ -222,7 +227,7 @@ def _fix_surrogates(out: str) -> str:
     try:
         out.encode("utf-16-le")
     except UnicodeEncodeError:
-        return _SURROGATES.sub(_fix_surrogate, out)
+        return _surrogates().sub(_fix_surrogate, out)
     return out
 
 

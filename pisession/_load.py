@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 import sys
 import warnings
@@ -396,6 +395,8 @@ def migrate_session_entries(entries: list[Any], *, new_id: Callable[[], str] | N
     if version >= CURRENT_SESSION_VERSION:
         return False
     if version < 2:
+        import secrets  # start-up: only a version 1 file needs it
+
         _migrate_v1_to_v2(entries, new_id or (lambda: secrets.token_hex(4)))
     if version < 3:
         _migrate_v2_to_v3(entries)

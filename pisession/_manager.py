@@ -80,13 +80,12 @@ from ._results import (
     projection_from_wire,
 )
 from ._store import SessionFile, make_private_dirs
-from .compaction import _flows as _compaction_flows
-from .compaction._cut import CompactionPreparation
-from .compaction._flows import Navigation, Summarizer
-from .compaction._tokens import CompactionSettings
 
 if TYPE_CHECKING:
     from ._discovery import SessionInfo
+    from .compaction._cut import CompactionPreparation
+    from .compaction._flows import Navigation, Summarizer
+    from .compaction._tokens import CompactionSettings
 
 if TYPE_CHECKING:
     from .catalog import Catalog
@@ -1247,6 +1246,8 @@ class SessionManager:
 
             plan = manager.plan_compaction(CompactionSettings(keep_recent_tokens=8000))
         """
+        from .compaction import _flows as _compaction_flows  # loaded only by programs that compact
+
         return _compaction_flows.plan(self, settings)
 
     def compact(
@@ -1265,6 +1266,8 @@ class SessionManager:
         Raises :class:`NothingToCompactError` or :class:`AlreadyCompactedError` as Pi does; an
         exception from ``summarize`` propagates and nothing is written.
         """
+        from .compaction import _flows as _compaction_flows
+
         return _compaction_flows.compact(self, summarize, settings, custom_instructions, thinking_level)
 
     def navigate_tree(
@@ -1286,6 +1289,8 @@ class SessionManager:
             nav = manager.navigate_tree(entry_id, summarize=my_summarizer, label="retry")
             print(nav.new_leaf_id, nav.editor_text)
         """
+        from .compaction import _flows as _compaction_flows
+
         return _compaction_flows.navigate(
             self,
             target_id,

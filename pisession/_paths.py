@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from ._load import is_session_header, iter_file_lines, open_regular, parse_line
 from ._store import make_private_dirs
@@ -33,14 +31,22 @@ ENV_SESSION_DIR = "PI_CODING_AGENT_SESSION_DIR"
 HEADER_SCAN_LIMIT = 1024 * 1024
 
 
+def _home() -> str:
+    from pathlib import Path  # start-up: pathlib only when the home folder is asked for
+
+    return str(Path.home())
+
+
 def normalize_path(value: str | os.PathLike[str]) -> str:
     """Pi's ``normalizePath``: expand ``~`` and ``file://`` URLs, nothing else."""
     text = os.fspath(value)
     if text == "~":
-        return str(Path.home())
+        return _home()
     if text.startswith("~/"):
-        return os.path.join(str(Path.home()), text[2:])
+        return os.path.join(_home(), text[2:])
     if re.match(r"file://", text):
+        from urllib.parse import unquote, urlparse
+
         return unquote(urlparse(text).path)
     return text
 
@@ -64,7 +70,7 @@ def get_agent_dir() -> str:
     env = os.environ.get(ENV_AGENT_DIR)
     if env:
         return normalize_path(env)
-    return os.path.join(str(Path.home()), ".pi", "agent")
+    return os.path.join(_home(), ".pi", "agent")
 
 
 def get_sessions_dir(agent_dir: str | None = None) -> str:

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -276,6 +274,8 @@ class SessionFile:
     def _temp_file(self) -> tuple[int, str]:
         """A new private file beside the session, named after it (``.pisession-<tag>-*.tmp``)
         so that the session's next rewrite can recognise and delete one a killed process left."""
+        import tempfile  # start-up: only writers pay for it
+
         directory = os.path.dirname(self.path) or "."
         return tempfile.mkstemp(prefix=_temp_prefix(self.path), suffix=".tmp", dir=directory)
 
@@ -599,6 +599,8 @@ def _scan_lines(data: bytes) -> list[Record]:
 def _temp_prefix(path: str) -> str:
     """``.pisession-`` and a short digest of the session's file name: a fixed length whatever
     the name's, and the same for every rewrite of that session."""
+    import hashlib  # start-up: only writers pay for it
+
     tag = hashlib.sha256(os.path.basename(path).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return f".pisession-{tag}-"
 

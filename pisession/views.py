@@ -24,7 +24,6 @@ from ._codec import to_wire
 from ._manager import SessionManager
 from ._model import UNSET
 from ._results import TreeNode
-from .compaction import estimate_tokens
 from .describe import SessionFacts, _blocks, _compact_json, content_text, describe_entry
 
 __all__ = ["TreeRow", "tree_rows", "tree_data", "context_data", "message_size"]
@@ -182,6 +181,8 @@ def context_data(manager: SessionManager) -> dict[str, Any]:
     replayed = get_current_system_message(messages)
     system = to_wire(replayed) if replayed is not None else None
     chars = 0
+    from .compaction import estimate_tokens  # the compaction machinery only for context sizes
+
     images = 0
     tokens = 0
     for message in messages:

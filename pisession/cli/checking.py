@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-
-from pisession.stats import SessionStats, UsageTotals, session_stats
-from pisession.validate import Problem, ValidationReport, validate_file, validate_folder
+from typing import TYPE_CHECKING
 
 from . import sessions
 from .commands import Commands
 from .output import CliError, Style, cost_text, emit, emit_json, int_text
+
+if TYPE_CHECKING:
+    from pisession.stats import SessionStats, UsageTotals
+    from pisession.validate import ValidationReport
 
 _COLUMNS = ("calls", "input", "output", "cache read", "cache write", "tokens", "cost")
 
@@ -50,6 +52,8 @@ def print_stats(stats: SessionStats, style: Style) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    from pisession.stats import session_stats
+
     stats = session_stats(sessions.load(sessions.resolve(args)))
     if args.json:
         emit_json(stats.to_json())
@@ -59,6 +63,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace, arg: str) -> list[ValidationReport]:
+    from pisession.validate import Problem, ValidationReport, validate_file, validate_folder
+
     folder = os.path.expanduser(arg)
     if arg and os.path.isdir(folder):
         return validate_folder(os.path.abspath(folder))

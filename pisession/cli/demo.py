@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 from typing import Any
 
@@ -249,6 +248,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         directory = os.path.abspath(os.path.expanduser(args.dir))
         os.makedirs(directory, exist_ok=True)
     else:
+        import tempfile
+
         directory = tempfile.mkdtemp(prefix="pisession-demo-")
     path = write_demo_session(directory)
     style = Style(sys.stdout)

@@ -8,7 +8,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -19,19 +19,14 @@ from pisession import (
     read_session_entries,
     to_wire,
 )
-from pisession.compaction import (
-    DEFAULT_COMPACTION_SETTINGS,
-    CompactionPreparation,
-    CompactionSettings,
-    command_summarizer,
-    compute_file_lists,
-    format_plan,
-)
 from pisession.views import context_data
 
 from . import sessions
 from .commands import Commands
 from .output import CliError, emit, emit_json, emit_wire, note, write_out
+
+if TYPE_CHECKING:
+    from pisession.compaction import CompactionPreparation, CompactionSettings
 
 T = TypeVar("T")
 
@@ -117,6 +112,8 @@ def cmd_branch(args: argparse.Namespace) -> int:
 def _navigate(args: argparse.Namespace) -> int:
     """Pi's /tree with a branch summary: the summarizer command is run once, on the session file
     itself (no trial run on a copy: a model call is not free); nothing is written if it fails."""
+    from pisession.compaction import command_summarizer
+
     if args.summarizer_command is None:
         raise CliError("--summarize needs --summarizer-command CMD (the model that writes the summary)", 2)
     if args.summary is not None:
@@ -169,6 +166,8 @@ def cmd_edit(args: argparse.Namespace) -> int:
 
 
 def _compaction_settings(args: argparse.Namespace) -> CompactionSettings:
+    from pisession.compaction import DEFAULT_COMPACTION_SETTINGS
+
     settings = DEFAULT_COMPACTION_SETTINGS
     if args.keep_recent_tokens is not None:
         settings = attrs.evolve(settings, keep_recent_tokens=args.keep_recent_tokens)
@@ -178,6 +177,8 @@ def _compaction_settings(args: argparse.Namespace) -> CompactionSettings:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
+    from pisession.compaction import format_plan
+
     modes = [args.plan, args.summarizer_command is not None, args.summary is not None]
     if sum(modes) != 1:
         raise CliError(
@@ -221,6 +222,8 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _plan_data(plan: CompactionPreparation | None) -> dict[str, Any] | None:
+    from pisession.compaction import compute_file_lists
+
     if plan is None:
         return None
     read_files, modified_files = compute_file_lists(plan.file_ops)
@@ -240,6 +243,8 @@ def _plan_data(plan: CompactionPreparation | None) -> dict[str, Any] | None:
 def _compact_with_model(args: argparse.Namespace) -> int:
     """Pi's /compact: where to cut and what to ask are Pi's; the summarizer command is run once
     per request on the session file itself, and nothing is written if it fails."""
+    from pisession.compaction import command_summarizer
+
     if args.keep_from is not None or args.tokens_before is not None:
         raise CliError("--keep-from and --tokens-before go with --summary: the cut is Pi's here", 2)
     path = sessions.resolve(args)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 
-from pisession.export import to_entry_lines, to_html, to_jsonl, to_markdown, to_static_html, write_text
-
 from . import sessions
 from .commands import Commands
 from .output import CliError, note, write_out
@@ -15,6 +13,8 @@ FORMATS = ("md", "html", "static-html", "jsonl", "pi-jsonl")
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from pisession.export import to_entry_lines, to_html, to_jsonl, to_markdown, to_static_html, write_text
+
     path = sessions.resolve(args)
     manager = sessions.load(path)
     if args.format == "jsonl":

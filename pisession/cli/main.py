@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import math
 import os
 import sys
@@ -14,16 +15,39 @@ from typing import Any
 
 from pisession import PisessionError, __version__
 
-from . import checking, demo, editing, export, reading, searching
 from .commands import Commands
 from .output import CliError, write_out
 
-# Command groups in the order `pisession --help` lists them; a new group is a module with a
-# `register(commands)` function added here.
-GROUPS = (demo, reading, searching, checking, editing, export)
+# Command groups (modules of this package) in the order `pisession --help` lists them; a new group
+# is a module with a `register(commands)` function added here, and its commands to COMMANDS.
+GROUPS = ("demo", "reading", "searching", "checking", "editing", "export")
+
+# Which group registers each command: `pisession tree` imports and registers only `reading`, so a
+# command pays for its own group's imports and no other's (a test checks this table against
+# what the groups register).
+COMMANDS = {
+    "demo": "demo",
+    **dict.fromkeys(("ls", "tree", "context", "tail"), "reading"),
+    "search": "searching",
+    **dict.fromkeys(("stats", "validate"), "checking"),
+    **dict.fromkeys(("name", "label", "branch", "edit", "compact", "fork", "extract", "migrate"), "editing"),
+    "export": "export",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_name(argv: Sequence[str]) -> str | None:
+    """The command word of ``argv``, when it can be told before parsing (else None: all groups)."""
+    args = iter(argv)
+    for arg in args:
+        if arg == "--lock-timeout":
+            next(args, None)
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def build_parser(groups: Sequence[str] = GROUPS) -> argparse.ArgumentParser:
+    """The parser with the commands of ``groups`` (default: all, as ``--help`` lists them)."""
     parser = argparse.ArgumentParser(
         prog="pisession",
         description="Read, check and edit the session files of the Pi coding agent. SESSION is a file path, "
@@ -42,8 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="editing commands wait at most this long for another writer's session lock (default 30)",
     )
     commands = Commands(parser)
-    for group in GROUPS:
-        group.register(commands)
+    for group in groups:
+        importlib.import_module(f"{__package__}.{group}").register(commands)
     return parser
 
 
@@ -68,7 +92,13 @@ def _os_error_text(error: OSError) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``pisession`` command line; returns the exit status."""
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    group = COMMANDS.get(_command_name(words) or "")
+    if list(words) == ["--version"]:
+        groups: Sequence[str] = ()  # a prompt asking for the version needs no command
+    else:
+        groups = GROUPS if group is None else (group,)
+    parser = build_parser(groups)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:

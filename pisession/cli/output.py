@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
-import shutil
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
-from pisession import UNSET, to_wire
-from pisession.describe import Note, describe_entry, entry_kind, one_line
-from pisession.export import to_json_line
+# The library is imported where it is used: `main` imports this module for CliError and
+# write_out, and `pisession --version` needs nothing more.
+if TYPE_CHECKING:
+    from pisession.describe import Note
 
 
 class CliError(Exception):
@@ -58,7 +57,7 @@ class Style:
 # writes, title changes, screen clears). Every line is written with its control characters shown
 # as JSON-style escapes (valid inside --json output too). Our own styling is built with _ESC, a
 # marker session content cannot contain (random per process), and becomes ESC only when written.
-_ESC = "\ue000" + secrets.token_hex(8) + "\ue000"
+_ESC = "\ue000" + os.urandom(8).hex() + "\ue000"  # secrets.token_hex(8), without importing secrets
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -102,6 +101,8 @@ def emit(line: str = "") -> None:
 
 
 def _json_default(value: Any) -> Any:
+    from pisession import UNSET, to_wire
+
     return None if value is UNSET else to_wire(value)
 
 
@@ -116,6 +117,8 @@ def emit_json(value: Any) -> None:
 
 def emit_wire(value: Any) -> None:
     """One line of Pi's own JSON (``JSON.stringify``): what the session file holds."""
+    from pisession.export import to_json_line  # the export machinery only for commands that print lines
+
     emit(to_json_line(value))
 
 
@@ -124,6 +127,8 @@ def note(message: str) -> None:
 
 
 def width() -> int:
+    import shutil  # start-up: shutil brings bz2, lzma and fnmatch
+
     return max(60, shutil.get_terminal_size((120, 24)).columns)
 
 
@@ -155,6 +160,8 @@ def entry_line(
     width_: int | None = None,
 ) -> str:
     """One entry as a styled tree line: id, kind, its description cut to fit, then its notes."""
+    from pisession.describe import describe_entry, entry_kind, one_line
+
     room_width = width_ or width()
     kind = entry_kind(entry)
     entry_id = str(entry.get("id", "?"))

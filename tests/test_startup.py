@@ -1,0 +1,164 @@
+"""Start-up: ``import pisession`` and each command load only what they use (issue 14 item 1).
+
+Which modules are loaded is checked in a fresh interpreter, never how long it takes: timings are
+benchmarks (``benchmarks/run.py --startup``), not tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pisession
+import pisession._model
+
+SAMPLE = Path(pisession.__file__).parent / "data" / "sample.jsonl"
+
+# Machinery no plain reader needs: the cattrs converter, the export, compaction and catalog
+# modules, the viewer, the asyncio wrappers and what they bring.
+HEAVY = (
+    "cattrs",
+    "pisession.export",
+    "pisession.compaction",
+    "pisession.catalog",
+    "pisession._viewer",
+    "pisession.aio",
+    "pisession.stats",
+    "pisession.validate",
+    "sqlite3",
+    "asyncio",
+)
+
+
+def loaded_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+def test_import_pisession_loads_only_the_package_and_its_errors() -> None:
+    loaded = loaded_after("import pisession")
+    ours = {m for m in loaded if m == "pisession" or m.startswith("pisession.")}
+    assert ours == {"pisession", "pisession._errors"}
+    for name in (*HEAVY, "typing", "attrs", "msgspec", "orjson", "ulid", "email.utils", "pathlib"):
+        assert name not in loaded, name
+
+
+def test_tree_command_loads_no_heavy_machinery() -> None:
+    code = (
+        "import contextlib, io\n"
+        "from pisession.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    assert main(['tree', {str(SAMPLE)!r}]) == 0\n"
+        "assert 'entries' in out.getvalue()\n"
+    )
+    loaded = loaded_after(code)
+    assert "pisession._manager" in loaded  # the command did run
+    for name in HEAVY:
+        assert name not in loaded, name
+
+
+def test_other_commands_import_their_modules_when_they_run() -> None:
+    code = (
+        "import contextlib, io\n"
+        "from pisession.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['stats', {str(SAMPLE)!r}]) == 0\n"
+    )
+    loaded = loaded_after(code)
+    assert "pisession.stats" in loaded
+    assert "pisession.export" not in loaded
+
+
+def test_reading_a_session_in_python_needs_no_cattrs() -> None:
+    code = (
+        "import pisession\n"
+        f"manager = pisession.read_session({str(SAMPLE)!r})\n"
+        "assert manager.build_session_context().messages\n"
+        "assert pisession.to_wire(manager.get_entries()[0])['id']\n"
+    )
+    loaded = loaded_after(code)
+    for name in HEAVY:
+        assert name not in loaded, name
+
+
+def test_every_public_name_is_importable() -> None:
+    namespace: dict[str, object] = {}
+    exec("from pisession import *", namespace)
+    missing = [name for name in pisession.__all__ if name not in namespace]
+    assert missing == []
+    assert set(pisession.__all__) <= set(dir(pisession))
+    assert set(pisession._model.__all__) <= set(pisession.__all__)
+
+
+def test_public_modules_are_attributes() -> None:
+    loaded = loaded_after("import pisession\nassert callable(pisession.export.to_markdown)")
+    assert "pisession.export" in loaded
+
+
+def test_unknown_attribute_raises_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no_such_name"):
+        pisession.no_such_name  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_the_converter_is_built_on_first_use() -> None:
+    code = (
+        "import pisession._codec as codec, sys\n"
+        "assert 'cattrs' not in sys.modules\n"
+        "from pisession import Usage\n"
+        "usage = codec.converter.structure({'input': 1, 'output': 2, 'cacheRead': 0, 'cacheWrite': 0,"
+        " 'totalTokens': 3, 'cost': {'input': 0, 'output': 0, 'cacheRead': 0, 'cacheWrite': 0, 'total': 0}},"
+        " Usage)\n"
+        "assert usage.input == 1\n"
+    )
+    assert "cattrs" in loaded_after(code)
+
+
+def test_a_command_loads_only_its_own_group() -> None:
+    code = (
+        "import contextlib, io\n"
+        "from pisession.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['tree', {str(SAMPLE)!r}]) == 0\n"
+    )
+    loaded = loaded_after(code)
+    assert "pisession.cli.reading" in loaded
+    for group in ("demo", "checking", "editing", "export"):
+        assert f"pisession.cli.{group}" not in loaded, group
+
+
+def test_the_command_table_matches_what_the_groups_register() -> None:
+    import argparse
+
+    from pisession.cli import main as cli_main
+
+    module = sys.modules["pisession.cli.main"]
+    registered: dict[str, str] = {}
+    for group in module.GROUPS:
+        parser = module.build_parser((group,))
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        registered.update(dict.fromkeys(sub.choices, group))
+    assert registered == module.COMMANDS
+    assert callable(cli_main)
+
+
+def test_version_loads_no_command() -> None:
+    code = (
+        "import contextlib, io\n"
+        "from pisession.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    assert main(['--version']) == 0\n"
+        "assert out.getvalue().startswith('pisession ')\n"
+    )
+    loaded = loaded_after(code)
+    assert "pisession._manager" not in loaded
+    groups = ("demo", "reading", "searching", "checking", "editing", "export")
+    assert [g for g in groups if f"pisession.cli.{g}" in loaded] == []
