@@ -626,3 +626,21 @@ def test_cli_search_and_ls(
     assert len(json.loads(capsys.readouterr().out)) == 3
     assert main(["ls", "--all", "--session-dir", str(folder), "--no-catalog"]) == 0
     assert capsys.readouterr().out == text
+
+
+def test_cli_search_prints_the_library_search(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pisession.catalog import Catalog, format_hit, search
+    from pisession.cli import main
+
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    monkeypatch.setenv("NO_COLOR", "1")
+    folder = search_folder(tmp_path)
+    hits = search("invoice", all=True, session_dir=str(folder), catalog=Catalog(tmp_path / "c.sqlite3"))
+    assert hits
+    assert main(["search", "invoice", "--all", "--session-dir", str(folder), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [hit.to_wire() for hit in hits]
+    assert main(["search", "invoice", "--all", "--session-dir", str(folder)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[: len(hits)] == [format_hit(hit, lambda word: word) for hit in hits]
