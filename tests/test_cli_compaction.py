@@ -162,3 +162,11 @@ def test_branch_summarize_needs_a_command(session: Path, capsys: pytest.CaptureF
     code, _, err = run(capsys, "branch", str(session), "x", "--summarize")
     assert code == 2 and "--summarizer-command" in err
     assert session.read_bytes() == before
+
+
+@pytest.mark.parametrize("value", ["-5", "many", "1.5"])
+def test_token_settings_must_be_whole_numbers(
+    session: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    code, out, err = run(capsys, "compact", str(session), "--plan", "--keep-recent-tokens", value)
+    assert code == 2 and out == "" and "not a number of tokens" in err

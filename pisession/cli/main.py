@@ -20,7 +20,7 @@ from .output import CliError, write_out
 
 # Command groups (modules of this package) in the order `pisession --help` lists them; a new group
 # is a module with a `register(commands)` function added here, and its commands to COMMANDS.
-GROUPS = ("demo", "reading", "searching", "checking", "editing", "export")
+GROUPS = ("demo", "reading", "searching", "checking", "editing", "summarizing", "export")
 
 # Which group registers each command: `pisession tree` imports and registers only `reading`, so a
 # command pays for its own group's imports and no other's (a test checks this table against
@@ -30,7 +30,8 @@ COMMANDS = {
     **dict.fromkeys(("ls", "tree", "context", "tail"), "reading"),
     "search": "searching",
     **dict.fromkeys(("stats", "validate"), "checking"),
-    **dict.fromkeys(("name", "label", "branch", "edit", "compact", "fork", "extract", "migrate"), "editing"),
+    **dict.fromkeys(("name", "label", "edit", "fork", "extract", "migrate"), "editing"),
+    **dict.fromkeys(("branch", "compact"), "summarizing"),
     "export": "export",
 }
 

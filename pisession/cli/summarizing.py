@@ -1,0 +1,262 @@
+"""Commands that write a summary: ``branch`` (Pi's ``/tree`` with a branch summary) and
+``compact`` (Pi's ``/compact``), with the summary given or written by a summarizer command
+(:func:`pisession.compaction.command_summarizer`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import attrs
+
+from pisession import SessionManager, to_wire
+from pisession.compaction import (
+    DEFAULT_COMPACTION_SETTINGS,
+    CompactionPreparation,
+    CompactionSettings,
+    command_summarizer,
+    compute_file_lists,
+    format_plan,
+)
+from pisession.views import context_data
+
+from . import sessions
+from .commands import Commands
+from .editing import edit_session, lock_options, report_entry
+from .output import CliError, emit, emit_json, note
+
+
+def cmd_branch(args: argparse.Namespace) -> int:
+    if args.summarize:
+        return _navigate(args)
+    if args.summary is None:
+        raise CliError(
+            "branch needs --summary TEXT or --summarize --summarizer-command CMD: Pi does not store "
+            "the leaf in the file (it resumes at the last entry), so moving it alone would write "
+            f"nothing. To look at that point use `pisession context SESSION --leaf {args.id}`; to "
+            f"make it a session of its own, `pisession extract SESSION --leaf {args.id}`.",
+            2,
+        )
+    _, manager, entry_id = edit_session(args, lambda m: m.branch_with_summary(args.id, args.summary))
+    return report_entry(
+        args,
+        manager,
+        entry_id,
+        f"Branched from {args.id} with a summary of the path left behind (entry {entry_id}); "
+        "Pi resumes the session there.",
+    )
+
+
+def _navigate(args: argparse.Namespace) -> int:
+    """Pi's /tree with a branch summary: the summarizer command is run once, on the session file
+    itself (no trial run on a copy: a model call is not free); nothing is written if it fails."""
+
+    if args.summarizer_command is None:
+        raise CliError("--summarize needs --summarizer-command CMD (the model that writes the summary)", 2)
+    if args.summary is not None:
+        raise CliError("--summary TEXT and --summarize are alternatives: give one", 2)
+    path = sessions.resolve(args)
+    if sessions.load(path, quiet=True).get_entry(args.id) is None:
+        raise CliError(f"entry {args.id} not found")
+    manager = SessionManager.open(path, sessions.session_dir(args), **lock_options(args))
+    try:
+        navigation = manager.navigate_tree(
+            args.id,
+            summarize=command_summarizer(args.summarizer_command),
+            custom_instructions=args.instructions,
+            label=args.label,
+        )
+        summary = navigation.summary_entry
+        if args.json:
+            emit_json(
+                {
+                    "newLeafId": navigation.new_leaf_id,
+                    "editorText": navigation.editor_text,
+                    "summaryEntry": to_wire(summary) if summary is not None else None,
+                }
+            )
+        elif summary is not None:
+            emit(
+                f"Branched to {args.id} with a summary of the path left behind (entry {summary.id}); "
+                "Pi resumes the session there."
+            )
+        else:
+            emit(f"Nothing to summarize: {args.id} is where the session already is; nothing written.")
+        if navigation.editor_text:
+            note(f"the target's text, for the editor: {navigation.editor_text}")
+    finally:
+        manager.close()
+    return 0
+
+
+def _compaction_settings(args: argparse.Namespace) -> CompactionSettings:
+
+    settings = DEFAULT_COMPACTION_SETTINGS
+    if args.keep_recent_tokens is not None:
+        settings = attrs.evolve(settings, keep_recent_tokens=args.keep_recent_tokens)
+    if args.reserve_tokens is not None:
+        settings = attrs.evolve(settings, reserve_tokens=args.reserve_tokens)
+    return settings
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+
+    modes = [args.plan, args.summarizer_command is not None, args.summary is not None]
+    if sum(modes) != 1:
+        raise CliError(
+            "compact takes one of --plan, --summarizer-command CMD, or --summary TEXT --keep-from ID", 2
+        )
+    if args.plan:
+        plan = sessions.load(sessions.resolve(args), quiet=True).plan_compaction(_compaction_settings(args))
+        if args.json:
+            emit_json(_plan_data(plan))
+        else:
+            emit(format_plan(plan))
+        return 0
+    if args.summarizer_command is not None:
+        return _compact_with_model(args)
+    if args.keep_from is None:
+        raise CliError("--summary TEXT needs --keep-from ID (the first entry to keep)", 2)
+
+    def operation(m: SessionManager) -> str:
+        if not any(to_wire(e).get("id") == args.keep_from for e in m.get_branch()):
+            if m.get_entry(args.keep_from) is None:
+                raise CliError(f"entry {args.keep_from} not found")
+            raise CliError(
+                f"entry {args.keep_from} is not on the active branch: a compaction keeping it "
+                "would keep nothing"
+            )
+        tokens = args.tokens_before
+        if tokens is None:
+            tokens = context_data(m)["totals"]["approxTokens"]
+        return m.append_compaction(args.summary, args.keep_from, tokens)
+
+    _, manager, entry_id = edit_session(args, operation)
+    entry = manager.get_entry(entry_id)
+    tokens = getattr(entry, "tokens_before", "?")
+    return report_entry(
+        args,
+        manager,
+        entry_id,
+        f"Compacted (entry {entry_id}): the model context now starts with the summary, "
+        f"then {args.keep_from} onwards ({tokens} tokens before).",
+    )
+
+
+def _plan_data(plan: CompactionPreparation | None) -> dict[str, Any] | None:
+
+    if plan is None:
+        return None
+    read_files, modified_files = compute_file_lists(plan.file_ops)
+    return {
+        "firstKeptEntryId": plan.first_kept_entry_id,
+        "tokensBefore": plan.tokens_before,
+        "isSplitTurn": plan.is_split_turn,
+        "messagesToSummarize": len(plan.messages_to_summarize),
+        "turnPrefixMessages": len(plan.turn_prefix_messages),
+        "previousSummary": plan.previous_summary,
+        "readFiles": list(read_files),
+        "modifiedFiles": list(modified_files),
+        "settings": plan.settings.to_wire(),
+    }
+
+
+def _compact_with_model(args: argparse.Namespace) -> int:
+    """Pi's /compact: where to cut and what to ask are Pi's; the summarizer command is run once
+    per request on the session file itself, and nothing is written if it fails."""
+
+    if args.keep_from is not None or args.tokens_before is not None:
+        raise CliError("--keep-from and --tokens-before go with --summary: the cut is Pi's here", 2)
+    path = sessions.resolve(args)
+    manager = SessionManager.open(path, sessions.session_dir(args), **lock_options(args))
+    try:
+        entry = manager.compact(
+            command_summarizer(args.summarizer_command),
+            settings=_compaction_settings(args),
+            custom_instructions=args.instructions,
+            thinking_level=args.thinking,
+        )
+    except BaseException:
+        manager.close()
+        raise
+    return report_entry(
+        args,
+        manager,
+        entry.id,
+        f"Compacted (entry {entry.id}): the model context now starts with the summary, then "
+        f"{entry.first_kept_entry_id} onwards ({entry.tokens_before} tokens before).",
+    )
+
+
+def _tokens(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"not a number of tokens: {text!r}")
+    return value
+
+
+def _summarizer_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--summarizer-command",
+        metavar="CMD",
+        help="shell command that writes a summary: the prompt on stdin, the system prompt in "
+        "$PISESSION_SYSTEM_PROMPT, the summary on stdout",
+    )
+    sub.add_argument(
+        "--instructions", metavar="TEXT", help="extra focus for the summary (Pi's custom instructions)"
+    )
+
+
+def register(commands: Commands) -> None:
+    sub = commands.add(
+        "branch",
+        cmd_branch,
+        "branch from an entry with a summary",
+        "Write a branch_summary entry whose parent is ID: Pi then resumes the session at ID with a "
+        "summary of the path left behind, given as --summary TEXT, or written by a model as Pi's "
+        "/tree does (--summarize --summarizer-command CMD: Pi's prompt on CMD's stdin, its stdout "
+        "the summary). A summary is required: Pi does not store the leaf in the file, so branching "
+        "without one would write nothing. Python: manager.branch_with_summary(ID, TEXT), "
+        "manager.navigate_tree(ID, summarize=command_summarizer(CMD)).",
+        [commands.where, commands.as_entry],
+    )
+    sub.add_argument("id", metavar="ID", help="entry id")
+    sub.add_argument("--summary", metavar="TEXT", help="summary of the path being left")
+    sub.add_argument(
+        "--summarize",
+        action="store_true",
+        help="as Pi's /tree: have --summarizer-command summarize the path being left (Pi's prompt)",
+    )
+    _summarizer_options(sub)
+    sub.add_argument("--label", metavar="TEXT", help="with --summarize: label the target, as Pi's /tree can")
+    sub = commands.add(
+        "compact",
+        cmd_compact,
+        "append a compaction",
+        "Compact as Pi's /compact does: --plan prints where Pi would cut (first kept entry, tokens "
+        "before and kept, split turn, files) without writing; --summarizer-command CMD runs CMD "
+        "once per summarization request (Pi's prompt on stdin, the system prompt in "
+        "$PISESSION_SYSTEM_PROMPT, its stdout the summary) and appends the compaction Pi would. "
+        "Or give the summary yourself: --summary TEXT --keep-from ID. Python: "
+        "manager.plan_compaction(), manager.compact(command_summarizer(CMD)), "
+        "manager.append_compaction(TEXT, ID, N).",
+        [commands.where, commands.as_entry],
+    )
+    sub.add_argument("--plan", action="store_true", help="print Pi's cut and write nothing")
+    _summarizer_options(sub)
+    sub.add_argument("--thinking", metavar="LEVEL", help="the thinking level asked of the summarizer")
+    sub.add_argument(
+        "--keep-recent-tokens", metavar="N", type=_tokens, help="Pi's keepRecentTokens (default 20000)"
+    )
+    sub.add_argument("--reserve-tokens", metavar="N", type=_tokens, help="Pi's reserveTokens (default 16384)")
+    sub.add_argument("--summary", metavar="TEXT", help="what the compacted history held")
+    sub.add_argument("--keep-from", metavar="ID", help="with --summary: first entry to keep")
+    sub.add_argument(
+        "--tokens-before",
+        metavar="N",
+        type=int,
+        help="with --summary: context size before compaction (default: Pi's estimate)",
+    )
