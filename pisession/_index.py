@@ -13,6 +13,7 @@ so older snapshots keep their view; Pi never writes such files, so this path is 
 from __future__ import annotations
 
 import functools
+import sys
 from bisect import bisect_left
 from collections.abc import Container, Hashable, Iterable, Sequence
 from typing import Any
@@ -26,6 +27,7 @@ __all__ = ["TreeIndex", "WireEntry"]
 WireEntry = dict[str, Any]
 
 NO_PARENT = -1
+_intern = sys.intern
 _NOTHING_SET = (NO_PARENT, NO_PARENT, NO_PARENT)
 
 
@@ -126,31 +128,33 @@ class _Store:
         parents, by_id, waiting, children = self.parents, self.by_id, self.waiting, self.children
         roots = self.roots
         derive = self._derive
-        pending = records if isinstance(records, list) else list(records)
         pos = len(ids)
-        for i, (head, raw, entry) in enumerate(pending):
+        # Consumed as it comes (``records`` may scan each line as it is asked for): only the
+        # current head is alive, and the rest is returned when the store stops being regular.
+        pending = iter(records)
+        for head, raw, entry in pending:
             entry_id = head.id
             if type(entry_id) is not str or entry_id in by_id or entry_id in waiting:
                 # A repeated, awaited or non-string id changes how earlier entries resolve
                 # (Pi's Map even gives undefined an entry): the general build handles it.
                 self.regular = False
-                return pending[i:]
+                return [(head, raw, entry), *pending]
             key = entry_id
             parent_id = head.parentId
             kind = head.type
+            if type(kind) is str:
+                kind = _intern(kind)  # a few distinct values: one string each, not one per entry
             message = head.message
             role = MISSING if message is None else message.role
-            items.append(raw if entry is None else entry)
-            ids.append(entry_id)
-            types.append(kind)
-            parent_ids.append(parent_id)
-            stamps.append(head.timestamp)
-            roles.append(role)
+            if type(role) is str:
+                role = _intern(role)
             by_id[key] = pos
             if type(parent_id) is str and parent_id:
                 parent = by_id.get(parent_id, NO_PARENT)
                 if parent == NO_PARENT:
                     waiting.setdefault(parent_id, []).append(pos)
+                elif parent != pos:
+                    parent_id = ids[parent]  # the parent's own id string, not a copy of it
                 children_key: Hashable = parent_id
             else:
                 parent = NO_PARENT
@@ -163,6 +167,12 @@ class _Store:
                 elif parent_id is not None and parent_id is not MISSING:
                     self.regular = False  # a falsy parentId such as "" resolves differently in getTree
                 children_key = _key(parent_id)
+            items.append(raw if entry is None else entry)  # type: ignore[arg-type]
+            ids.append(entry_id)
+            types.append(kind)
+            parent_ids.append(parent_id)
+            stamps.append(head.timestamp)
+            roles.append(role)
             parents.append(parent)
             if parent == NO_PARENT:
                 roots.append(pos)
@@ -177,11 +187,11 @@ class _Store:
                 self.has_cycles = True
                 self.regular = False
                 self.cycles.append((entry_id,))
-                return pending[i + 1 :]
+                return list(pending)
             derive(pos, kind, role, parent)
             pos += 1
             if not self.regular:
-                return pending[i + 1 :]
+                return list(pending)
         return []
 
     def push_one(self, head: Head, raw: bytes | None, entry: WireEntry | None) -> bool:
@@ -278,11 +288,12 @@ class _Store:
     @classmethod
     def build(cls, records: Iterable[Record]) -> _Store:
         store = cls()
-        pending = records if isinstance(records, list) else list(records)
-        rest = store.extend(pending)
+        rest = store.extend(records)
         if not rest and store.regular:
             return store
-        return cls._build_irregular(store, pending)
+        # The records the regular pass took are read back from it (the same heads: a line
+        # scans the same each time, and a parsed entry's head is its dict's).
+        return cls._build_irregular(store, [*store.records(len(store)), *rest])
 
     @classmethod
     def _build_irregular(cls, partial: _Store, records: list[Record]) -> _Store:

@@ -13,7 +13,7 @@ import contextlib
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ._codec import from_wire, to_wire
@@ -513,7 +513,7 @@ class SessionManager:
         # while the file is hot, so the first build_session_context() costs nothing more.
         project_leaf(self._index, self._index.resolve_leaf(self._leaf_id))
 
-    def _open_read_only(self, header: WireEntry | None, records: _Records, error: OSError) -> None:
+    def _open_read_only(self, header: WireEntry | None, records: Iterable[Record], error: OSError) -> None:
         """Pi would have written the file on opening it; pisession cannot (or, through a symbolic
         link, will not): hold what Pi would hold in memory, write nothing, ever, and say so."""
         path = self._file.path if self._file is not None else ""
@@ -539,7 +539,7 @@ class SessionManager:
         else:
             self._adopt(entries, rewrite=False)
 
-    def _adopt_records(self, header: WireEntry, records: _Records, *, rewrite: bool) -> None:
+    def _adopt_records(self, header: WireEntry, records: Iterable[Record], *, rewrite: bool) -> None:
         """Take a scanned file as the session's content; old versions are migrated first."""
         if _version(header) >= CURRENT_SESSION_VERSION:
             self._header = header
