@@ -126,8 +126,7 @@ class _Store:
         items = self.items
         ids, types, parent_ids, stamps, roles = self.ids, self.types, self.parent_ids, self.stamps, self.roles
         parents, by_id, waiting, children = self.parents, self.by_id, self.waiting, self.children
-        roots = self.roots
-        derive = self._derive
+        roots, latest, starts = self.roots, self.latest, self.run_starts
         pos = len(ids)
         # Consumed as it comes (``records`` may scan each line as it is asked for): only the
         # current head is alive, and the rest is returned when the store stops being regular.
@@ -188,7 +187,19 @@ class _Store:
                 self.regular = False
                 self.cycles.append((entry_id,))
                 return list(pending)
-            derive(pos, kind, role, parent)
+            # _derive, inline: this loop runs once per entry of every file opened
+            facts = _NOTHING_SET if parent == NO_PARENT else latest[parent]
+            if kind == "message":
+                if role == "assistant":
+                    facts = (facts[0], facts[1], pos)
+            elif kind == "compaction":
+                facts = (pos, facts[1], facts[2])
+            elif kind == "thinking_level_change":
+                facts = (facts[0], pos, facts[2])
+            elif kind == "model_change":
+                facts = (facts[0], facts[1], pos)
+            latest.append(facts)
+            starts.append(starts[parent] if parent == pos - 1 and pos else pos)
             pos += 1
             if not self.regular:
                 return list(pending)

@@ -37,6 +37,7 @@ __all__ = [
     "Record",
     "head_of",
     "scan_raw",
+    "scan_records",
     "parse_raw",
     "open_regular",
     "Opaque",
@@ -93,6 +94,8 @@ def head_of(entry: WireEntry) -> Head:
     )
 
 
+_KEEP_ALL = object()  # scan_records' skip_type by default: equal to no entry type
+
 if msgspec is not None:
     _UNSET = msgspec.UNSET
 
@@ -124,11 +127,33 @@ if msgspec is not None:
             entry = parse_line(raw)
             return None if entry is None else (head_of(entry), entry)
 
+    def scan_records(lines: Iterable[bytes], *, skip_type: object = _KEEP_ALL) -> Iterator[Record]:
+        """:func:`scan_raw` of each line as a record, in one loop (the open path), leaving out
+        lines that do not parse and entries whose ``type`` is ``skip_type``."""
+        decode = _decode_head
+        errors = (*_DecodeError, RecursionError)
+        for line in lines:
+            try:
+                head = decode(line)
+            except errors:
+                entry = parse_line(line)
+                if entry is not None and entry.get("type", MISSING) != skip_type:
+                    yield head_of(entry), None, entry
+                continue
+            if head.type != skip_type:
+                yield head, line, None
+
 else:  # pragma: no cover - exercised by tests that hide msgspec
 
     def scan_raw(raw: bytes) -> tuple[Head, WireEntry | None] | None:
         entry = parse_line(raw)
         return None if entry is None else (head_of(entry), entry)
+
+    def scan_records(lines: Iterable[bytes], *, skip_type: object = _KEEP_ALL) -> Iterator[Record]:
+        for line in lines:
+            entry = parse_line(line)
+            if entry is not None and entry.get("type", MISSING) != skip_type:
+                yield head_of(entry), None, entry
 
 
 def parse_raw(raw: bytes) -> WireEntry | None:

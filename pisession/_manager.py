@@ -79,7 +79,7 @@ from ._results import (
     context_from_projection,
     projection_from_wire,
 )
-from ._store import SessionFile, make_private_dirs
+from ._store import ScannedLines, SessionFile, make_private_dirs
 from .compaction import _flows as _compaction_flows
 from .compaction._cut import CompactionPreparation
 from .compaction._flows import Navigation, Summarizer
@@ -543,7 +543,12 @@ class SessionManager:
         """Take a scanned file as the session's content; old versions are migrated first."""
         if _version(header) >= CURRENT_SESSION_VERSION:
             self._header = header
-            self._index = TreeIndex.from_records(r for r in records if r[0].type != "session")
+            body = (
+                records.without_sessions()
+                if isinstance(records, ScannedLines)
+                else (r for r in records if r[0].type != "session")
+            )
+            self._index = TreeIndex.from_records(body)
             self._after_index()
             return
         entries: builtins.list[Any] = []

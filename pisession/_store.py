@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ._errors import InvalidSessionError, SessionClosedError, SessionExistsError, SessionReplacedError
-from ._load import Record, is_session_header, iter_file_lines, parse_line, scan_raw
+from ._load import Record, is_session_header, iter_file_lines, parse_line, scan_raw, scan_records
 from ._lock import SymlinkRefusedError, session_lock
 
 __all__ = ["SessionFile", "FILE_MODE", "DIR_MODE", "make_private_dirs"]
@@ -82,11 +82,11 @@ class ScannedLines:
         self.lines = lines
 
     def __iter__(self) -> Iterator[Record]:
-        for line in self.lines:
-            scanned = scan_raw(line)
-            if scanned is not None:
-                head, parsed = scanned
-                yield (head, line if parsed is None else None, parsed)
+        return scan_records(self.lines)
+
+    def without_sessions(self) -> Iterator[Record]:
+        """The entries but those of type ``session`` (what the index takes)."""
+        return scan_records(self.lines, skip_type="session")
 
 
 class SessionFile:
