@@ -20,7 +20,15 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ._errors import InvalidSessionError, SessionClosedError, SessionExistsError, SessionReplacedError
-from ._load import Record, is_session_header, iter_file_lines, parse_line, scan_raw, scan_records
+from ._load import (
+    Record,
+    is_session_header,
+    iter_file_lines,
+    iter_line_lists,
+    parse_line,
+    scan_raw,
+    scan_records,
+)
 from ._lock import SymlinkRefusedError, session_lock
 
 __all__ = ["SessionFile", "FILE_MODE", "DIR_MODE", "make_private_dirs"]
@@ -140,37 +148,32 @@ class SessionFile:
             os.close(fd)
             raise
         header: WireEntry | None = None
+        header_line = b""
         lines: list[bytes] = []
-        append = lines.append
-        consumed = 0
-        last = b""
-        last_parsed = False
+        consumed = -1  # every element but the last is followed by a newline
+        batch: list[bytes] = []
         try:
             info = os.fstat(fd)
             with os.fdopen(fd, "rb", closefd=False) as handle:
-                for line in iter_file_lines(handle):
-                    consumed += len(line) + 1
-                    last = line
-                    last_parsed = False
-                    if not line:
-                        continue
-                    if header is None:
-                        entry = parse_line(line)
+                for batch in iter_line_lists(handle):
+                    consumed += sum(map(len, batch)) + len(batch)
+                    start = 0
+                    while header is None and start < len(batch):
+                        line = batch[start]
+                        start += 1
+                        entry = parse_line(line) if line else None
                         if entry is None:
                             continue
                         if not is_session_header(entry):
                             return None, [], False
-                        header = entry
-                        last_parsed = True
-                        continue
-                    append(line)
-            consumed -= 1
+                        header, header_line = entry, line
+                    lines.extend(filter(None, batch[start:] if start else batch))
         finally:
             os.close(fd)
         if header is None:
             return None, [], False
-        if lines and last is lines[-1]:
-            last_parsed = scan_raw(last) is not None
+        last = batch[-1] if batch else b""  # the text after the final newline
+        last_parsed = last is header_line or (last != b"" and scan_raw(last) is not None)
         records = ScannedLines(lines)
         self._identity = (info.st_dev, info.st_ino)
         self.session_id = header["id"]
