@@ -147,10 +147,20 @@ def py_sample(metric: str, large: Path, branch_ids: list[str], list_cwd: str) ->
 
 # Peak resident memory of opening, as pi_bench.mjs measures Pi's (peak RSS minus the RSS before
 # the open, in a fresh process with the library imported): VmHWM after the open minus VmRSS
-# before it, the peak reset first (clear_refs 5) so that import's own peak does not count.
+# before it, the peak reset first (clear_refs 5) so that import's own peak does not count. A
+# two-line session is opened first: modules imported on first use are then loaded before the
+# measurement, as Node loads all of Pi's when it imports the session manager.
 OPEN_MEMORY_CODE = """
-import gc, sys
+import gc, os, sys, tempfile
 import pisession
+
+with tempfile.TemporaryDirectory() as tmp:
+    warm = os.path.join(tmp, "warm.jsonl")
+    with open(warm, "w") as f:
+        f.write('{"type":"session","version":3,"id":"w","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}\\n')
+        f.write('{"type":"message","id":"a1b2c3d4","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z",'
+                '"message":{"role":"user","content":"hi","timestamp":1}}\\n')
+    pisession.SessionManager.open(warm).build_session_context()
 
 def status(key):
     with open("/proc/self/status") as f:
