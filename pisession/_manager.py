@@ -1620,7 +1620,7 @@ def _session_options(session_id: str | None, parent_session: str | None) -> dict
 
 
 def _build_regular_shapes(
-    index: TreeIndex, parts: tuple[list[int], Sequence[Any], dict[Any, list[int]]]
+    index: TreeIndex, parts: tuple[list[int], Sequence[Any], dict[Any, int | list[int]]]
 ) -> list[TreeShape]:
     """The tree of a regular index: children come after their parents in the file, so one
     pass from the end builds every node after its children, with no stack and no recursion."""
@@ -1634,8 +1634,8 @@ def _build_regular_shapes(
         pos -= 1
         if kids is None:
             built[pos] = (pos, leaf)
-        elif len(kids) == 1:
-            built[pos] = (pos, (built[kids[0]],) if kids[0] < n else leaf)
+        elif isinstance(kids, int):  # one child
+            built[pos] = (pos, (built[kids],) if kids < n else leaf)
         else:
             built[pos] = (pos, tuple([built[c] for c in index.sort_children(kids)]))
     return [built[r] for r in roots]

@@ -168,3 +168,24 @@ def test_index_built_while_lines_are_scanned_equals_one_built_from_entries() -> 
         assert built.path_positions(pos) == expected.path_positions(pos)
         assert built.entry_at(pos) == expected.entry_at(pos)
     assert built.tree_order() == expected.tree_order()
+
+
+def test_a_second_child_arriving_leaves_older_snapshots_with_one() -> None:
+    # A parent's single child is stored as its position, a list once a second one arrives;
+    # the snapshot from before the second sees one child, in every view of the children.
+    one = TreeIndex.from_entries(chain(3))
+    two = one.append([entry("side", "n1", timestamp="2024-12-03T14:00:01.000Z")])
+    three = two.append([entry("late", "n1", timestamp="2024-12-03T14:00:02.000Z")])
+    for index, kids in ((one, ["n2"]), (two, ["n2", "side"]), (three, ["n2", "side", "late"])):
+        assert ids_of(index, index.children_positions("n1")) == kids
+        _, children = index.tree_order()
+        assert ids_of(index, children[1]) == kids
+        parts = index.regular_tree_parts()
+        assert parts is not None
+        assert ids_of(index, index.sort_children(_as_list(parts[2]["n1"]))) == kids
+    assert one.children_positions("n2") == []
+    assert ids_of(three, three.children_positions("n0")) == ["n1"]
+
+
+def _as_list(found: int | list[int]) -> list[int]:
+    return [found] if isinstance(found, int) else found
