@@ -58,14 +58,32 @@ def context_positions(index: TreeIndex, leaf: int | None) -> list[int]:
     cut = path.index(compaction)
     first_kept = index.entry_at(compaction).get("firstKeptEntryId", MISSING)
     result = [compaction]
-    found = False
-    for pos in path[:cut]:
-        if not found and first_kept is not MISSING and index.id_at(pos) == first_kept:
-            found = True
-        if found and not (index.type_at(pos) == "message" and _is_system_message(index.entry_at(pos))):
-            result.append(pos)
+    start = None if first_kept is MISSING else _first_with_id(index, path, cut, first_kept)
+    if start is not None:
+        for pos in path[start:cut]:
+            if not (index.type_at(pos) == "message" and _is_system_message(index.entry_at(pos))):
+                result.append(pos)
     result.extend(path[cut + 1 :])
     return result
+
+
+def _first_with_id(index: TreeIndex, path: list[int], cut: int, entry_id: Any) -> int | None:
+    """Where in ``path[:cut]`` the first entry whose id equals ``entry_id`` is, or None."""
+    if index.is_regular:
+        # Ids are unique: the one entry holding it, if it lies on the path before the cut
+        # (the path of a 20,000-entry session is not walked id by id).
+        pos = index.position(entry_id)
+        if pos is None:
+            return None
+        try:
+            return path.index(pos, 0, cut)
+        except ValueError:
+            return None
+    ids = index.ids()
+    for i in range(cut):
+        if ids[path[i]] == entry_id:
+            return i
+    return None
 
 
 def _is_system_message(entry: WireEntry) -> bool:

@@ -13,6 +13,7 @@ so older snapshots keep their view; Pi never writes such files, so this path is 
 from __future__ import annotations
 
 import functools
+import sys
 from bisect import bisect_left
 from collections.abc import Container, Hashable, Iterable, Sequence
 from typing import Any
@@ -26,6 +27,7 @@ __all__ = ["TreeIndex", "WireEntry"]
 WireEntry = dict[str, Any]
 
 NO_PARENT = -1
+_intern = sys.intern
 _NOTHING_SET = (NO_PARENT, NO_PARENT, NO_PARENT)
 
 
@@ -86,7 +88,10 @@ class _Store:
         # parent of the next, so a path is a few ranges (kept while regular).
         self.run_starts: list[int] = []
         self.by_id: dict[Hashable, int] = {}
-        self.children: dict[Hashable, list[int]] = {}
+        # Positions of each parent id's children in file order: a single child as its position,
+        # several as a list (nearly every entry has one child: 20,000 one-item lists were 11 %
+        # of the memory of an open and 40 % of the objects its first garbage collection walked).
+        self.children: dict[Hashable, int | list[int]] = {}
         self.label_changes: dict[Hashable, list[tuple[int, Any, Any]]] = {}
         self.name_changes: list[tuple[int, str | None]] = []
         # regular: every parent precedes its child and no id repeats, so per-entry facts
@@ -124,33 +129,34 @@ class _Store:
         items = self.items
         ids, types, parent_ids, stamps, roles = self.ids, self.types, self.parent_ids, self.stamps, self.roles
         parents, by_id, waiting, children = self.parents, self.by_id, self.waiting, self.children
-        roots = self.roots
-        derive = self._derive
-        pending = records if isinstance(records, list) else list(records)
+        roots, latest, starts = self.roots, self.latest, self.run_starts
         pos = len(ids)
-        for i, (head, raw, entry) in enumerate(pending):
+        # Consumed as it comes (``records`` may scan each line as it is asked for): only the
+        # current head is alive, and the rest is returned when the store stops being regular.
+        pending = iter(records)
+        for head, raw, entry in pending:
             entry_id = head.id
             if type(entry_id) is not str or entry_id in by_id or entry_id in waiting:
                 # A repeated, awaited or non-string id changes how earlier entries resolve
                 # (Pi's Map even gives undefined an entry): the general build handles it.
                 self.regular = False
-                return pending[i:]
+                return [(head, raw, entry), *pending]
             key = entry_id
             parent_id = head.parentId
             kind = head.type
+            if type(kind) is str:
+                kind = _intern(kind)  # a few distinct values: one string each, not one per entry
             message = head.message
             role = MISSING if message is None else message.role
-            items.append(raw if entry is None else entry)
-            ids.append(entry_id)
-            types.append(kind)
-            parent_ids.append(parent_id)
-            stamps.append(head.timestamp)
-            roles.append(role)
+            if type(role) is str:
+                role = _intern(role)
             by_id[key] = pos
             if type(parent_id) is str and parent_id:
                 parent = by_id.get(parent_id, NO_PARENT)
                 if parent == NO_PARENT:
                     waiting.setdefault(parent_id, []).append(pos)
+                elif parent != pos:
+                    parent_id = ids[parent]  # the parent's own id string, not a copy of it
                 children_key: Hashable = parent_id
             else:
                 parent = NO_PARENT
@@ -163,25 +169,45 @@ class _Store:
                 elif parent_id is not None and parent_id is not MISSING:
                     self.regular = False  # a falsy parentId such as "" resolves differently in getTree
                 children_key = _key(parent_id)
+            items.append(raw if entry is None else entry)  # type: ignore[arg-type]
+            ids.append(entry_id)
+            types.append(kind)
+            parent_ids.append(parent_id)
+            stamps.append(head.timestamp)
+            roles.append(role)
             parents.append(parent)
             if parent == NO_PARENT:
                 roots.append(pos)
             kids = children.get(children_key)
             if kids is None:
-                children[children_key] = [pos]
+                children[children_key] = pos
+            elif type(kids) is int:
+                children[children_key] = [kids, pos]
             else:
-                kids.append(pos)
+                kids.append(pos)  # type: ignore[union-attr]
             if kind == "label" or kind == "session_info":
                 self._note_facts(pos, head)
             if parent == pos:
                 self.has_cycles = True
                 self.regular = False
                 self.cycles.append((entry_id,))
-                return pending[i + 1 :]
-            derive(pos, kind, role, parent)
+                return list(pending)
+            # _derive, inline: this loop runs once per entry of every file opened
+            facts = _NOTHING_SET if parent == NO_PARENT else latest[parent]
+            if kind == "message":
+                if role == "assistant":
+                    facts = (facts[0], facts[1], pos)
+            elif kind == "compaction":
+                facts = (pos, facts[1], facts[2])
+            elif kind == "thinking_level_change":
+                facts = (facts[0], pos, facts[2])
+            elif kind == "model_change":
+                facts = (facts[0], facts[1], pos)
+            latest.append(facts)
+            starts.append(starts[parent] if parent == pos - 1 and pos else pos)
             pos += 1
             if not self.regular:
-                return pending[i + 1 :]
+                return list(pending)
         return []
 
     def push_one(self, head: Head, raw: bytes | None, entry: WireEntry | None) -> bool:
@@ -236,9 +262,11 @@ class _Store:
             self.roots.append(pos)
         kids = self.children.get(parent_id)
         if kids is None:
-            self.children[parent_id] = [pos]
+            self.children[parent_id] = pos
+        elif type(kids) is int:
+            self.children[parent_id] = [kids, pos]
         else:
-            kids.append(pos)
+            kids.append(pos)  # type: ignore[union-attr]
         if kind == "label" or kind == "session_info":
             if head is None:
                 assert entry is not None
@@ -278,11 +306,12 @@ class _Store:
     @classmethod
     def build(cls, records: Iterable[Record]) -> _Store:
         store = cls()
-        pending = records if isinstance(records, list) else list(records)
-        rest = store.extend(pending)
+        rest = store.extend(records)
         if not rest and store.regular:
             return store
-        return cls._build_irregular(store, pending)
+        # The records the regular pass took are read back from it (the same heads: a line
+        # scans the same each time, and a parsed entry's head is its dict's).
+        return cls._build_irregular(store, [*store.records(len(store)), *rest])
 
     @classmethod
     def _build_irregular(cls, partial: _Store, records: list[Record]) -> _Store:
@@ -299,14 +328,16 @@ class _Store:
             store.stamps.append(head.timestamp)
             store.roles.append(_role(head))
             store.by_id[_key(head.id)] = pos
+        children: dict[Hashable, list[int]] = {}
         for pos, (head, _, _) in enumerate(records):
             parent_id = head.parentId
             parent = NO_PARENT
             if js_truthy(parent_id):
                 parent = store.by_id.get(_key(parent_id), NO_PARENT)
             store.parents.append(parent)
-            store.children.setdefault(_key(parent_id), []).append(pos)
+            children.setdefault(_key(parent_id), []).append(pos)
             store._note_facts(pos, head)
+        store.children = dict(children)
         store._find_cycles()
         return store
 
@@ -662,9 +693,10 @@ class TreeIndex:
     def children_positions(self, parent_id: object) -> list[int]:
         """Entries whose raw ``parentId`` equals ``parent_id``, in Pi's ``byId`` order."""
         try:
-            candidates = self._store.children.get(_key(parent_id), [])
+            found = self._store.children.get(_key(parent_id), [])
         except TypeError:
             return []
+        candidates = [found] if isinstance(found, int) else found
         if self._store.regular:
             return [p for p in candidates if p < self._n]
         result = []
@@ -681,12 +713,13 @@ class TreeIndex:
         result.sort(key=lambda p: first_seen[_key(self._store.ids[p])])
         return result
 
-    def regular_tree_parts(self) -> tuple[list[int], Sequence[Any], dict[Hashable, list[int]]] | None:
+    def regular_tree_parts(self) -> tuple[list[int], Sequence[Any], dict[Hashable, int | list[int]]] | None:
         """For a regular index: roots, ids by position, and the positions of each parent's
-        children by the parent's id, in file order (shared storage: read only; a list may hold
-        positions past this snapshot, last). ``sort_children`` orders them as ``tree_order``
-        does. None when the index is not regular (a later append to the shared storage can make
-        it so at any moment: ask once, then use the answer)."""
+        children by the parent's id, in file order: one child as its position, several as a
+        list (shared storage: read only; positions past this snapshot may be there, last).
+        ``sort_children`` orders them as ``tree_order`` does. None when the index is not
+        regular (a later append to the shared storage can make it so at any moment: ask once,
+        then use the answer)."""
         store = self._store
         if not store.regular:
             return None
@@ -719,13 +752,19 @@ class TreeIndex:
             roots = [pos for pos, parent in enumerate(parents[:n]) if parent == NO_PARENT]
             by_parent_id = store.children
             for pos in range(n):
-                kids = by_parent_id.get(ids[pos])
-                if kids:
-                    if kids[-1] >= n:
-                        kids = [k for k in kids if k < n]
-                        if not kids:
-                            continue
-                    children[pos] = list(kids) if len(kids) > 1 else kids
+                found = by_parent_id.get(ids[pos])
+                if found is None:
+                    continue
+                if isinstance(found, int):
+                    if found < n:
+                        children[pos] = [found]
+                    continue
+                kids = found
+                if kids[-1] >= n:
+                    kids = [k for k in kids if k < n]
+                    if not kids:
+                        continue
+                children[pos] = list(kids) if len(kids) > 1 else kids
         else:
             for pos in range(n):
                 node = self.position(ids[pos])

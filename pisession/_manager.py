@@ -13,7 +13,7 @@ import contextlib
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ._codec import from_wire, to_wire
@@ -79,7 +79,7 @@ from ._results import (
     context_from_projection,
     projection_from_wire,
 )
-from ._store import SessionFile, make_private_dirs
+from ._store import ScannedLines, SessionFile, make_private_dirs
 
 if TYPE_CHECKING:
     from ._discovery import SessionInfo
@@ -512,7 +512,7 @@ class SessionManager:
         # while the file is hot, so the first build_session_context() costs nothing more.
         project_leaf(self._index, self._index.resolve_leaf(self._leaf_id))
 
-    def _open_read_only(self, header: WireEntry | None, records: _Records, error: OSError) -> None:
+    def _open_read_only(self, header: WireEntry | None, records: Iterable[Record], error: OSError) -> None:
         """Pi would have written the file on opening it; pisession cannot (or, through a symbolic
         link, will not): hold what Pi would hold in memory, write nothing, ever, and say so."""
         path = self._file.path if self._file is not None else ""
@@ -538,11 +538,16 @@ class SessionManager:
         else:
             self._adopt(entries, rewrite=False)
 
-    def _adopt_records(self, header: WireEntry, records: _Records, *, rewrite: bool) -> None:
+    def _adopt_records(self, header: WireEntry, records: Iterable[Record], *, rewrite: bool) -> None:
         """Take a scanned file as the session's content; old versions are migrated first."""
         if _version(header) >= CURRENT_SESSION_VERSION:
             self._header = header
-            self._index = TreeIndex.from_records(r for r in records if r[0].type != "session")
+            body = (
+                records.without_sessions()
+                if isinstance(records, ScannedLines)
+                else (r for r in records if r[0].type != "session")
+            )
+            self._index = TreeIndex.from_records(body)
             self._after_index()
             return
         entries: builtins.list[Any] = []
@@ -1626,7 +1631,7 @@ def _session_options(session_id: str | None, parent_session: str | None) -> dict
 
 
 def _build_regular_shapes(
-    index: TreeIndex, parts: tuple[list[int], Sequence[Any], dict[Any, list[int]]]
+    index: TreeIndex, parts: tuple[list[int], Sequence[Any], dict[Any, int | list[int]]]
 ) -> list[TreeShape]:
     """The tree of a regular index: children come after their parents in the file, so one
     pass from the end builds every node after its children, with no stack and no recursion."""
@@ -1640,8 +1645,8 @@ def _build_regular_shapes(
         pos -= 1
         if kids is None:
             built[pos] = (pos, leaf)
-        elif len(kids) == 1:
-            built[pos] = (pos, (built[kids[0]],) if kids[0] < n else leaf)
+        elif isinstance(kids, int):  # one child
+            built[pos] = (pos, (built[kids],) if kids < n else leaf)
         else:
             built[pos] = (pos, tuple([built[c] for c in index.sort_children(kids)]))
     return [built[r] for r in roots]

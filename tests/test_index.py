@@ -139,3 +139,53 @@ def test_incremental_append_equals_bulk_build(pairs: list[tuple[int, int]]) -> N
         prefix = TreeIndex.from_entries(entries[:n])
         for pos in range(n):
             assert snap.path_positions(pos) == prefix.path_positions(pos)
+
+
+def test_index_built_while_lines_are_scanned_equals_one_built_from_entries() -> None:
+    # Opening scans each line as the index takes it in, and an index that turns irregular
+    # midway (here a repeated id) is rebuilt from what it took plus the rest.
+    import json
+
+    from pisession._store import ScannedLines
+
+    entries = [
+        *chain(5),
+        entry("odd", "n4", kind=None),  # type: ignore[arg-type]  # a null type is an entry
+        entry("n2", "n4"),  # repeats an id: the store stops being regular here
+        entry("tail", "n2"),
+    ]
+    lines = [json.dumps(e).encode() for e in entries]
+    lines.insert(3, b'{"type": "message", "id": "broken"')  # malformed: left out, as Pi does
+    scanned = ScannedLines(lines)
+    assert [r[0].id for r in scanned] == [r[0].id for r in scanned]  # scanned anew each time
+    built = TreeIndex.from_records(scanned)
+    expected = TreeIndex.from_entries(entries)
+    assert len(built) == len(expected) == 8
+    assert not built.is_regular
+    assert [built.id_at(p) for p in range(8)] == [e["id"] for e in entries]
+    assert built.type_at(5) is None
+    for pos in range(8):
+        assert built.path_positions(pos) == expected.path_positions(pos)
+        assert built.entry_at(pos) == expected.entry_at(pos)
+    assert built.tree_order() == expected.tree_order()
+
+
+def test_a_second_child_arriving_leaves_older_snapshots_with_one() -> None:
+    # A parent's single child is stored as its position, a list once a second one arrives;
+    # the snapshot from before the second sees one child, in every view of the children.
+    one = TreeIndex.from_entries(chain(3))
+    two = one.append([entry("side", "n1", timestamp="2024-12-03T14:00:01.000Z")])
+    three = two.append([entry("late", "n1", timestamp="2024-12-03T14:00:02.000Z")])
+    for index, kids in ((one, ["n2"]), (two, ["n2", "side"]), (three, ["n2", "side", "late"])):
+        assert ids_of(index, index.children_positions("n1")) == kids
+        _, children = index.tree_order()
+        assert ids_of(index, children[1]) == kids
+        parts = index.regular_tree_parts()
+        assert parts is not None
+        assert ids_of(index, index.sort_children(_as_list(parts[2]["n1"]))) == kids
+    assert one.children_positions("n2") == []
+    assert ids_of(three, three.children_positions("n0")) == ["n1"]
+
+
+def _as_list(found: int | list[int]) -> list[int]:
+    return [found] if isinstance(found, int) else found
