@@ -14,7 +14,7 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ._errors import InvalidSessionError, SessionClosedError, SessionExistsError, SessionReplacedError
@@ -511,22 +511,14 @@ class SessionFile:
         except FileNotFoundError:
             mode = FILE_MODE
         self.remove_stale_temps()
+        data = b"".join(lines)
         fd, temp = self._temp_file()
-        try:
+
+        def keep_mode_and_owner(fd: int) -> None:
             os.fchmod(fd, mode)
             _keep_owner(fd, self.path)
-            data = b"".join(lines)
-            _write_all(fd, data)
-            os.fsync(fd)
-            os.close(fd)
-            fd = -1
-            os.replace(temp, self.path)
-        except BaseException:
-            if fd >= 0:
-                os.close(fd)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp)
-            raise
+
+        replace_with_temp(self.path, data, fd, temp, prepare=keep_mode_and_owner)
         self._close()
         info = os.stat(self.path)
         self._identity = (info.st_dev, info.st_ino)
@@ -630,6 +622,28 @@ def _temp_prefix(path: str) -> str:
 
 def _identity(info: os.stat_result) -> tuple[int, int]:
     return (info.st_dev, info.st_ino)
+
+
+def replace_with_temp(
+    target: str, data: bytes, fd: int, temp: str, *, prepare: Callable[[int], None] | None = None
+) -> None:
+    """Write ``data`` to the temporary file ``temp`` (open as ``fd``, in ``target``'s folder),
+    sync it and rename it over ``target``: a reader sees the old file or the new one, never a
+    part. ``prepare(fd)`` runs first (mode, owner). On any failure the temporary file goes."""
+    try:
+        if prepare is not None:
+            prepare(fd)
+        _write_all(fd, data)
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(temp, target)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -15,7 +15,6 @@ session files are::
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -26,6 +25,7 @@ from .._ids import Clock, SystemClock, iso_from_ms
 from .._json import dumps as _js_stringify
 from .._load import CURRENT_SESSION_VERSION
 from .._manager import SessionManager
+from .._store import replace_with_temp
 from ._common import wire_branch
 from ._html import to_html as _to_html
 from ._markdown import to_markdown as _to_markdown
@@ -118,20 +118,7 @@ def write_text(path: str | os.PathLike[str], text: str) -> str:
         fd, temp = tempfile.mkstemp(prefix=".pisession-export-", suffix=".tmp", dir=os.path.dirname(target))
     except OSError as error:  # name the file asked for, not the temporary one
         raise OSError(error.errno, error.strerror, target) from None
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        os.replace(temp, target)  # mkstemp made it 0600; the rename keeps that mode
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
+    replace_with_temp(target, data, fd, temp)  # mkstemp made it 0600; the rename keeps that mode
     return target
 
 
