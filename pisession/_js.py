@@ -23,6 +23,7 @@ __all__ = [
     "js_join_item",
     "MISSING",
     "bulk",
+    "hashable",
 ]
 
 
@@ -234,3 +235,14 @@ def _local_offset_ms(utc_guess_ms: int) -> int:
     except (OverflowError, OSError, ValueError):
         return 0
     return int(local.tm_gmtoff or 0) * 1000
+
+
+def hashable(value: Any) -> bool:
+    """Whether a value read from a file can key a dict or set: ids, parents and targets are
+    usually strings, but a hand-edited file may hold a JSON object or array there (Pi's Map
+    takes any value)."""
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True

@@ -29,7 +29,7 @@ from ._errors import (
 )
 from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, iso_from_ms
 from ._index import TreeIndex
-from ._js import MISSING, bulk, js_date_ms, js_to_number, js_trim, js_truthy
+from ._js import MISSING, bulk, hashable, js_date_ms, js_to_number, js_trim, js_truthy
 from ._json import dumps, dumps_bytes
 from ._load import (
     CURRENT_SESSION_VERSION,
@@ -940,7 +940,7 @@ class SessionManager:
         theirs = []
         for pos in range(len(base), len(index)):
             ident = index.id_at(pos)
-            if not (_hashable(ident) and ident in ours):
+            if not (hashable(ident) and ident in ours):
                 theirs.append(pos)
         if len(index) - len(base) - len(theirs) != len(ours) or self._leaf_id not in index:
             return False  # not every line of ours is there: re-read
@@ -1333,7 +1333,7 @@ class SessionManager:
                 if entry.get("type") == "compaction":
                     first = entry.get("firstKeptEntryId", MISSING)
                     if first != entry.get("id"):
-                        first = replacement.get(first, first) if _hashable(first) else first
+                        first = replacement.get(first, first) if hashable(first) else first
                     if first is MISSING:
                         copy.pop("firstKeptEntryId", None)
                     else:
@@ -1351,7 +1351,7 @@ class SessionManager:
             }
             if self._persist and previous_file is not None:
                 header["parentSession"] = previous_file
-            kept_ids = {e.get("id") for e in kept if _hashable(e.get("id"))}
+            kept_ids = {e.get("id") for e in kept if hashable(e.get("id"))}
             labels = [
                 (target, label, self._index.label_timestamp(target))
                 for target, label in self._index.labels().items()
@@ -1583,13 +1583,6 @@ def _descends(index: TreeIndex, pos: int, ancestor: int) -> bool:
         return pos == ancestor
     return ancestor in index.path_positions(pos)
 
-
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
 
 
 def _ms_or_null(iso: str) -> Any:

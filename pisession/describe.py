@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ._codec import to_wire
-from ._js import js_date_ms
+from ._js import hashable, js_date_ms
 from ._manager import SessionManager
 from ._model import Entry, Message, Usage
 
@@ -64,9 +64,6 @@ def _as_wire(value: Any) -> Any:
         return value
     return to_wire(value)
 
-
-def _hashable(value: Any) -> bool:
-    return not isinstance(value, (dict, list))
 
 
 def _blocks(content: Any) -> list[Mapping[str, Any]]:
@@ -328,7 +325,7 @@ class SessionFacts:
         leaf = index.resolve_leaf(self.leaf_id) if self.leaf_id is not None else None
         # Ids of any JSON type, as Pi compares them; an object or array id (unhashable) never matches.
         self.active_ids: frozenset[Any] = frozenset(
-            i for i in (index.entry_at(p).get("id") for p in index.path_positions(leaf)) if _hashable(i)
+            i for i in (index.entry_at(p).get("id") for p in index.path_positions(leaf)) if hashable(i)
         )
         self.ids: frozenset[str] = frozenset(e["id"] for e in self.entries if isinstance(e.get("id"), str))
         self.edits: dict[str, dict[str, Any]] = {}
@@ -347,7 +344,7 @@ class SessionFacts:
     def is_active(self, entry: Mapping[str, Any]) -> bool:
         """Whether the entry lies on the path from the root to the leaf."""
         entry_id = entry.get("id")
-        return _hashable(entry_id) and entry_id in self.active_ids
+        return hashable(entry_id) and entry_id in self.active_ids
 
     def notes(self, entry: Mapping[str, Any], label: str | None) -> list[Note]:
         """The notes of one entry (its JSON), in display order."""

@@ -17,7 +17,7 @@ import attrs
 
 from .._context import WireProjection, entry_to_messages, project_leaf
 from .._index import TreeIndex
-from .._js import MISSING, js_truthy
+from .._js import MISSING, hashable, js_truthy
 from .._model import Entry, Message
 from ._common import WireMessage, messages_out, wire_list
 from ._files import FileOperations, add_details_wire, extract_file_ops_wire
@@ -119,13 +119,6 @@ def _find_projected_turn_start(items: Sequence[_Projected], entry_index: int, st
     return -1
 
 
-def _hashable(value: Any) -> bool:
-    try:
-        hash(value)
-    except TypeError:
-        return False
-    return True
-
 
 def _find_projected_cut_point(
     items: Sequence[_Projected], start_index: int, end_index: int, keep_recent_tokens: int
@@ -170,11 +163,11 @@ def _is_recovery_omission_suffix(suffix: Sequence[_Projected]) -> bool:
     def omitted(item: _Projected) -> bool:
         return visible(item) and not item[1]
 
-    omitted_ids = {item[0].get("id") for item in suffix if omitted(item) and _hashable(item[0].get("id"))}
+    omitted_ids = {item[0].get("id") for item in suffix if omitted(item) and hashable(item[0].get("id"))}
     external_replacement = any(
         item[0].get("type") == "context_edit"
         and item[0].get("replacement", MISSING) is not None
-        and not (_hashable(item[0].get("targetId")) and item[0].get("targetId", MISSING) in omitted_ids)
+        and not (hashable(item[0].get("targetId")) and item[0].get("targetId", MISSING) in omitted_ids)
         for item in suffix
     )
     if external_replacement:
