@@ -14,7 +14,6 @@ size estimate (what ``pisession tree`` and ``pisession context`` print, and thei
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -192,9 +191,9 @@ def context_data(manager: SessionManager) -> dict[str, Any]:
         chars += c
         images += i
         tokens += estimate_tokens(message)
-    system_chars = _system_size(system)  # Pi does not estimate system messages: chars / 4 here
-    chars += system_chars
-    tokens += math.ceil(system_chars / 4)
+    chars += _system_size(system)
+    if system is not None:
+        tokens += estimate_tokens(system)  # the replayed system message, counted once
     return {
         "leafId": manager.get_leaf_id(),
         "model": to_wire(context.model) if context.model is not None else None,

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import pisession
 from pisession import read_session
 from pisession.cli import main
 from pisession.export import to_entry_lines, to_html, to_jsonl, to_markdown, to_static_html
@@ -171,3 +172,19 @@ def test_an_export_into_a_missing_folder_names_the_file(
     code = main(["export", str(SESSIONS[0]), "--format", "md", "-o", str(target)])
     err = capsys.readouterr().err
     assert code == 1 and err == f"pisession: error: No such file or directory: {target}\n"
+
+
+def test_context_tokens_are_pis_estimate() -> None:
+    from pisession import get_current_system_message
+    from pisession.compaction import estimate_tokens
+    from pisession.views import context_data
+
+    manager = pisession.SessionManager.in_memory("/p")
+    # Astral characters count twice in Pi's (UTF-16) lengths
+    manager.append_message({"role": "system", "content": "Be brief. 😀" * 10, "timestamp": 1})
+    manager.append_message({"role": "user", "content": "hi 😀", "timestamp": 2})
+    messages = manager.build_session_context().messages
+    system = get_current_system_message(messages)
+    expected = sum(estimate_tokens(m) for m in messages if m.role != "system")
+    expected += estimate_tokens(system) if system is not None else 0
+    assert system is not None and context_data(manager)["totals"]["approxTokens"] == expected
