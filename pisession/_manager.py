@@ -789,13 +789,17 @@ class SessionManager:
         held = self._held
         return bool(held) and held[-1] is lock and (lock is None or lock.is_locked)
 
-    def _begin_writing(self, lock_timeout: float | None | Unset = UNSET) -> SessionLock | None:
+    def _begin_writing(
+        self, lock_timeout: float | None | Unset = UNSET, *, covered: bool | None = None
+    ) -> SessionLock | None:
         """``_writing()``'s entry, with the mutex held (``_append`` calls it directly: a
-        generator-based context manager costs more than the rest of its bookkeeping)."""
+        generator-based context manager costs more than the rest of its bookkeeping).
+        ``covered``: ``_covered(lock)``, when the caller has just looked."""
         if self._closed or self._read_only is not None:
             self._refuse_write()
         lock = self._current_lock()
-        covered = self._covered(lock)
+        if covered is None:
+            covered = self._covered(lock)
         if lock is not None:
             lock.acquire(self._lock_timeout if lock_timeout is UNSET else lock_timeout, self._on_lock_wait)
         try:
@@ -817,10 +821,12 @@ class SessionManager:
         try:
             self._held.pop()
             file = self._file
-            if file is not None and file.lock is lock and not self._covered(lock):
+            if file is not None and file.unconfirmed and file.lock is lock and not self._covered(lock):
                 # The outermost holding of this file: look once more whether a batch's lines
                 # went into a file replaced meanwhile (they are then appended to the new one).
-                pending = bool(file.unconfirmed)
+                # With none left unconfirmed (every append outside a batch) there is nothing to
+                # look for.
+                pending = True
                 try:
                     if file.confirm() and not self._adopt_run(file.run_records):
                         self._reload_keeping_leaf(self._leaf_id)
@@ -848,7 +854,7 @@ class SessionManager:
                 # held and the file read; only the mutex, re-entered, guards this append. In a
                 # batch the store checks the path now and then, not at every append.
                 return self._append_locked(build, stamp_first, verified=not self._batch_depth)
-            lock = self._begin_writing()
+            lock = self._begin_writing(covered=False)
             try:
                 return self._append_locked(build, stamp_first, verified=True)
             finally:

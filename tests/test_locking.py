@@ -201,6 +201,28 @@ def test_a_lock_is_not_shared_with_a_deleted_file_whose_inode_came_back(tmp_path
         assert manager._file.lock is not lock_of_first
 
 
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_a_lock_file_gone_since_the_last_append_is_not_locked_again(
+    tmp_path: Path, held: Any, how: str
+) -> None:
+    """The manager keeps its lock file open between appends; once that file is deleted (or
+    another renamed over it), its lock excludes nobody: the next append must lock the file now
+    at the path, where another process holds the lock, and so wait for it."""
+    path = new_session(tmp_path)
+    manager = SessionManager.open(path, lock_timeout=0.3)
+    manager.append_message(user("before"))  # the lock file is open now
+    lock = Path(path + ".lock")
+    if how == "deleted":
+        lock.unlink()
+    else:
+        Path(path + ".other").write_bytes(b"")
+        os.replace(path + ".other", lock)
+    holder = held(path)
+    with pytest.raises(LockTimeout, match=f"held by process {holder.pid}"):
+        manager.append_message(user("must wait"))
+    assert contents(path) == ["start", "before"]
+
+
 # ---------------------------------------------------------------------------------------------
 # 9. A lock timeout, and who holds the lock
 
