@@ -643,19 +643,34 @@ class SessionManager:
             index = self._index
             return [index.model_at(p) for p in positions if p < len(index)]
 
-    def follow(self, poll_interval: float = 0.25, *, stop: threading.Event | None = None) -> Iterator[Entry]:
-        """Yield entries as other writers append them, polling every ``poll_interval`` seconds::
+    def follow(
+        self, poll_interval: float = 0.25, *, stop: threading.Event | None = None, notify: bool = True
+    ) -> Iterator[Entry]:
+        """Yield entries as other writers append them::
 
             for entry in manager.follow():
                 if entry.type == "message":
                     print(entry.message.role)
 
-        Runs until ``stop`` is set (or forever); the leaf does not move.
+        Wakes as soon as the file changes where inotify is available (Linux; ``notify=False``
+        turns it off), otherwise looks every ``poll_interval`` seconds. Runs until ``stop`` is
+        set (or forever; the watch is closed when the iteration ends); the leaf does not move.
         """
+        from . import _watch  # ctypes and select: only for a follower
+
         event = stop or threading.Event()
-        while not event.is_set():
-            yield from self.refresh()
-            event.wait(poll_interval)
+        path = self._session_file
+        watcher = _watch.open_watcher(path) if notify and path else None
+        try:
+            while not event.is_set():
+                yield from self.refresh()
+                if watcher is None:
+                    event.wait(poll_interval)
+                else:
+                    watcher.wait(event, _watch.NOTIFIED_POLL)
+        finally:
+            if watcher is not None:
+                watcher.close()
 
     def _leaf_is_tip(self) -> bool:
         last = self._index.last_position()

@@ -11,8 +11,11 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import select
 import struct
 import sys
+import threading
+import time
 
 __all__ = ["FileWatcher", "open_watcher", "inotify_available"]
 
@@ -28,6 +31,13 @@ _IN_NONBLOCK = os.O_NONBLOCK
 _IN_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _MASK = _IN_MODIFY | _IN_ATTRIB | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of NUL-padded name
+
+# With inotify a follower still looks this often, in case a change was not reported (a file on
+# a network file system written from another machine).
+NOTIFIED_POLL = 5.0
+# A threading.Event has no descriptor to wait on beside the watch: how often a blocked
+# follower looks whether it was told to stop.
+STOP_CHECK = 0.05
 
 
 def _load_libc() -> ctypes.CDLL | None:
@@ -84,6 +94,20 @@ class FileWatcher:
                 offset += _EVENT.size + length
                 if mask & (_IN_Q_OVERFLOW | _IN_IGNORED) or name == self._name:
                     relevant = True
+
+    def wait(self, stop: threading.Event, timeout: float) -> None:
+        """Block until the file may have changed (events queued since the last wait count, so
+        a change made while the caller was reading is not missed), ``stop`` is set, or
+        ``timeout`` seconds have passed."""
+        poller = select.poll()
+        poller.register(self.fileno(), select.POLLIN)
+        deadline = time.monotonic() + timeout
+        while not stop.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            if poller.poll(min(remaining, STOP_CHECK) * 1000) and self.drain():
+                return
 
     def close(self) -> None:
         if self._fd is not None:

@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
+from . import _watch
 from ._manager import SessionManager
 from ._model import Entry
 from ._watch import open_watcher
@@ -33,10 +34,6 @@ __all__ = ["AsyncSessionManager"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
-
-# With inotify the follower still looks this often, in case a change was not reported (a file on
-# a network file system written from another machine).
-_NOTIFIED_POLL = 5.0
 
 # The transactions the running task (and the tasks it starts) is inside, by manager.
 _TRANSACTIONS: contextvars.ContextVar[tuple[AsyncSessionManager, ...]] = contextvars.ContextVar(
@@ -336,7 +333,7 @@ class AsyncSessionManager:
                     changed.set()
 
             loop.add_reader(watcher.fileno(), on_readable)
-        period = _NOTIFIED_POLL if watcher is not None else poll_interval
+        period = _watch.NOTIFIED_POLL if watcher is not None else poll_interval
         try:
             while stop is None or not stop.is_set():
                 changed.clear()  # before reading: a change during the read wakes the next wait
@@ -381,4 +378,3 @@ async def _wait_for_any(changed: asyncio.Event, stop: asyncio.Event | None, time
     finally:
         for waiter in waiters:
             waiter.cancel()
-

@@ -270,7 +270,7 @@ def follow_other_process(path: str, count: int, **options: Any) -> list[str]:
 @pytest.mark.skipif(not _watch.inotify_available(), reason="inotify is Linux-only")
 def test_follow_wakes_on_inotify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # No poll could find the entries within the hang guard: only inotify wakes the follower.
-    monkeypatch.setattr(aio, "_NOTIFIED_POLL", 10 * HANG_GUARD)
+    monkeypatch.setattr(_watch, "NOTIFIED_POLL", 10 * HANG_GUARD)
     path = new_session(tmp_path)
     seen = follow_other_process(path, 40, poll_interval=10 * HANG_GUARD)
     assert seen == [f"other-{i}" for i in range(40)]
