@@ -16,11 +16,14 @@ import functools
 import sys
 from bisect import bisect_left
 from collections.abc import Container, Hashable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._js import MISSING, js_date_ms, js_trim, js_truthy
 from ._load import Head, Record, head_of, parse_raw, scan_raw
 from ._model import Entry
+
+if TYPE_CHECKING:
+    from ._bodies import BodyFile
 
 __all__ = ["TreeIndex", "WireEntry"]
 
@@ -71,12 +74,15 @@ class _Store:
         "waiting",
         "models",
         "cache",
+        "bodies",
     )
 
     def __init__(self) -> None:
-        # An entry is its raw line (bytes) until first read, then its parsed dict;
-        # the index itself needs only the head fields kept in the parallel arrays below.
-        self.items: list[WireEntry | bytes] = []
+        # An entry is its raw line (bytes) until first read, then its parsed dict; in a
+        # low-memory store, an entry not read yet may be its line's number in ``bodies`` (the
+        # line stays in the file). The index itself needs only the head fields kept in the
+        # parallel arrays below.
+        self.items: list[WireEntry | bytes | int] = []
         self.ids: list[Any] = []
         self.types: list[Any] = []
         self.parent_ids: list[Any] = []
@@ -105,6 +111,7 @@ class _Store:
         self.waiting: dict[Hashable, list[int]] = {}
         self.models: dict[int, Any] = {}  # typed models built so far, by position
         self.cache: dict[Any, Any] = {}
+        self.bodies: BodyFile | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -113,6 +120,9 @@ class _Store:
         item = self.items[pos]
         if isinstance(item, dict):
             return item
+        if isinstance(item, int):
+            assert self.bodies is not None
+            item = self.bodies.read(item, self.ids[pos])
         entry = parse_raw(item)
         if entry is None:  # pragma: no cover - the scanner accepted this line
             entry = {"type": self.types[pos], "id": self.ids[pos], "parentId": self.parent_ids[pos]}
@@ -210,7 +220,7 @@ class _Store:
                 return list(pending)
         return []
 
-    def push_one(self, head: Head, raw: bytes | None, entry: WireEntry | None) -> bool:
+    def push_one(self, head: Head, raw: bytes | int | None, entry: WireEntry | None) -> bool:
         """Append one entry with a string id whose string parent (or null) is already here;
         False (nothing changed) for anything else, which ``extend`` then handles."""
         message = head.message
@@ -232,7 +242,7 @@ class _Store:
         kind: Any,
         role: Any,
         timestamp: Any,
-        raw: bytes | None,
+        raw: bytes | int | None,
         entry: WireEntry | None,
         head: Head | None,
     ) -> bool:
@@ -304,8 +314,9 @@ class _Store:
             self.name_changes.append((pos, (js_trim(name) or None) if isinstance(name, str) else None))
 
     @classmethod
-    def build(cls, records: Iterable[Record]) -> _Store:
+    def build(cls, records: Iterable[Record], bodies: BodyFile | None = None) -> _Store:
         store = cls()
+        store.bodies = bodies
         rest = store.extend(records)
         if not rest and store.regular:
             return store
@@ -316,6 +327,7 @@ class _Store:
     @classmethod
     def _build_irregular(cls, partial: _Store, records: list[Record]) -> _Store:
         store = cls()
+        store.bodies = partial.bodies
         store.regular = False
         for pos, (head, raw, entry) in enumerate(records):
             if pos < len(partial):  # keep what the regular pass already parsed
@@ -348,10 +360,30 @@ class _Store:
             if isinstance(item, dict):
                 out.append((head_of(item), None, item))
             else:
-                scanned = scan_raw(item)
+                line = item
+                if type(line) is int:  # read back from the file, and still referred to
+                    assert self.bodies is not None
+                    line = self.bodies.read(line, self.ids[pos])
+                scanned = scan_raw(line)  # type: ignore[arg-type]
                 assert scanned is not None
                 out.append((scanned[0], item, None))
         return out
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A low-memory store's lines are read in: a pickled or deep-copied snapshot holds its
+        # entries itself, as every default one does (a descriptor cannot travel with it).
+        state = {name: getattr(self, name) for name in self.__slots__}
+        bodies = self.bodies
+        if bodies is not None:
+            ids, read = self.ids, bodies.read
+            items = self.items
+            state["items"] = [read(it, ids[pos]) if type(it) is int else it for pos, it in enumerate(items)]
+            state["bodies"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
 
     def _find_cycles(self) -> None:
         # Each entry has at most one parent, so cycles are found by one colouring walk.
@@ -394,9 +426,10 @@ class TreeIndex:
         return cls.from_records((head_of(e), None, e) for e in entries)
 
     @classmethod
-    def from_records(cls, records: Iterable[Record]) -> TreeIndex:
-        """An index over scanned lines: (head, raw line, parsed dict or None)."""
-        store = _Store.build(records)
+    def from_records(cls, records: Iterable[Record], bodies: BodyFile | None = None) -> TreeIndex:
+        """An index over scanned lines: (head, raw line, parsed dict or None); with ``bodies``
+        (low-memory mode), a raw line may be its number there (see ``_bodies``)."""
+        store = _Store.build(records, bodies)
         return cls(store, len(store))
 
     def append(self, entries: Iterable[WireEntry]) -> TreeIndex:
@@ -437,9 +470,9 @@ class TreeIndex:
             # The arrival changes how earlier entries resolve: a fresh store keeps old
             # snapshots' view intact (they only read positions below their own length).
             done = len(new) - len(rest)
-            store = _Store.build([*store.records(len(store) - done), *new])
+            store = _Store.build([*store.records(len(store) - done), *new], store.bodies)
             return TreeIndex(store, len(store))
-        store = _Store.build([*store.records(self._n), *new])
+        store = _Store.build([*store.records(self._n), *new], store.bodies)
         return TreeIndex(store, len(store))
 
     # -- size and access ----------------------------------------------------------------------
@@ -451,6 +484,11 @@ class TreeIndex:
     def version(self) -> tuple[int, int]:
         """Identifies this snapshot's content: equal versions mean equal entries."""
         return (id(self._store), self._n)
+
+    @property
+    def bodies(self) -> BodyFile | None:
+        """Where a low-memory index reads its entries' lines back from (None: all in memory)."""
+        return self._store.bodies
 
     @property
     def is_regular(self) -> bool:
