@@ -30,6 +30,18 @@ __all__ = ["TreeIndex", "WireEntry"]
 WireEntry = dict[str, Any]
 
 NO_PARENT = -1
+
+
+class _Unread:
+    """A timestamp a low-memory open left in the file (read back when siblings are sorted)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNREAD"
+
+
+UNREAD = _Unread()
 _intern = sys.intern
 _NOTHING_SET = (NO_PARENT, NO_PARENT, NO_PARENT)
 
@@ -80,9 +92,10 @@ class _Store:
     def __init__(self) -> None:
         # An entry is its raw line (bytes) until first read, then its parsed dict; in a
         # low-memory store, an entry not read yet may be its line's number in ``bodies`` (the
-        # line stays in the file). The index itself needs only the head fields kept in the
-        # parallel arrays below.
-        self.items: list[WireEntry | bytes | int] = []
+        # line stays in the file), None when that number is its position (an open: no int
+        # object per entry). The index itself needs only the head fields kept in the parallel
+        # arrays below (a low-memory open leaves timestamps in the file too: UNREAD).
+        self.items: list[WireEntry | bytes | int | None] = []
         self.ids: list[Any] = []
         self.types: list[Any] = []
         self.parent_ids: list[Any] = []
@@ -120,14 +133,19 @@ class _Store:
         item = self.items[pos]
         if isinstance(item, dict):
             return item
-        if isinstance(item, int):
+        if not isinstance(item, bytes):  # left in the file (low-memory mode): its line's number
             assert self.bodies is not None
-            item = self.bodies.read(item, self.ids[pos])
+            item = self.bodies.read(pos if item is None else item, self.ids[pos])
         entry = parse_raw(item)
         if entry is None:  # pragma: no cover - the scanner accepted this line
             entry = {"type": self.types[pos], "id": self.ids[pos], "parentId": self.parent_ids[pos]}
         self.items[pos] = entry
         return entry
+
+    def stamp(self, pos: int) -> Any:
+        """The entry's ``timestamp`` (MISSING when it has none)."""
+        value = self.stamps[pos]
+        return self.entry(pos).get("timestamp", MISSING) if value is UNREAD else value
 
     # -- building ---------------------------------------------------------------------------
 
@@ -179,7 +197,7 @@ class _Store:
                 elif parent_id is not None and parent_id is not MISSING:
                     self.regular = False  # a falsy parentId such as "" resolves differently in getTree
                 children_key = _key(parent_id)
-            items.append(raw if entry is None else entry)  # type: ignore[arg-type]
+            items.append(raw if entry is None else entry)
             ids.append(entry_id)
             types.append(kind)
             parent_ids.append(parent_id)
@@ -260,7 +278,7 @@ class _Store:
         else:
             return False
         pos = len(self.ids)
-        self.items.append(raw if entry is None else entry)  # type: ignore[arg-type]
+        self.items.append(raw if entry is None else entry)
         self.ids.append(entry_id)
         self.types.append(kind)
         self.parent_ids.append(parent_id)
@@ -333,7 +351,7 @@ class _Store:
             if pos < len(partial):  # keep what the regular pass already parsed
                 store.items.append(partial.items[pos])
             else:
-                store.items.append(raw if entry is None else entry)  # type: ignore[arg-type]
+                store.items.append(raw if entry is None else entry)
             store.ids.append(head.id)
             store.types.append(head.type)
             store.parent_ids.append(head.parentId)
@@ -360,11 +378,13 @@ class _Store:
             if isinstance(item, dict):
                 out.append((head_of(item), None, item))
             else:
-                line = item
-                if type(line) is int:  # read back from the file, and still referred to
+                if isinstance(item, bytes):
+                    line = item
+                else:  # read back from the file, and still referred to by its number
                     assert self.bodies is not None
-                    line = self.bodies.read(line, self.ids[pos])
-                scanned = scan_raw(line)  # type: ignore[arg-type]
+                    item = pos if item is None else item
+                    line = self.bodies.read(item, self.ids[pos])
+                scanned = scan_raw(line)
                 assert scanned is not None
                 out.append((scanned[0], item, None))
         return out
@@ -376,8 +396,16 @@ class _Store:
         bodies = self.bodies
         if bodies is not None:
             ids, read = self.ids, bodies.read
-            items = self.items
-            state["items"] = [read(it, ids[pos]) if type(it) is int else it for pos, it in enumerate(items)]
+            state["items"] = [
+                it if isinstance(it, (dict, bytes)) else read(pos if it is None else it, ids[pos])
+                for pos, it in enumerate(self.items)
+            ]
+            state["stamps"] = stamps = list(self.stamps)
+            for pos, value in enumerate(stamps):
+                if value is UNREAD:
+                    item = state["items"][pos]
+                    entry = item if isinstance(item, dict) else parse_raw(item) or {}
+                    stamps[pos] = entry.get("timestamp", MISSING)
             state["bodies"] = None
         return state
 
@@ -522,7 +550,7 @@ class TreeIndex:
         return self._store.types[pos]
 
     def timestamp_at(self, pos: int) -> Any:
-        return self._store.stamps[pos]
+        return self._store.stamp(pos)
 
     def wire_entries(self) -> list[WireEntry]:
         """Every entry as a wire dict (parses all lines not read yet)."""
@@ -770,7 +798,7 @@ class TreeIndex:
         n = self._n
         kids = [k for k in kids if k < n]
         if len(kids) > 1:
-            _sort_by_time(kids, self._store.stamps)
+            _sort_by_time(kids, self._store)
         return kids
 
     def tree_order(self) -> tuple[list[int], dict[int, list[int]]]:
@@ -819,12 +847,13 @@ class TreeIndex:
                     children.setdefault(parent, []).append(node)
         for kids in children.values():
             if len(kids) > 1:
-                _sort_by_time(kids, store.stamps)
+                _sort_by_time(kids, store)
         return roots, children
 
 
-def _sort_by_time(positions: list[int], stamps: list[Any]) -> None:
-    times = {p: js_date_ms(stamps[p]) for p in positions}
+def _sort_by_time(positions: list[int], store: _Store) -> None:
+    stamp = store.stamp
+    times = {p: js_date_ms(stamp(p)) for p in positions}
     if all(t is not None for t in times.values()):
         positions.sort(key=lambda p: times[p])  # type: ignore[arg-type, return-value]
         return

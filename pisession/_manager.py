@@ -16,7 +16,6 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ._bodies import BodyLines
 from ._codec import from_wire, to_wire
 from ._context import WireProjection, context_positions, current_system_message, project_leaf
 from ._errors import (
@@ -80,7 +79,7 @@ from ._results import (
     context_from_projection,
     projection_from_wire,
 )
-from ._store import ScannedLines, SessionFile, make_private_dirs
+from ._store import SessionFile, make_private_dirs
 
 if TYPE_CHECKING:
     from ._discovery import SessionInfo
@@ -438,6 +437,8 @@ class SessionManager:
         """``read_session(path, low_memory=True)``: an in-memory manager whose entries' lines
         stay in the file, which is never written; None when the file is not a version-3
         session (``read_session`` then reads it in full, raising what it raises)."""
+        from ._bodies import BodyLines  # start-up: only low-memory mode needs it
+
         file = SessionFile(path)
         try:
             header, records, _ = file.load_low_memory()
@@ -611,15 +612,15 @@ class SessionManager:
         if _version(header) >= CURRENT_SESSION_VERSION:
             self._header = header
             body = (
-                records.without_sessions()
-                if isinstance(records, ScannedLines)
+                records.without_sessions()  # a ScannedLines, or a low-memory load's BodyLines
+                if hasattr(records, "without_sessions")
                 else (r for r in records if r[0].type != "session")
             )
             bodies = self._file.bodies if self._file is not None else None
             self._index = TreeIndex.from_records(body, bodies)
             self._after_index()
             return
-        if isinstance(records, BodyLines):  # migrated in memory: the lines are read in
+        if hasattr(records, "with_lines"):  # low-memory, migrated in memory: the lines are read in
             records = records.with_lines()
         entries: builtins.list[Any] = []
         if rewrite and self._persist and self._file is not None:
@@ -1462,8 +1463,8 @@ class SessionManager:
                     store.create(_line(e) for e in entries)
                     if self._low_memory:  # the new file's lines stay in it; the copies go
                         _, records, _ = store.load_low_memory()
-                        body = (r for r in records if r[0].type != "session")
-                        index = TreeIndex.from_records(body, store.bodies)
+                        assert hasattr(records, "without_sessions")
+                        index = TreeIndex.from_records(records.without_sessions(), store.bodies)
             self._leave_file()
             self._header = header
             self._index = index

@@ -108,7 +108,7 @@ def unread_ids(manager: SessionManager) -> list[str]:
     """Ids of the entries whose lines were left in the file (not parsed yet)."""
     snap = manager.snapshot()
     store = snap._store  # what is in memory is the point of these tests
-    return [snap.id_at(p) for p in range(len(snap)) if type(store.items[p]) is int]
+    return [snap.id_at(p) for p in range(len(snap)) if not isinstance(store.items[p], (dict, bytes))]
 
 
 # -- reading is the same --------------------------------------------------------------------------
@@ -145,6 +145,23 @@ def test_random_files_read_the_same_in_both_modes(tmp_path: Path) -> None:
         assert view(read_session(path, low_memory=True)) == view(read_session(path))
 
     check()
+
+
+def test_siblings_are_ordered_by_timestamps_read_back_from_the_file(tmp_path: Path) -> None:
+    root = message("r0000000", None, "root")
+    kids = [message(f"k{i:07x}", "r0000000", f"kid {i}") for i in range(3)]
+    for kid, stamp in zip(kids, ["2024-12-03T14:00:03.000Z", "2024-12-03T14:00:01.000Z", "bad"], strict=True):
+        kid["timestamp"] = stamp
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(HEADER_LINE + b"".join(map(line, [root, *kids, message("z0000000", "k0000000", "z")])))
+    low = SessionManager.open(path, low_memory=True)
+    assert "k0000001" in unread_ids(low)
+    assert low.snapshot().timestamp_at(1) == "2024-12-03T14:00:03.000Z"
+    default = SessionManager.open(path)
+    assert low.get_tree()[0].children[0].entry.id == "k0000001", "sorted by time"
+    assert to_wire(low.get_tree()) == to_wire(default.get_tree())
+    copied = pickle.loads(pickle.dumps(SessionManager.open(path, low_memory=True).snapshot()))
+    assert copied.tree_order() == default.snapshot().tree_order()
 
 
 def test_a_line_longer_than_a_read_chunk_is_read_whole(tmp_path: Path) -> None:
