@@ -17,19 +17,30 @@ import contextlib
 import os
 import stat
 import threading
-from array import array
 from collections.abc import Iterator
 from typing import Any
 
 from ._errors import InvalidSessionError, SessionChangedError
 from ._load import Record, scan_raw
 
-__all__ = ["BodyFile", "BodyLines", "lines_at", "last_line_start"]
+__all__ = ["BodyFile", "BodyLines", "UNREAD", "lines_at", "last_line_start"]
 
 _CHUNK = 1 << 16  # 64 KiB: a 1 MiB read buffer and its lines measured 0.1 x the file in peak RSS
 _TAIL_STEP = 1 << 16
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+class _Unread:
+    """A timestamp a low-memory open left in the file (read back when siblings are sorted)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNREAD"
+
+
+UNREAD: Any = _Unread()
 
 
 class BodyFile:
@@ -47,6 +58,8 @@ class BodyFile:
         self.path = path
         self.identity = identity
         self._fd = fd
+        from array import array  # start-up: _index imports this module, `pisession tree` no array
+
         self._lock = threading.Lock()  # release() must not close the number a read is using
         self.offsets = array("q")
         self.lengths = array("q")
@@ -200,7 +213,7 @@ _decoder: tuple[Any, Any] | None = None
 def _stampless_decoder() -> tuple[Any, Any]:
     """msgspec's decoder of a line's head without its ``timestamp`` (about 70 bytes an entry
     less, 0.08 x the file), and its errors; (None, ()) without msgspec. Built on first use:
-    importing this module costs nothing at start-up."""
+    only low-memory mode needs it."""
     global _decoder
     if _decoder is None:
         try:
@@ -208,8 +221,6 @@ def _stampless_decoder() -> tuple[Any, Any]:
         except ImportError:  # pragma: no cover - exercised by tests that hide it
             _decoder = (None, ())
             return _decoder
-        from ._index import UNREAD
-
         unset = msgspec.UNSET
         # defstruct: the annotations are objects here, not strings (this module's
         # ``from __future__ import annotations`` would hide the local _Role from msgspec).

@@ -16,32 +16,18 @@ import functools
 import sys
 from bisect import bisect_left
 from collections.abc import Container, Hashable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ._bodies import UNREAD, BodyFile
 from ._js import MISSING, js_date_ms, js_trim, js_truthy
 from ._load import Head, Record, head_of, parse_raw, scan_raw
 from ._model import Entry
-
-if TYPE_CHECKING:
-    from ._bodies import BodyFile
 
 __all__ = ["TreeIndex", "WireEntry"]
 
 WireEntry = dict[str, Any]
 
 NO_PARENT = -1
-
-
-class _Unread:
-    """A timestamp a low-memory open left in the file (read back when siblings are sorted)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "UNREAD"
-
-
-UNREAD = _Unread()
 _intern = sys.intern
 _NOTHING_SET = (NO_PARENT, NO_PARENT, NO_PARENT)
 

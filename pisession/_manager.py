@@ -437,7 +437,7 @@ class SessionManager:
         """``read_session(path, low_memory=True)``: an in-memory manager whose entries' lines
         stay in the file, which is never written; None when the file is not a version-3
         session (``read_session`` then reads it in full, raising what it raises)."""
-        from ._bodies import BodyLines  # start-up: only low-memory mode needs it
+        from ._bodies import BodyLines
 
         file = SessionFile(path)
         try:
