@@ -58,7 +58,7 @@ class BodyFile:
         self.path = path
         self.identity = identity
         self._fd = fd
-        from array import array  # start-up: _index imports this module, `pisession tree` no array
+        from array import array  # start-up: the index imports this module; only this needs array
 
         self._lock = threading.Lock()  # release() must not close the number a read is using
         self.offsets = array("q")

@@ -1478,7 +1478,12 @@ class SessionManager:
     # ------------------------------------------------------------------ reading
 
     def snapshot(self) -> TreeIndex:
-        """The current immutable index: later appends never change it."""
+        """The current immutable index: later appends never change it. Picklable; a low-memory
+        manager's snapshot reads its lines in when pickled or deep-copied, so the copy needs
+        the file no more::
+
+            data = pickle.dumps(manager.snapshot())
+        """
         return self._index
 
     def is_persisted(self) -> bool:

@@ -17,6 +17,8 @@ import os
 import pickle
 import resource
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +111,17 @@ def unread_ids(manager: SessionManager) -> list[str]:
     snap = manager.snapshot()
     store = snap._store  # what is in memory is the point of these tests
     return [snap.id_at(p) for p in range(len(snap)) if not isinstance(store.items[p], (dict, bytes))]
+
+
+def append_from_another_process(path: Path, appended: list[dict[str, Any]]) -> None:
+    """As Pi appends: no lock, one write per line."""
+    code = (
+        "import sys\n"
+        "with open(sys.argv[1], 'ab') as f:\n"
+        "    for text in sys.argv[2:]: f.write(text.encode() + b'\\n')"
+    )
+    lines = [line(e).decode().rstrip("\n") for e in appended]
+    subprocess.run([sys.executable, "-c", code, str(path), *lines], check=True)
 
 
 # -- reading is the same --------------------------------------------------------------------------
@@ -226,16 +239,13 @@ def test_lines_another_process_appends_are_left_in_the_file_too(session: Path) -
     low = SessionManager.open(session, low_memory=True)
     parents = ["f0000004", "p0000000", "p0000001"]
     appended = [message(f"p{i:07x}", parents[i], f"from pi {i}") for i in range(3)]
-    with open(session, "ab") as handle:  # Pi appends without the lock, one write a line
-        for entry in appended:
-            handle.write(line(entry))
+    append_from_another_process(session, appended)
     new = low.refresh(move_leaf=True)
     assert [e.id for e in new] == ["p0000000", "p0000001", "p0000002"]  # refresh reads what it returns
     low2 = SessionManager.open(session, low_memory=True)
     assert len(low2.refresh()) == 0
     # an append reads others' new lines first (not their bodies: refresh() returns them later)
-    with open(session, "ab") as handle:
-        handle.write(line(message("q0000000", "p0000002", "later")))
+    append_from_another_process(session, [message("q0000000", "p0000002", "later")])
     low2.append_message({"role": "user", "content": "mine", "timestamp": 1})
     assert "q0000000" in unread_ids(low2)
     assert view(low2) == view(SessionManager.open(session))
