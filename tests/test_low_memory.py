@@ -385,6 +385,27 @@ def test_a_migrated_file_is_read_from_its_rewritten_version(tmp_path: Path) -> N
     assert low.get_entries()[1].message.role == "custom"  # type: ignore[union-attr]
 
 
+def test_an_old_file_that_cannot_be_rewritten_is_migrated_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "old.jsonl"
+    path.write_bytes(line({**HEADER, "version": 2}) + b"".join(map(line, chain(4))))
+
+    def refuse(self: Any, lines: Any) -> None:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr("pisession._store.SessionFile.rewrite", refuse)
+    with pytest.warns(pisession.SessionNotWrittenWarning):
+        low = SessionManager.open(path, low_memory=True)
+    assert low.snapshot().bodies is None, "held in memory, migrated"
+    # Lines another writer appends to the file as loaded are read in for that index.
+    append_from_another_process(path, [message("p0000000", "e0000003", "from pi")])
+    assert [e.id for e in low.refresh(move_leaf=True)] == ["p0000000"]
+    assert unread_ids(low) == []
+    with pytest.warns(pisession.SessionNotWrittenWarning):
+        assert view(low) == view(SessionManager.open(path))
+
+
 def test_fork_and_branched_session_keep_the_new_file_open(session: Path, tmp_path: Path) -> None:
     forked = SessionManager.fork_from(session, "/elsewhere", tmp_path / "forks", low_memory=True)
     new_file = forked.get_session_file()
