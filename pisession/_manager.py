@@ -153,9 +153,10 @@ class SessionManager:
 
     The constructors that read a file (:meth:`open`, :meth:`continue_recent`,
     :meth:`fork_from`) take ``low_memory``: True keeps the file open and leaves each entry's
-    line in it until the entry is read (about 0.5 of the file's size held, where the default
-    holds 1.5-1.8). A line that the file no longer holds as it was when it was opened (the file
-    truncated or rewritten in place) raises :class:`SessionChangedError` when it is read::
+    line in it until the entry is read (0.45-0.75 × the file's size held after an open, where
+    the default holds 1.6-1.9 ×). A line that the file no longer holds as it was when it was
+    opened (the file truncated or rewritten in place) raises :class:`SessionChangedError` when
+    it is read::
 
         manager = SessionManager.open(path, low_memory=True)
 
