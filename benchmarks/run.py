@@ -47,10 +47,29 @@ TARGETS = {
     "open_memory": None,
     "open_memory_200k": None,
     "plan_compaction": 1.0,
+    # low-memory mode (SessionManager.open(path, low_memory=True)) against the same Pi rows
+    "open_low_memory": None,
+    "context_first_low": 1.0,
+    "get_tree_low": 1.0,
+    "open_memory_low": None,
+    "open_memory_200k_low": None,
 }
 # the memory rows' targets are in multiples of the file's size (pisession's peak), not ratios to Pi
-MEMORY_TARGETS = {"open_memory": 1.0, "open_memory_200k": 1.0}
-PI_METRIC = {"append_batch": "append", "open_memory_200k": "open_memory"}  # Pi has one append path
+MEMORY_TARGETS = dict.fromkeys(
+    ("open_memory", "open_memory_200k", "open_memory_low", "open_memory_200k_low"), 1.0
+)
+# Pi has one append path and one open: the low-memory rows compare with its only one
+PI_METRIC = {
+    "append_batch": "append",
+    "open_memory_200k": "open_memory",
+    "open_low_memory": "open",
+    "context_first_low": "context_first",
+    "get_tree_low": "get_tree",
+    "open_memory_low": "open_memory",
+    "open_memory_200k_low": "open_memory",
+}
+ON_200K = ("open_memory_200k", "open_memory_200k_low")
+DEFAULT_ROWS = [m for m in TARGETS if m not in ON_200K and not m.endswith(("_low", "_low_memory"))]
 SCALE_200K = DATA / "scale-200000.jsonl"
 
 
@@ -106,6 +125,14 @@ def py_sample(metric: str, large: Path, branch_ids: list[str], list_cwd: str) ->
     """One pisession sample of ``metric`` in milliseconds (per call for per-call metrics)."""
     if metric == "open":
         return timed(lambda: SessionManager.open(large))
+    if metric == "open_low_memory":
+        return timed(lambda: SessionManager.open(large, low_memory=True))
+    if metric == "context_first_low":
+        manager = SessionManager.open(large, low_memory=True)
+        return timed(manager.build_session_context)
+    if metric == "get_tree_low":
+        manager = SessionManager.open(large, low_memory=True)
+        return timed(manager.get_tree)
     if metric == "context_first":
         manager = SessionManager.open(large)
         return timed(manager.build_session_context)
@@ -141,8 +168,8 @@ def py_sample(metric: str, large: Path, branch_ids: list[str], list_cwd: str) ->
             return timed(one_by_one if metric == "append" else batched) / len(messages)
     if metric == "list":
         return timed(lambda: SessionManager.list(list_cwd, str(DATA / "dir300")))
-    if metric in ("open_memory", "open_memory_200k"):
-        return open_memory(large if metric == "open_memory" else SCALE_200K)
+    if metric in MEMORY_TARGETS:
+        return open_memory(SCALE_200K if metric in ON_200K else large, low_memory=metric.endswith("_low"))
     raise ValueError(metric)
 
 
@@ -177,14 +204,15 @@ try:
 except OSError:
     pass
 before = status("VmRSS")
-manager = pisession.SessionManager.open(sys.argv[1])
+manager = pisession.SessionManager.open(sys.argv[1], low_memory=sys.argv[2] == "low")
 print(status("VmHWM") - before, status("VmRSS") - before)
 """
 
 
-def open_memory(path: Path) -> float:
+def open_memory(path: Path, *, low_memory: bool = False) -> float:
+    mode = "low" if low_memory else "default"
     out = subprocess.run(
-        [sys.executable, "-c", OPEN_MEMORY_CODE, str(path)], check=True, capture_output=True, text=True
+        [sys.executable, "-c", OPEN_MEMORY_CODE, str(path), mode], check=True, capture_output=True, text=True
     ).stdout
     return float(out.split()[0])
 
@@ -454,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--reps", type=int, default=7)
-    parser.add_argument("--metrics", default=",".join(m for m in TARGETS if m != "open_memory_200k"))
+    parser.add_argument("--metrics", default=",".join(DEFAULT_ROWS))
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument(
         "--scale", action="store_true", help="also show how costs grow from 2,000 to 200,000 entries"
@@ -492,10 +520,10 @@ def main(argv: list[str] | None = None) -> int:
     extra = ["--branch-ids", str(ids_file), "--list-cwd", list_cwd]
 
     results = {}
-    print(f"{'metric':<16}{'pisession':>14}{'Pi 1.6.0':>14}{'ratio':>8}{'target':>8}")
+    print(f"{'metric':<21}{'pisession':>14}{'Pi 1.6.0':>14}{'ratio':>8}{'target':>8}")
     for metric in args.metrics.split(","):
         ours, theirs = [], []
-        pi_extra = [*extra, "--large", str(SCALE_200K)] if metric == "open_memory_200k" else extra
+        pi_extra = [*extra, "--large", str(SCALE_200K)] if metric in ON_200K else extra
         for _ in range(args.reps):
             theirs.append(pi_value(metric, pi_sample(PI_METRIC.get(metric, metric), pi_extra)))
             ours.append(py_sample(metric, large, branch_ids, list_cwd))
@@ -514,13 +542,13 @@ def main(argv: list[str] | None = None) -> int:
         scale = 1 / 1e6 if metric in MEMORY_TARGETS else 1
         mark = "" if target is None else ("ok" if ratio <= target else "MISS")
         if metric in MEMORY_TARGETS:
-            size = (large if metric == "open_memory" else SCALE_200K).stat().st_size
+            size = (SCALE_200K if metric in ON_200K else large).stat().st_size
             times = a / size
             results[metric]["file_bytes"] = size
             results[metric]["x_file"] = times
             mark = f"{times:.2f} x file ({'ok' if times <= MEMORY_TARGETS[metric] else 'MISS'} <= 1.0)"
         print(
-            f"{metric:<16}{a * scale:>11.4f} {unit}{b * scale:>11.4f} {unit}{ratio:>8.3f}"
+            f"{metric:<21}{a * scale:>11.4f} {unit}{b * scale:>11.4f} {unit}{ratio:>8.3f}"
             f"{'' if target is None else target:>8} {mark}",
             flush=True,
         )

@@ -6,6 +6,7 @@ __all__ = [
     "PisessionError",
     "InvalidSessionError",
     "SessionReplacedError",
+    "SessionChangedError",
     "EntryNotFoundError",
     "InvalidContextEditError",
     "InvalidSessionIdError",
@@ -34,6 +35,13 @@ class InvalidSessionError(PisessionError):
 class SessionReplacedError(InvalidSessionError):
     """The file at a session's path now holds another session (another header id): it was
     replaced behind the manager's back. Nothing is written to it; open it anew to use it."""
+
+
+class SessionChangedError(InvalidSessionError):
+    """A session opened with ``low_memory=True`` reads an entry's line back from the file when
+    the entry is first read, and the file no longer holds that line as it was when it was opened
+    (truncated or rewritten in place, or, after the manager was closed, replaced or removed).
+    The message names the file and the entry; open the file anew to read it as it is now."""
 
 
 

@@ -18,6 +18,7 @@ from bisect import bisect_left
 from collections.abc import Container, Hashable, Iterable, Sequence
 from typing import Any
 
+from ._bodies import UNREAD, BodyFile
 from ._js import MISSING, js_date_ms, js_trim, js_truthy
 from ._load import Head, Record, head_of, parse_raw, scan_raw
 from ._model import Entry
@@ -71,12 +72,16 @@ class _Store:
         "waiting",
         "models",
         "cache",
+        "bodies",
     )
 
     def __init__(self) -> None:
-        # An entry is its raw line (bytes) until first read, then its parsed dict;
-        # the index itself needs only the head fields kept in the parallel arrays below.
-        self.items: list[WireEntry | bytes] = []
+        # An entry is its raw line (bytes) until first read, then its parsed dict; in a
+        # low-memory store, an entry not read yet may be its line's number in ``bodies`` (the
+        # line stays in the file), None when that number is its position (an open: no int
+        # object per entry). The index itself needs only the head fields kept in the parallel
+        # arrays below (a low-memory open leaves timestamps in the file too: UNREAD).
+        self.items: list[WireEntry | bytes | int | None] = []
         self.ids: list[Any] = []
         self.types: list[Any] = []
         self.parent_ids: list[Any] = []
@@ -105,6 +110,7 @@ class _Store:
         self.waiting: dict[Hashable, list[int]] = {}
         self.models: dict[int, Any] = {}  # typed models built so far, by position
         self.cache: dict[Any, Any] = {}
+        self.bodies: BodyFile | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -113,11 +119,19 @@ class _Store:
         item = self.items[pos]
         if isinstance(item, dict):
             return item
+        if not isinstance(item, bytes):  # left in the file (low-memory mode): its line's number
+            assert self.bodies is not None
+            item = self.bodies.read(pos if item is None else item, self.ids[pos])
         entry = parse_raw(item)
         if entry is None:  # pragma: no cover - the scanner accepted this line
             entry = {"type": self.types[pos], "id": self.ids[pos], "parentId": self.parent_ids[pos]}
         self.items[pos] = entry
         return entry
+
+    def stamp(self, pos: int) -> Any:
+        """The entry's ``timestamp`` (MISSING when it has none)."""
+        value = self.stamps[pos]
+        return self.entry(pos).get("timestamp", MISSING) if value is UNREAD else value
 
     # -- building ---------------------------------------------------------------------------
 
@@ -169,7 +183,7 @@ class _Store:
                 elif parent_id is not None and parent_id is not MISSING:
                     self.regular = False  # a falsy parentId such as "" resolves differently in getTree
                 children_key = _key(parent_id)
-            items.append(raw if entry is None else entry)  # type: ignore[arg-type]
+            items.append(raw if entry is None else entry)
             ids.append(entry_id)
             types.append(kind)
             parent_ids.append(parent_id)
@@ -210,7 +224,7 @@ class _Store:
                 return list(pending)
         return []
 
-    def push_one(self, head: Head, raw: bytes | None, entry: WireEntry | None) -> bool:
+    def push_one(self, head: Head, raw: bytes | int | None, entry: WireEntry | None) -> bool:
         """Append one entry with a string id whose string parent (or null) is already here;
         False (nothing changed) for anything else, which ``extend`` then handles."""
         message = head.message
@@ -232,7 +246,7 @@ class _Store:
         kind: Any,
         role: Any,
         timestamp: Any,
-        raw: bytes | None,
+        raw: bytes | int | None,
         entry: WireEntry | None,
         head: Head | None,
     ) -> bool:
@@ -250,7 +264,7 @@ class _Store:
         else:
             return False
         pos = len(self.ids)
-        self.items.append(raw if entry is None else entry)  # type: ignore[arg-type]
+        self.items.append(raw if entry is None else entry)
         self.ids.append(entry_id)
         self.types.append(kind)
         self.parent_ids.append(parent_id)
@@ -304,8 +318,9 @@ class _Store:
             self.name_changes.append((pos, (js_trim(name) or None) if isinstance(name, str) else None))
 
     @classmethod
-    def build(cls, records: Iterable[Record]) -> _Store:
+    def build(cls, records: Iterable[Record], bodies: BodyFile | None = None) -> _Store:
         store = cls()
+        store.bodies = bodies
         rest = store.extend(records)
         if not rest and store.regular:
             return store
@@ -316,12 +331,13 @@ class _Store:
     @classmethod
     def _build_irregular(cls, partial: _Store, records: list[Record]) -> _Store:
         store = cls()
+        store.bodies = partial.bodies
         store.regular = False
         for pos, (head, raw, entry) in enumerate(records):
             if pos < len(partial):  # keep what the regular pass already parsed
                 store.items.append(partial.items[pos])
             else:
-                store.items.append(raw if entry is None else entry)  # type: ignore[arg-type]
+                store.items.append(raw if entry is None else entry)
             store.ids.append(head.id)
             store.types.append(head.type)
             store.parent_ids.append(head.parentId)
@@ -348,10 +364,40 @@ class _Store:
             if isinstance(item, dict):
                 out.append((head_of(item), None, item))
             else:
-                scanned = scan_raw(item)
+                if isinstance(item, bytes):
+                    line = item
+                else:  # read back from the file, and still referred to by its number
+                    assert self.bodies is not None
+                    item = pos if item is None else item
+                    line = self.bodies.read(item, self.ids[pos])
+                scanned = scan_raw(line)
                 assert scanned is not None
                 out.append((scanned[0], item, None))
         return out
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A low-memory store's lines are read in: a pickled or deep-copied snapshot holds its
+        # entries itself, as every default one does (a descriptor cannot travel with it).
+        state = {name: getattr(self, name) for name in self.__slots__}
+        bodies = self.bodies
+        if bodies is not None:
+            ids, read = self.ids, bodies.read
+            state["items"] = [
+                it if isinstance(it, (dict, bytes)) else read(pos if it is None else it, ids[pos])
+                for pos, it in enumerate(self.items)
+            ]
+            state["stamps"] = stamps = list(self.stamps)
+            for pos, value in enumerate(stamps):
+                if value is UNREAD:
+                    item = state["items"][pos]
+                    entry = item if isinstance(item, dict) else parse_raw(item) or {}
+                    stamps[pos] = entry.get("timestamp", MISSING)
+            state["bodies"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
 
     def _find_cycles(self) -> None:
         # Each entry has at most one parent, so cycles are found by one colouring walk.
@@ -394,9 +440,10 @@ class TreeIndex:
         return cls.from_records((head_of(e), None, e) for e in entries)
 
     @classmethod
-    def from_records(cls, records: Iterable[Record]) -> TreeIndex:
-        """An index over scanned lines: (head, raw line, parsed dict or None)."""
-        store = _Store.build(records)
+    def from_records(cls, records: Iterable[Record], bodies: BodyFile | None = None) -> TreeIndex:
+        """An index over scanned lines: (head, raw line, parsed dict or None); with ``bodies``
+        (low-memory mode), a raw line may be its number there (see ``_bodies``)."""
+        store = _Store.build(records, bodies)
         return cls(store, len(store))
 
     def append(self, entries: Iterable[WireEntry]) -> TreeIndex:
@@ -437,9 +484,9 @@ class TreeIndex:
             # The arrival changes how earlier entries resolve: a fresh store keeps old
             # snapshots' view intact (they only read positions below their own length).
             done = len(new) - len(rest)
-            store = _Store.build([*store.records(len(store) - done), *new])
+            store = _Store.build([*store.records(len(store) - done), *new], store.bodies)
             return TreeIndex(store, len(store))
-        store = _Store.build([*store.records(self._n), *new])
+        store = _Store.build([*store.records(self._n), *new], store.bodies)
         return TreeIndex(store, len(store))
 
     # -- size and access ----------------------------------------------------------------------
@@ -451,6 +498,11 @@ class TreeIndex:
     def version(self) -> tuple[int, int]:
         """Identifies this snapshot's content: equal versions mean equal entries."""
         return (id(self._store), self._n)
+
+    @property
+    def bodies(self) -> BodyFile | None:
+        """Where a low-memory index reads its entries' lines back from (None: all in memory)."""
+        return self._store.bodies
 
     @property
     def is_regular(self) -> bool:
@@ -484,7 +536,7 @@ class TreeIndex:
         return self._store.types[pos]
 
     def timestamp_at(self, pos: int) -> Any:
-        return self._store.stamps[pos]
+        return self._store.stamp(pos)
 
     def wire_entries(self) -> list[WireEntry]:
         """Every entry as a wire dict (parses all lines not read yet)."""
@@ -732,7 +784,7 @@ class TreeIndex:
         n = self._n
         kids = [k for k in kids if k < n]
         if len(kids) > 1:
-            _sort_by_time(kids, self._store.stamps)
+            _sort_by_time(kids, self._store)
         return kids
 
     def tree_order(self) -> tuple[list[int], dict[int, list[int]]]:
@@ -781,12 +833,13 @@ class TreeIndex:
                     children.setdefault(parent, []).append(node)
         for kids in children.values():
             if len(kids) > 1:
-                _sort_by_time(kids, store.stamps)
+                _sort_by_time(kids, store)
         return roots, children
 
 
-def _sort_by_time(positions: list[int], stamps: list[Any]) -> None:
-    times = {p: js_date_ms(stamps[p]) for p in positions}
+def _sort_by_time(positions: list[int], store: _Store) -> None:
+    stamp = store.stamp
+    times = {p: js_date_ms(stamp(p)) for p in positions}
     if all(t is not None for t in times.values()):
         positions.sort(key=lambda p: times[p])  # type: ignore[arg-type, return-value]
         return

@@ -71,8 +71,9 @@ Head = Any
 ``parentId``, ``timestamp``, ``message.role`` (``message`` None when absent), ``targetId``,
 ``label``, ``name``; an absent key reads as MISSING."""
 
-Record = tuple[Head, "bytes | None", "WireEntry | None"]
-"""An entry as the index stores it: its head, and its raw line or its parsed dict."""
+Record = tuple[Head, "bytes | int | None", "WireEntry | None"]
+"""An entry as the index stores it: its head, and its raw line (in low-memory mode perhaps the
+line's number in the file's ``BodyFile``) or its parsed dict."""
 
 
 def _role_of(entry: WireEntry) -> _Role | None:

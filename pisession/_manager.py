@@ -79,7 +79,7 @@ from ._results import (
     context_from_projection,
     projection_from_wire,
 )
-from ._store import ScannedLines, SessionFile, make_private_dirs
+from ._store import SessionFile, make_private_dirs
 
 if TYPE_CHECKING:
     from ._discovery import SessionInfo
@@ -150,6 +150,17 @@ class SessionManager:
     after a second of waiting::
 
         manager = SessionManager.open(path, lock_timeout=10.0, on_lock_wait=print)
+
+    The constructors that read a file (:meth:`open`, :meth:`continue_recent`,
+    :meth:`fork_from`) take ``low_memory``: True keeps the file open and leaves each entry's
+    line in it until the entry is read (0.45-0.75 × the file's size held after an open, where
+    the default holds 1.6-1.9 ×). A line that the file no longer holds as it was when it was
+    opened (the file truncated or rewritten in place) raises :class:`SessionChangedError` when
+    it is read::
+
+        manager = SessionManager.open(path, low_memory=True)
+
+    See "Low-memory mode" in the reliability docs for what it trades.
     """
 
     def __init__(
@@ -165,8 +176,10 @@ class SessionManager:
         ids: IdSource | None = None,
         lock_timeout: float | None = None,
         on_lock_wait: Callable[[str], None] | None = None,
+        low_memory: bool = False,
     ) -> None:
         """Use the constructors (:meth:`create`, :meth:`open`, :meth:`in_memory`, ...) instead."""
+        self._low_memory = low_memory
         self._clock = clock or SystemClock()
         self._ids = ids or RandomIds()
         self._mutex = threading.RLock()
@@ -248,12 +261,21 @@ class SessionManager:
         ids: IdSource | None = None,
         lock_timeout: float | None = None,
         on_lock_wait: Callable[[str], None] | None = None,
+        low_memory: bool = False,
     ) -> SessionManager:
-        """Open a session file, migrating it if it is old (the file is then rewritten, as Pi does).
+        """Open a session file, migrating it if it is old (the file is then rewritten, as Pi does)::
+
+            manager = SessionManager.open("session.jsonl")
+            big = SessionManager.open("big.jsonl", low_memory=True)
 
         A missing file gives a new session that will be written to ``path``; an empty file gets a
         fresh header; a file that is not a session raises :class:`InvalidSessionError` and is left
         untouched.
+
+        ``low_memory=True`` leaves each entry's line in the file until the entry is first read
+        (the file stays open: one descriptor, shared by this manager and its snapshots, closed
+        when the last of them is gone or by :meth:`close`); a line the file no longer holds as
+        it was raises :class:`SessionChangedError` when read. The default holds every line.
         """
         resolved = resolve_path(os.fspath(path))
         if os.path.isdir(resolved):
@@ -280,6 +302,7 @@ class SessionManager:
             ids=ids,
             lock_timeout=lock_timeout,
             on_lock_wait=on_lock_wait,
+            low_memory=low_memory,
         )
 
     @classmethod
@@ -325,8 +348,13 @@ class SessionManager:
         ids: IdSource | None = None,
         lock_timeout: float | None = None,
         on_lock_wait: Callable[[str], None] | None = None,
+        low_memory: bool = False,
     ) -> SessionManager:
-        """The most recently modified session of ``cwd``, or a new one when there is none."""
+        """The most recently modified session of ``cwd``, or a new one when there is none::
+
+            manager = SessionManager.continue_recent("/work/project", low_memory=True)
+
+        ``low_memory``: as for :meth:`open`."""
         directory = normalize_path(os.fspath(session_dir)) if session_dir else get_default_session_dir(cwd)
         filter_cwd = session_dir is not None and not paths_equal(directory, default_session_dir_path(cwd))
         recent = find_most_recent_session(directory, os.fspath(cwd) if filter_cwd else None)
@@ -339,6 +367,7 @@ class SessionManager:
             ids=ids,
             lock_timeout=lock_timeout,
             on_lock_wait=on_lock_wait,
+            low_memory=low_memory,
         )
 
     @classmethod
@@ -353,9 +382,15 @@ class SessionManager:
         ids: IdSource | None = None,
         lock_timeout: float | None = None,
         on_lock_wait: Callable[[str], None] | None = None,
+        low_memory: bool = False,
     ) -> SessionManager:
         """Copy a session (every entry) into a new session of ``target_cwd`` whose header's
-        ``parentSession`` names the source."""
+        ``parentSession`` names the source::
+
+            manager = SessionManager.fork_from("old.jsonl", "/work/other", low_memory=True)
+
+        ``low_memory``: as for :meth:`open` (the copy is made line by line either way, and the
+        new file is the one kept open)."""
         if id is not None:
             assert_valid_session_id(id)  # before any folder is made or path formed
         source = resolve_path(os.fspath(source_path))
@@ -395,7 +430,33 @@ class SessionManager:
             ids=ids,
             lock_timeout=lock_timeout,
             on_lock_wait=on_lock_wait,
+            low_memory=low_memory,
         )
+
+    @classmethod
+    def _read_low_memory(cls, path: str) -> SessionManager | None:
+        """``read_session(path, low_memory=True)``: an in-memory manager whose entries' lines
+        stay in the file, which is never written; None when the file is not a version-3
+        session (``read_session`` then reads it in full, raising what it raises)."""
+        from ._bodies import BodyLines
+
+        file = SessionFile(path)
+        try:
+            header, records, _ = file.load_low_memory()
+        except (OSError, InvalidSessionError):
+            return None
+        if header is None or _version(header) < CURRENT_SESSION_VERSION:
+            if file.bodies is not None:
+                file.bodies.release()
+            return None
+        cwd = header.get("cwd")
+        manager = cls(cwd if isinstance(cwd, str) and cwd else os.getcwd(), "", None, False, low_memory=True)
+        manager._header = header
+        body = records.without_sessions() if isinstance(records, BodyLines) else records
+        manager._index = TreeIndex.from_records(body, file.bodies)
+        manager._after_index()
+        project_leaf(manager._index, manager._index.resolve_leaf(manager._leaf_id))
+        return manager
 
     @staticmethod
     def find_by_id(cwd: str, session_id: str, session_dir: str | None = None) -> str | None:
@@ -469,7 +530,7 @@ class SessionManager:
     def _load_file(self, *, locked: bool) -> None:
         assert self._file is not None
         try:
-            header, records, needs_newline = self._file.load()
+            header, records, needs_newline = self._load()
         except IsADirectoryError as error:
             raise InvalidSessionError(f"Session path is a directory: {self._file.path}") from error
         needs_write = (
@@ -507,10 +568,19 @@ class SessionManager:
                 self._file.append_newline()
                 self._file.offset = self._file.size
         self._adopt_records(header, records, rewrite=True)
+        if self._low_memory and self._index.bodies is None and self._file.bodies is not None:
+            # Migrated: the rewritten file is the one to keep open (and to read lines from).
+            header, records, _ = self._load()
+            if header is not None:
+                self._adopt_records(header, records, rewrite=False)
         self._flushed = True
         # Entry bodies are parsed lazily; the ones the current context needs are parsed now,
         # while the file is hot, so the first build_session_context() costs nothing more.
         project_leaf(self._index, self._index.resolve_leaf(self._leaf_id))
+
+    def _load(self) -> tuple[WireEntry | None, Iterable[Record], bool]:
+        assert self._file is not None
+        return self._file.load_low_memory() if self._low_memory else self._file.load()
 
     def _open_read_only(self, header: WireEntry | None, records: Iterable[Record], error: OSError) -> None:
         """Pi would have written the file on opening it; pisession cannot (or, through a symbolic
@@ -543,20 +613,26 @@ class SessionManager:
         if _version(header) >= CURRENT_SESSION_VERSION:
             self._header = header
             body = (
-                records.without_sessions()
-                if isinstance(records, ScannedLines)
+                records.without_sessions()  # a ScannedLines, or a low-memory load's BodyLines
+                if hasattr(records, "without_sessions")
                 else (r for r in records if r[0].type != "session")
             )
-            self._index = TreeIndex.from_records(body)
+            bodies = self._file.bodies if self._file is not None else None
+            self._index = TreeIndex.from_records(body, bodies)
             self._after_index()
             return
+        if hasattr(records, "with_lines"):  # low-memory, migrated in memory: the lines are read in
+            records = records.with_lines()
         entries: builtins.list[Any] = []
         if rewrite and self._persist and self._file is not None:
             # The rewrite keeps every line Pi keeps, also those the index leaves out (JSON that
             # is not an object, nesting deeper than the line scanner reads): re-read them all.
             entries, _ = read_all_entries(self._file.path)
         if not entries:
-            entries = [header, *(r[2] if r[2] is not None else parse_raw(r[1] or b"") or {} for r in records)]
+            entries = [header]
+            for _, raw, entry in records:  # (a low-memory file's come with their lines: above)
+                line = raw if isinstance(raw, bytes) else b""
+                entries.append(entry if entry is not None else parse_raw(line) or {})
         self._adopt(entries, rewrite=rewrite)
 
     def _adopt(self, entries: builtins.list[Any], *, rewrite: bool) -> None:
@@ -694,6 +770,11 @@ class SessionManager:
 
     def _absorb(self, new: _Records) -> None:
         body = [r for r in new if r[0].type != "session"]
+        bodies = self._file.bodies if self._file is not None else None
+        if bodies is not None and bodies is not self._index.bodies:
+            # Lines of the file as loaded, for an index built otherwise (migrated in memory).
+            read = bodies.read
+            body = [(h, read(raw, h.id), None) if type(raw) is int else (h, raw, e) for h, raw, e in body]
         before = len(self._index)
         self._index = self._index.append_records(body)
         self._unreported.extend(range(before, len(self._index)))
@@ -713,7 +794,7 @@ class SessionManager:
         previous = self._file
         self._file = SessionFile(previous.path)
         try:
-            header, records, _ = self._file.load()
+            header, records, _ = self._load()
         except FileNotFoundError:
             raise InvalidSessionError(f"Session file disappeared: {self._file.path}") from None
         if header is None:
@@ -1402,6 +1483,10 @@ class SessionManager:
             if flushed:
                 with store.lock.hold(self._lock_timeout, self._on_lock_wait):
                     store.create(_line(e) for e in entries)
+                    if self._low_memory:  # the new file's lines stay in it; the copies go
+                        _, records, _ = store.load_low_memory()
+                        assert hasattr(records, "without_sessions")
+                        index = TreeIndex.from_records(records.without_sessions(), store.bodies)
             self._leave_file()
             self._header = header
             self._index = index
@@ -1415,7 +1500,12 @@ class SessionManager:
     # ------------------------------------------------------------------ reading
 
     def snapshot(self) -> TreeIndex:
-        """The current immutable index: later appends never change it."""
+        """The current immutable index: later appends never change it. Picklable; a low-memory
+        manager's snapshot reads its lines in when pickled or deep-copied, so the copy needs
+        the file no more::
+
+            data = pickle.dumps(manager.snapshot())
+        """
         return self._index
 
     def is_persisted(self) -> bool:
@@ -1535,9 +1625,12 @@ class SessionManager:
         cached = cache.get(key)
         if cached is None:
             with bulk():
-                cached = _build_tree(index)
+                # The shapes only: a node refers to the index, whose store holds this cache, and
+                # that cycle would keep the store (a low-memory one's open file) alive until the
+                # garbage collector's next full pass rather than until its last reader is gone.
+                cached = tuple(_build_shapes(index))
             cache[key] = cached
-        return list(cached)
+        return [TreeNode(index, shape) for shape in cached]
 
     def _leaf_position(self) -> int | None:
         return self._index.resolve_leaf(self._leaf_id)
@@ -1579,6 +1672,11 @@ class SessionManager:
             self._closed = True
             if self._file is not None:
                 self._file.close()
+            # Low-memory mode: this manager and its snapshots stay readable, each later read
+            # of a line opening the file for that read (the same file, checked).
+            for bodies in {self._index.bodies, self._file.bodies if self._file is not None else None}:
+                if bodies is not None:
+                    bodies.release()
 
     def __enter__(self) -> SessionManager:
         return self
@@ -1694,10 +1792,6 @@ def _build_shapes(index: TreeIndex) -> list[TreeShape]:
             on_stack.discard(pos)
             built[pos] = (pos, tuple(built[c] for c in children.get(pos, ()) if c in built))
     return [built[r] for r in roots if r in built]
-
-
-def _build_tree(index: TreeIndex) -> tuple[TreeNode, ...]:
-    return tuple([TreeNode(index, shape) for shape in _build_shapes(index)])
 
 
 __all__ += ["PisessionError"]

@@ -44,7 +44,7 @@ def read_session_entries(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return entries
 
 
-def read_session(path: str | os.PathLike[str]) -> SessionManager:
+def read_session(path: str | os.PathLike[str], *, low_memory: bool = False) -> SessionManager:
     """A read-only view of a session file: an in-memory manager holding its entries (an old
     version migrated in memory only), with the header's cwd. The file is never written::
 
@@ -52,7 +52,18 @@ def read_session(path: str | os.PathLike[str]) -> SessionManager:
         print(manager.get_session_name(), len(manager.get_branch()))
 
     Appends go to memory only. For a version-1 file the entry ids are assigned on every read.
+
+    ``low_memory=True`` (a version-3 file; an older one is read in full all the same) keeps the
+    file open and each entry's line in it until the entry is first read, as
+    ``SessionManager.open(path, low_memory=True)`` does: a line the file no longer holds as it
+    was raises :class:`SessionChangedError` when read::
+
+        manager = read_session("big.jsonl", low_memory=True)
     """
+    if low_memory:
+        manager = SessionManager._read_low_memory(os.fspath(path))
+        if manager is not None:
+            return manager
     entries = read_session_entries(path)
     cwd = entries[0].get("cwd")
     return SessionManager.in_memory(cwd if isinstance(cwd, str) and cwd else os.getcwd(), entries=entries)

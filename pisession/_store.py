@@ -15,7 +15,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._errors import InvalidSessionError, SessionClosedError, SessionExistsError, SessionReplacedError
 from ._load import (
@@ -28,6 +28,9 @@ from ._load import (
     scan_records,
 )
 from ._lock import SymlinkRefusedError, session_lock
+
+if TYPE_CHECKING:
+    from ._bodies import BodyFile, BodyLines
 
 __all__ = ["SessionFile", "FILE_MODE", "DIR_MODE", "make_private_dirs"]
 
@@ -120,6 +123,9 @@ class SessionFile:
         # found another writer's bytes among them, every line from there on (None: re-read).
         self._mark = 0
         self.run_records: list[Record] | None = None
+        # Low-memory mode: the descriptor and line table of the file as loaded; lines others
+        # append to that same file are referred to there too (see load_low_memory).
+        self.bodies: BodyFile | None = None
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -187,6 +193,58 @@ class SessionFile:
         self._unterminated = pending and last_parsed
         return header, records, pending
 
+    def load_low_memory(self) -> tuple[WireEntry | None, BodyLines | list[Record], bool]:
+        """:meth:`load`, leaving the entry bodies in the file (``low_memory=True``): the file
+        stays open (``self.bodies``), each line is scanned when the records are iterated, and a
+        record's raw line is its number in ``self.bodies``. Nothing is written here."""
+        from ._bodies import BodyFile, BodyLines, last_line_start, lines_at
+
+        self._close()
+        fd = os.open(self.path, os.O_RDONLY | _CLOEXEC | _NONBLOCK)
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.path)
+            if not stat.S_ISREG(info.st_mode):
+                raise InvalidSessionError(f"Session path is not a regular file: {self.path}")
+        except BaseException:
+            os.close(fd)
+            raise
+        bodies = BodyFile(self.path, fd, (info.st_dev, info.st_ino))  # owns fd from here on
+        # Up to the size seen now: what another writer appends meanwhile is read as new later.
+        size = info.st_size
+        end = last_line_start(fd, size)
+        tail = os.pread(fd, size - end, end) if size > end else b""  # the text after the last "\n"
+        header: WireEntry | None = None
+        header_line = b""
+        start = end
+        for offset, line in lines_at(fd, 0, end, self.path):
+            entry = parse_line(line) if line else None
+            if entry is None:
+                continue
+            if not is_session_header(entry):
+                bodies.release()
+                return None, [], False
+            header, header_line, start = entry, line, offset + len(line) + 1
+            break
+        if header is None and tail:
+            entry = parse_line(tail)
+            if entry is not None and is_session_header(entry):
+                header, header_line = entry, tail
+        if header is None:
+            bodies.release()
+            return None, [], False
+        last_parsed = tail is header_line or (tail != b"" and scan_raw(tail) is not None)
+        records = BodyLines(bodies, start, end, b"" if tail is header_line else tail)
+        self._identity = bodies.identity
+        self.session_id = header["id"]
+        self.size = size
+        pending = tail != b""
+        self.offset = size - len(tail) if pending and not last_parsed else size
+        self._unterminated = pending and last_parsed
+        self.bodies = bodies
+        return header, records, pending
+
     def read_new(self, *, settle: bool = False) -> list[Record] | None:
         """Entries appended since the last read; None when the file was replaced or shrank.
 
@@ -250,9 +308,13 @@ class SessionFile:
         end = data.rfind(b"\n")
         if end < 0:
             return []
+        start = self.offset
         self.offset += end + 1
         if self.unconfirmed:
             self._mark = -1  # read past the run's start: its lines can no longer be read from there
+        bodies = self.bodies
+        if bodies is not None and bodies.identity == self._identity:
+            return _scan_lines(data[:end], start, bodies)  # others' lines stay in the file too
         return _scan_lines(data[:end])
 
     @property
@@ -600,14 +662,21 @@ def _header_id(data: bytes) -> str | None:
     return header["id"] if header is not None and is_session_header(header) else None
 
 
-def _scan_lines(data: bytes) -> list[Record]:
+def _scan_lines(data: bytes, start: int = 0, bodies: BodyFile | None = None) -> list[Record]:
+    """The records of complete lines ``data`` (found at offset ``start``); with ``bodies``, a
+    line is referred to by its number there rather than kept."""
     records: list[Record] = []
+    at = start
     for line in data.split(b"\n"):
         if line:
             scanned = scan_raw(line)
             if scanned is not None:
                 head, parsed = scanned
-                records.append((head, line if parsed is None else None, parsed))
+                if bodies is not None:
+                    records.append((head, bodies.add(at, line), None))
+                else:
+                    records.append((head, line if parsed is None else None, parsed))
+        at += len(line) + 1
     return records
 
 

@@ -227,14 +227,15 @@ def only_our_errors(action: Callable[[], Any], *also: type[BaseException]) -> An
 # -- files ---------------------------------------------------------------------------------------
 
 
-def test_random_bytes(examples: int, scratch: Callable[[], Path]) -> None:
+@pytest.mark.parametrize("low_memory", [False, True], ids=["default", "low_memory"])
+def test_random_bytes(examples: int, scratch: Callable[[], Path], low_memory: bool) -> None:
     @fuzz(examples, st.binary(max_size=400), st.booleans())
     def check(data: bytes, with_header: bool) -> None:
         folder = scratch()
         path = write(folder, (HEADER_LINE if with_header else b"") + data)
         load_entries_from_file(path)
         SessionManager.list("/project", str(folder))
-        manager = only_our_errors(lambda: SessionManager.open(path))
+        manager = only_our_errors(lambda: SessionManager.open(path, low_memory=low_memory))
         if with_header:
             assert manager is not None, "a file starting with a valid header always opens"
         if manager is not None:
@@ -243,7 +244,8 @@ def test_random_bytes(examples: int, scratch: Callable[[], Path]) -> None:
     check()
 
 
-def test_random_json_lines(examples: int, scratch: Callable[[], Path]) -> None:
+@pytest.mark.parametrize("low_memory", [False, True], ids=["default", "low_memory"])
+def test_random_json_lines(examples: int, scratch: Callable[[], Path], low_memory: bool) -> None:
     lines = st.lists(
         json_values.map(dump_line) | entries.map(dump_line) | st.binary(max_size=20), max_size=12
     )
@@ -252,25 +254,28 @@ def test_random_json_lines(examples: int, scratch: Callable[[], Path]) -> None:
     def check(body: list[bytes]) -> None:
         folder = scratch()
         path = write(folder, HEADER_LINE + b"\n".join(body) + b"\n")
-        manager = SessionManager.open(path)
+        manager = SessionManager.open(path, low_memory=low_memory)
         exercise_reads(manager)
         SessionManager.list("/project", str(folder))
 
     check()
 
 
-def test_random_entries_with_cycles_and_duplicates(examples: int, scratch: Callable[[], Path]) -> None:
+@pytest.mark.parametrize("low_memory", [False, True], ids=["default", "low_memory"])
+def test_random_entries_with_cycles_and_duplicates(
+    examples: int, scratch: Callable[[], Path], low_memory: bool
+) -> None:
     @fuzz(examples, st.lists(entries, max_size=14))
     def check(body: list[dict[str, Any]]) -> None:
         folder = scratch()
         path = write(folder, HEADER_LINE + b"".join(dump_line(e) + b"\n" for e in body))
-        manager = SessionManager.open(path)
+        manager = SessionManager.open(path, low_memory=low_memory)
         exercise_reads(manager)
         memory = SessionManager.in_memory("/project", entries=[HEADER, *body])
         exercise_reads(memory)
         # Appending to whatever the file holds works and is read back.
         new_id = manager.append_message({"role": "user", "content": "after", "timestamp": 1})
-        assert new_id in [e.id for e in SessionManager.open(path).get_entries()]
+        assert new_id in [e.id for e in SessionManager.open(path, low_memory=low_memory).get_entries()]
 
     check()
 
