@@ -62,12 +62,9 @@ class _Missing:
         return False
 
 
-try:  # one sentinel for "absent" everywhere: msgspec's, when the fast scanner is in use
-    from msgspec import UNSET as _UNSET
-
-    MISSING: Any = _UNSET
-except ImportError:  # pragma: no cover - exercised by tests that hide msgspec
-    MISSING = _Missing()
+# One sentinel for "absent" everywhere, msgspec's head scanner included (its structs take it as
+# their default): not msgspec's own UNSET, so that reading a small file needs no msgspec import.
+MISSING: Any = _Missing()
 
 # String.prototype.trim strips WhiteSpace and LineTerminator; Python's str.strip() differs
 # (it strips \x1c-\x1f and \x85 but not \ufeff), so the set is spelled out.
