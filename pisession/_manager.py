@@ -16,7 +16,6 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ._codec import from_wire, to_wire
 from ._context import WireProjection, context_positions, current_system_message, project_leaf
 from ._errors import (
     EntryNotFoundError,
@@ -43,21 +42,6 @@ from ._load import (
     warn_not_written,
 )
 from ._lock import SessionLock, wait_for_thread
-from ._model import (
-    UNSET,
-    CompactionEntry,
-    ContextEditReplacement,
-    CustomEntry,
-    Entry,
-    Message,
-    SessionContext,
-    SessionHeader,
-    UnknownEntry,
-    Unset,
-    Usage,
-    UsageEntry,
-    UserContent,
-)
 from ._paths import (
     HeaderScanLimitError,
     default_session_dir_path,
@@ -71,15 +55,28 @@ from ._paths import (
     resolve_path,
     session_file_name,
 )
-from ._results import (
-    EntryList,
-    SessionProjection,
-    TreeNode,
-    TreeShape,
-    context_from_projection,
-    projection_from_wire,
-)
+from ._results import EntryList, TreeNode, TreeShape
 from ._store import ScannedLines, SessionFile, make_private_dirs
+from ._values import UNSET
+
+# The model classes, the codec and the typed context results are imported where they are used:
+# reading a session and walking its tree (`pisession tree`) never creates a model object, and
+# importing attrs and creating the model classes took longer than the rest of that command.
+if TYPE_CHECKING:
+    from ._model import (
+        CompactionEntry,
+        ContextEditReplacement,
+        CustomEntry,
+        Entry,
+        Message,
+        SessionContext,
+        SessionHeader,
+        Unset,
+        Usage,
+        UsageEntry,
+        UserContent,
+    )
+    from ._projection import SessionProjection
 
 if TYPE_CHECKING:
     from ._discovery import SessionInfo
@@ -98,7 +95,7 @@ __all__ = ["SessionManager"]
 WireEntry = dict[str, Any]
 _WireEntries = list[WireEntry]
 _Records = list[Record]
-EntryT = TypeVar("EntryT", bound=Entry)
+EntryT = TypeVar("EntryT", bound="Entry")
 
 _EDITABLE_ROLES = ("user", "assistant", "toolResult")
 
@@ -111,6 +108,8 @@ def _wire(value: Any) -> Any:
     t = type(value)
     if t is dict or t is list or t is str or t is int or t is float or t is bool or value is None:
         return value
+    from ._codec import to_wire
+
     return to_wire(value)
 
 
@@ -882,6 +881,8 @@ class SessionManager:
         try:
             data = dumps_bytes(entry)
         except TypeError:  # a model object nested in a dict
+            from ._codec import to_wire
+
             entry = to_wire(entry)
             data = dumps_bytes(entry)
         # Pi keeps the object it wrote; its JSON round trip is what Pi holds (array-index keys
@@ -1420,6 +1421,8 @@ class SessionManager:
         )
 
     def get_header(self) -> SessionHeader | None:
+        from ._codec import from_wire
+
         return from_wire(self._header) if self._header else None  # type: ignore[return-value]
 
     def get_entries(self) -> Sequence[Entry]:
@@ -1467,6 +1470,8 @@ class SessionManager:
             for entry in manager.get_entries_of_type(pisession.CustomEntry):
                 print(entry.custom_type, entry.data)
         """
+        from ._model import UnknownEntry
+
         index = self._index  # one snapshot throughout, whatever other threads append meanwhile
         leaf = index.resolve_leaf(self._leaf_id)
         positions: Sequence[int] = index.path_positions(leaf) if branch else range(len(index))
@@ -1483,6 +1488,8 @@ class SessionManager:
             entry = manager.get_latest_custom_entry("my-extension")
             state = entry.data if entry is not None else {}
         """
+        from ._model import CustomEntry
+
         index = self._index
         positions = index.path_positions(index.resolve_leaf(self._leaf_id)) if branch else range(len(index))
         for pos in reversed(positions):
@@ -1528,6 +1535,8 @@ class SessionManager:
 
     def build_session_projection(self) -> SessionProjection:
         """The model context with, for each message, the entry it came from."""
+        from ._projection import projection_from_wire
+
         index = self._index
         return projection_from_wire(index, self._wire_projection())
 
@@ -1539,6 +1548,8 @@ class SessionManager:
         key = ("context", leaf) if index.is_regular else ("context", leaf, len(index))
         cached = cache.get(key)
         if cached is None:
+            from ._projection import context_from_projection
+
             cached = context_from_projection(project_leaf(index, leaf))
             cache[key] = cached
         return cached

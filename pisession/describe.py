@@ -19,12 +19,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ._codec import to_wire
 from ._js import hashable, js_date_ms
-from ._manager import SessionManager
-from ._model import Entry, Message, Usage
+
+if TYPE_CHECKING:
+    from ._manager import SessionManager
+    from ._model import Entry, Message, Usage
 
 __all__ = [
     "EntryLike",
@@ -53,15 +54,31 @@ _KIND_NAMES = {
 }
 
 
-EntryLike = Entry | Mapping[str, Any]
-"""A typed entry or its JSON dict."""
-MessageLike = Message | Mapping[str, Any]
-"""A typed message or its JSON dict."""
+if TYPE_CHECKING:
+    EntryLike = Entry | Mapping[str, Any]
+    """A typed entry or its JSON dict."""
+    MessageLike = Message | Mapping[str, Any]
+    """A typed message or its JSON dict."""
+else:
+
+    def __getattr__(name: str) -> Any:
+        # The aliases name the model classes: made on first use, so that describing JSON
+        # entries (`pisession tree`) does not create the classes. Hidden from type checkers,
+        # which would otherwise take every attribute of this module for Any.
+        if name not in ("EntryLike", "MessageLike"):
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from . import _model
+
+        value = (_model.Entry if name == "EntryLike" else _model.Message) | Mapping[str, Any]
+        globals()[name] = value
+        return value
 
 
 def _as_wire(value: Any) -> Any:
     if isinstance(value, Mapping) or value is None or isinstance(value, (str, int, float, list)):
         return value
+    from ._codec import to_wire  # a model object: the codec is imported with the model
+
     return to_wire(value)
 
 

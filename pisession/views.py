@@ -18,11 +18,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._builders import get_current_system_message
-from ._codec import to_wire
 from ._manager import SessionManager
-from ._model import UNSET
 from ._results import TreeNode
+from ._values import UNSET
 from .describe import SessionFacts, _blocks, _compact_json, content_text, describe_entry
 
 __all__ = ["TreeRow", "tree_rows", "tree_data", "context_data", "message_size"]
@@ -116,9 +114,11 @@ def tree_data(manager: SessionManager) -> dict[str, Any]:
             item["labelTimestamp"] = row.node.label_timestamp
         item["entry"] = entry
         nodes.append(item)
-    header = manager.get_header()
+    # get_header().id without typing the header, which reads an id that is not a string as ""
+    header = manager._header
+    header_id = (header.get("id") if isinstance(header.get("id"), str) else "") if header else None
     return {
-        "sessionId": header.id if header else None,
+        "sessionId": header_id,
         "leafId": facts.leaf_id,
         "name": manager.get_session_name(),
         "entryCount": len(facts.entries),
@@ -171,6 +171,9 @@ def context_data(manager: SessionManager) -> dict[str, Any]:
     --json``): ``leafId``, ``model``, ``thinkingLevel``, the replayed ``system`` message, the
     ``messages``, and ``totals`` with ``approxTokens`` (Pi's estimate,
     :func:`pisession.compaction.estimate_tokens`: characters / 4 per message, 1,200 per image)."""
+    from ._builders import get_current_system_message
+    from ._codec import to_wire
+
     context = manager.build_session_context()
     # Typed str, but UNSET when a thinking_level_change entry has no level.
     thinking: Any = context.thinking_level
