@@ -7,7 +7,6 @@ import re
 import time
 import weakref
 from collections.abc import Container
-from datetime import datetime, timezone
 from typing import Protocol, runtime_checkable
 
 from ._errors import InvalidSessionIdError
@@ -131,6 +130,8 @@ def iso_from_ms(ms: int) -> str:
     second = ms // 1000
     cached = _last_second[0]
     if cached[0] != second:  # and the second: format that once
+        from datetime import datetime, timezone  # start-up: a reader never formats a time
+
         moment = datetime.fromtimestamp(second, tz=timezone.utc)
         cached = (second, f"{moment:%Y-%m-%dT%H:%M:%S}")
         _last_second[0] = cached

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from ._errors import InvalidSessionError, SessionNotWrittenWarning, SymlinkRefusedError
 from ._js import MISSING, js_to_number, js_trim, js_truthy
-from ._json import loads, loads_deep
+from ._json import loads, loads_deep, loads_for
 from ._lock import session_lock
 
 __all__ = [
@@ -161,14 +161,15 @@ def parse_raw(raw: bytes) -> WireEntry | None:
     return parse_line(raw)
 
 
-def parse_line(line: bytes | str) -> WireEntry | None:
+def parse_line(line: bytes | str, parse: Callable[[bytes | str], object] = loads) -> WireEntry | None:
     """One line as Pi reads it: malformed, blank and non-object lines give None.
 
     Pi keeps truthy non-object values (a line holding ``5``) as entries without an id;
-    pisession drops them like malformed lines, since nothing in Pi can write one.
+    pisession drops them like malformed lines, since nothing in Pi can write one. ``parse``:
+    :func:`pisession._json.loads` or another function giving the same results.
     """
     try:
-        value = loads(line)
+        value = parse(line)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
@@ -290,10 +291,11 @@ def read_entries(path: str | os.PathLike[str]) -> tuple[list[WireEntry], bool, i
     size = 0
     last = b""
     with open_regular(path) as handle:
+        parse = loads_for(os.fstat(handle.fileno()).st_size)  # a small file: no orjson import
         for line in iter_file_lines(handle):
             size += len(line) + 1
             last = line
-            entry = parse_line(line) if line else None
+            entry = parse_line(line, parse) if line else None
             if entry is not None:
                 entries.append(entry)
     size -= 1  # the final element carries no newline

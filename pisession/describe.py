@@ -17,9 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ._js import hashable, js_date_ms
 
@@ -131,6 +129,8 @@ def format_local_time(timestamp: Any, *, with_date: bool = True) -> str:
     ms = js_date_ms(timestamp) if isinstance(timestamp, str) else None
     if ms is None:
         return str(timestamp) if timestamp is not None else "?"
+    from datetime import datetime  # start-up: `pisession tree` shows no time
+
     moment = datetime.fromtimestamp(ms / 1000).astimezone()
     return f"{moment:%Y-%m-%d %H:%M:%S}" if with_date else f"{moment:%H:%M:%S}"
 
@@ -319,8 +319,7 @@ def _describe_entry(entry: Mapping[str, Any]) -> str:
 NoteKind = Literal["label", "edit", "keep", "orphan", "leaf"]
 
 
-@dataclass(frozen=True)
-class Note:
+class Note(NamedTuple):  # not a dataclass: importing dataclasses (and inspect) slowed `pisession tree`
     """A remark shown beside an entry: its label, a context edit of it, a compaction boundary,
     a missing parent, or the leaf mark."""
 

@@ -15,8 +15,7 @@ size estimate (what ``pisession tree`` and ``pisession context`` print, and thei
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._manager import SessionManager
 from ._results import TreeNode
@@ -26,8 +25,7 @@ from .describe import SessionFacts, _blocks, _compact_json, content_text, descri
 __all__ = ["TreeRow", "tree_rows", "tree_data", "context_data", "message_size"]
 
 
-@dataclass(frozen=True)
-class TreeRow:
+class TreeRow(NamedTuple):  # not a dataclass: importing dataclasses (and inspect) slowed `pisession tree`
     """One line of the tree: the node, its graph prefix (``├─ ``, ``│  ``), its depth (branch
     points passed), the children shown under it and whether it is on the active branch."""
 

@@ -47,8 +47,9 @@ def _command_name(argv: Sequence[str]) -> str | None:
     return None
 
 
-def build_parser(groups: Sequence[str] = GROUPS) -> argparse.ArgumentParser:
-    """The parser with the commands of ``groups`` (default: all, as ``--help`` lists them)."""
+def build_parser(groups: Sequence[str] = GROUPS, only: str | None = None) -> argparse.ArgumentParser:
+    """The parser with the commands of ``groups`` (default: all, as ``--help`` lists them), or
+    with command ``only`` alone, of those."""
     parser = argparse.ArgumentParser(
         prog="pisession",
         description="Read, check and edit the session files of the Pi coding agent. SESSION is a file path, "
@@ -66,7 +67,7 @@ def build_parser(groups: Sequence[str] = GROUPS) -> argparse.ArgumentParser:
         default=30.0,
         help="editing commands wait at most this long for another writer's session lock (default 30)",
     )
-    commands = Commands(parser)
+    commands = Commands(parser, only)
     for group in groups:
         importlib.import_module(f"{__package__}.{group}").register(commands)
     return parser
@@ -94,12 +95,15 @@ def _os_error_text(error: OSError) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``pisession`` command line; returns the exit status."""
     words = sys.argv[1:] if argv is None else argv
-    group = COMMANDS.get(_command_name(words) or "")
+    name = _command_name(words)
+    group = COMMANDS.get(name or "")
     if list(words) == ["--version"]:
         groups: Sequence[str] = ()  # a prompt asking for the version needs no command
     else:
         groups = GROUPS if group is None else (group,)
-    parser = build_parser(groups)
+    # The command first (`pisession tree ...`, what scripts run): only its own parser is built.
+    only = name if group is not None and words and words[0] == name else None
+    parser = build_parser(groups, only)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
