@@ -8,11 +8,11 @@ typed models (``_model``) and accept either form.
 
 from __future__ import annotations
 
+import _thread  # threading's RLock, without importing threading (start-up)
 import builtins
 import contextlib
 import os
 import re
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -79,6 +79,8 @@ if TYPE_CHECKING:
     from ._projection import SessionProjection
 
 if TYPE_CHECKING:
+    import threading
+
     from ._discovery import SessionInfo
     from .compaction._cut import CompactionPreparation
     from .compaction._flows import Navigation, Summarizer
@@ -168,7 +170,7 @@ class SessionManager:
         """Use the constructors (:meth:`create`, :meth:`open`, :meth:`in_memory`, ...) instead."""
         self._clock = clock or SystemClock()
         self._ids = ids or RandomIds()
-        self._mutex = threading.RLock()
+        self._mutex = _thread.RLock()
         self._lock_timeout = lock_timeout
         self._on_lock_wait = on_lock_wait
         self._closed = False
@@ -651,6 +653,8 @@ class SessionManager:
 
         Runs until ``stop`` is set (or forever); the leaf does not move.
         """
+        import threading
+
         event = stop or threading.Event()
         while not event.is_set():
             yield from self.refresh()

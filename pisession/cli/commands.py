@@ -8,7 +8,20 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+from .output import terminal_columns
+
 Handler = Callable[[argparse.Namespace], int]
+
+
+class Formatter(argparse.HelpFormatter):
+    """argparse's help formatter, with the width it takes from ``shutil.get_terminal_size()``
+    found without importing shutil (argparse makes a formatter for every option it adds)."""
+
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ) -> None:
+        width = terminal_columns(80) - 2 if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, width)
 
 
 class _NotBuilt:
@@ -36,7 +49,7 @@ class Commands:
 
     @functools.cached_property
     def where(self) -> argparse.ArgumentParser:
-        where = argparse.ArgumentParser(add_help=False)
+        where = argparse.ArgumentParser(add_help=False, formatter_class=Formatter)
         where.add_argument(
             "--session-dir",
             metavar="DIR",
@@ -46,13 +59,13 @@ class Commands:
 
     @functools.cached_property
     def as_json(self) -> argparse.ArgumentParser:
-        as_json = argparse.ArgumentParser(add_help=False)
+        as_json = argparse.ArgumentParser(add_help=False, formatter_class=Formatter)
         as_json.add_argument("--json", action="store_true", help="print JSON instead of text")
         return as_json
 
     @functools.cached_property
     def as_entry(self) -> argparse.ArgumentParser:
-        as_entry = argparse.ArgumentParser(add_help=False)
+        as_entry = argparse.ArgumentParser(add_help=False, formatter_class=Formatter)
         as_entry.add_argument("--json", action="store_true", help="print the written entry as Pi's JSON")
         return as_entry
 
@@ -68,7 +81,9 @@ class Commands:
         """Add command ``name`` run by ``handler``; ``session`` adds the SESSION argument."""
         if self._only is not None and name != self._only:
             return cast(argparse.ArgumentParser, _NotBuilt())
-        sub = self._sub.add_parser(name, help=summary, description=description, parents=list(parents))
+        sub = self._sub.add_parser(
+            name, help=summary, description=description, parents=list(parents), formatter_class=Formatter
+        )
         if session:
             sub.add_argument(
                 "session", metavar="SESSION", help="session file, or session id / unique id prefix"
