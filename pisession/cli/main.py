@@ -120,6 +120,8 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser(groups, only)
     finally:
+        if argv is None:
+            gc.freeze()  # the console script: what it has made so far lives until it exits
         if collecting:
             gc.enable()
     try:

@@ -40,7 +40,6 @@ from .output import (
     id_text,
     width,
 )
-from .searching import close_catalog, open_catalog
 
 if TYPE_CHECKING:  # the model and discovery (attrs classes) only for the commands that use them
     from pisession import SessionInfo
@@ -191,6 +190,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
     session_dir = sessions.session_dir(args)
     cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else os.getcwd()
     report = sessions.progress(sys.stderr)
+    from .searching import close_catalog, open_catalog  # the catalog only for `ls`
+
     catalog = None if args.no_catalog else open_catalog()
     infos: list[SessionInfo] = []
     if args.all:
