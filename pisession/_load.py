@@ -13,7 +13,7 @@ import stat
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 from ._errors import InvalidSessionError, SessionNotWrittenWarning, SymlinkRefusedError
 from ._js import MISSING, js_to_number, js_trim, js_truthy
@@ -47,19 +47,37 @@ WireEntry = dict[str, Any]
 _READ_CHUNK = 1 << 20
 
 
-class _Role(NamedTuple):
-    role: Any
+# Plain classes, not NamedTuples: making a NamedTuple compiles code, and the first compile of a
+# process costs more than a millisecond of `pisession tree` (they are faster to build, too).
+class _Role:
+    __slots__ = ("role",)
+
+    def __init__(self, role: Any) -> None:
+        self.role = role
 
 
-class _DictHead(NamedTuple):
-    type: Any
-    id: Any
-    parentId: Any
-    timestamp: Any
-    message: _Role | None
-    targetId: Any
-    label: Any
-    name: Any
+class _DictHead:
+    __slots__ = ("type", "id", "parentId", "timestamp", "message", "targetId", "label", "name")
+
+    def __init__(
+        self,
+        type: Any,
+        id: Any,
+        parentId: Any,
+        timestamp: Any,
+        message: _Role | None,
+        targetId: Any,
+        label: Any,
+        name: Any,
+    ) -> None:
+        self.type = type
+        self.id = id
+        self.parentId = parentId
+        self.timestamp = timestamp
+        self.message = message
+        self.targetId = targetId
+        self.label = label
+        self.name = name
 
 
 Head = Any

@@ -78,6 +78,10 @@ if TYPE_CHECKING:
     )
     from ._projection import SessionProjection
 
+    # Under TYPE_CHECKING: a bound named by a string compiles code, the first compile of a
+    # process (more than a millisecond of `pisession tree`).
+    EntryT = TypeVar("EntryT", bound=Entry)
+
 if TYPE_CHECKING:
     import threading
 
@@ -97,7 +101,6 @@ __all__ = ["SessionManager"]
 WireEntry = dict[str, Any]
 _WireEntries = list[WireEntry]
 _Records = list[Record]
-EntryT = TypeVar("EntryT", bound="Entry")
 
 _EDITABLE_ROLES = ("user", "assistant", "toolResult")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._js import hashable, js_date_ms
 
@@ -319,12 +319,40 @@ def _describe_entry(entry: Mapping[str, Any]) -> str:
 NoteKind = Literal["label", "edit", "keep", "orphan", "leaf"]
 
 
-class Note(NamedTuple):  # not a dataclass: importing dataclasses (and inspect) slowed `pisession tree`
+class Note:
     """A remark shown beside an entry: its label, a context edit of it, a compaction boundary,
-    a missing parent, or the leaf mark."""
+    a missing parent, or the leaf mark: ``Note("label", "[start]")``, immutable.
 
-    kind: NoteKind
-    text: str
+    A plain class, as :class:`pisession.views.TreeRow`: a dataclass needs dataclasses (and
+    inspect) imported, a NamedTuple compiles code when it is made, and the first compile of a
+    process costs more than a millisecond of ``pisession tree``.
+    """
+
+    __slots__ = ("_kind", "_text")
+    __match_args__ = ("kind", "text")
+
+    def __init__(self, kind: NoteKind, text: str) -> None:
+        self._kind = kind
+        self._text = text
+
+    @property
+    def kind(self) -> NoteKind:
+        return self._kind
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    def __repr__(self) -> str:
+        return f"Note(kind={self._kind!r}, text={self._text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Note:
+            return NotImplemented
+        return (self._kind, self._text) == (other._kind, other._text)
+
+    def __hash__(self) -> int:
+        return hash((self._kind, self._text))
 
 
 class SessionFacts:

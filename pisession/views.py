@@ -15,7 +15,7 @@ size estimate (what ``pisession tree`` and ``pisession context`` print, and thei
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from ._manager import SessionManager
 from ._results import TreeNode
@@ -25,20 +25,64 @@ from .describe import SessionFacts, _blocks, _compact_json, content_text, descri
 __all__ = ["TreeRow", "tree_rows", "tree_data", "context_data", "message_size"]
 
 
-class TreeRow(NamedTuple):  # not a dataclass: importing dataclasses (and inspect) slowed `pisession tree`
+class TreeRow:
     """One line of the tree: the node, its graph prefix (``├─ ``, ``│  ``), its depth (branch
-    points passed), the children shown under it and whether it is on the active branch."""
+    points passed), the children shown under it and whether it is on the active branch.
+    Immutable; a plain class for start-up, as :class:`pisession.describe.Note` explains."""
 
-    node: TreeNode
-    prefix: str
-    depth: int
-    children: tuple[TreeNode, ...]
-    active: bool
+    __slots__ = ("_node", "_prefix", "_depth", "_children", "_active")
+    __match_args__ = ("node", "prefix", "depth", "children", "active")
+
+    def __init__(
+        self, node: TreeNode, prefix: str, depth: int, children: tuple[TreeNode, ...], active: bool
+    ) -> None:
+        self._node = node
+        self._prefix = prefix
+        self._depth = depth
+        self._children = children
+        self._active = active
+
+    @property
+    def node(self) -> TreeNode:
+        return self._node
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
+    @property
+    def depth(self) -> int:
+        return self._depth
+
+    @property
+    def children(self) -> tuple[TreeNode, ...]:
+        return self._children
+
+    @property
+    def active(self) -> bool:
+        return self._active
 
     @property
     def entry(self) -> dict[str, Any]:
         """The entry's JSON."""
-        return self.node.wire_entry
+        return self._node.wire_entry
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self._node, self._prefix, self._depth, self._children, self._active)
+
+    def __repr__(self) -> str:
+        return (
+            f"TreeRow(node={self._node!r}, prefix={self._prefix!r}, depth={self._depth!r}, "
+            f"children={self._children!r}, active={self._active!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not TreeRow:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())  # a TypeError, as TreeNode is not hashable
 
 
 def _visible(nodes: Sequence[TreeNode], hidden: Callable[[dict[str, Any]], bool]) -> list[TreeNode]:

@@ -245,3 +245,25 @@ def test_version_loads_no_command() -> None:
     assert "pisession._manager" not in loaded
     groups = ("demo", "reading", "searching", "checking", "editing", "export")
     assert [g for g in groups if f"pisession.cli.{g}" in loaded] == []
+
+
+def test_the_tree_records_are_small_immutable_values(demo_session: str) -> None:
+    from pisession import read_session
+    from pisession.describe import Note
+    from pisession.views import TreeRow, tree_rows
+
+    note = Note("label", "[start]")
+    assert note == Note("label", "[start]") and note != Note("leaf", "[start]")
+    assert hash(note) == hash(Note("label", "[start]"))
+    assert repr(note) == "Note(kind='label', text='[start]')"
+    with pytest.raises(AttributeError):
+        note.text = "changed"  # type: ignore[misc]
+    match note:
+        case Note(kind, text):
+            assert (kind, text) == ("label", "[start]")
+    row = next(tree_rows(read_session(demo_session)))
+    assert isinstance(row, TreeRow) and row.entry == row.node.wire_entry
+    assert row == TreeRow(row.node, row.prefix, row.depth, row.children, row.active)
+    assert repr(row).startswith("TreeRow(node=TreeNode(id=")
+    with pytest.raises(AttributeError):
+        row.depth = 3  # type: ignore[misc]
