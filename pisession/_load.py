@@ -18,7 +18,6 @@ from typing import Any
 from ._errors import InvalidSessionError, SessionNotWrittenWarning, SymlinkRefusedError
 from ._js import MISSING, js_to_number, js_trim, js_truthy
 from ._json import loads, loads_deep, loads_for
-from ._lock import session_lock
 
 __all__ = [
     "CURRENT_SESSION_VERSION",
@@ -410,6 +409,8 @@ def append_newline(
         warn_not_written(path, "the final newline", "it is a symbolic link, never written through")
         return
     try:
+        from ._lock import session_lock  # start-up: only a repair takes the lock
+
         with session_lock(path).hold(lock_timeout, on_lock_wait):
             fd = os.open(path, os.O_RDWR | os.O_APPEND | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
             try:

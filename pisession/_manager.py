@@ -41,7 +41,6 @@ from ._load import (
     unwritable,
     warn_not_written,
 )
-from ._lock import SessionLock, wait_for_thread
 from ._paths import (
     HeaderScanLimitError,
     default_session_dir_path,
@@ -86,6 +85,7 @@ if TYPE_CHECKING:
     import threading
 
     from ._discovery import SessionInfo
+    from ._lock import SessionLock  # imported by the session file that takes it (_store)
     from .compaction._cut import CompactionPreparation
     from .compaction._flows import Navigation, Summarizer
     from .compaction._tokens import CompactionSettings
@@ -867,6 +867,8 @@ class SessionManager:
         for the session lock, which it holds."""
         timeout = self._lock_timeout if lock_timeout is UNSET else lock_timeout
         where = self._file.lock.path if self._file is not None else "in memory"
+        from ._lock import wait_for_thread
+
         wait_for_thread(self._mutex, timeout, self._on_lock_wait, where)
 
     def _append_id(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> str:
