@@ -26,9 +26,8 @@ from ._errors import (
     SessionReadOnlyError,
     SessionReplacedError,
 )
-from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, iso_from_ms
 from ._index import TreeIndex
-from ._js import MISSING, bulk, hashable, js_date_ms, js_to_number, js_trim, js_truthy
+from ._js import MISSING, bulk, hashable, iso_from_ms, js_date_ms, js_to_number, js_trim, js_truthy
 from ._json import dumps, dumps_bytes
 from ._load import (
     CURRENT_SESSION_VERSION,
@@ -85,6 +84,7 @@ if TYPE_CHECKING:
     import threading
 
     from ._discovery import SessionInfo
+    from ._ids import Clock, IdSource
     from ._lock import SessionLock  # imported by the session file that takes it (_store)
     from .compaction._cut import CompactionPreparation
     from .compaction._flows import Navigation, Summarizer
@@ -171,8 +171,10 @@ class SessionManager:
         on_lock_wait: Callable[[str], None] | None = None,
     ) -> None:
         """Use the constructors (:meth:`create`, :meth:`open`, :meth:`in_memory`, ...) instead."""
-        self._clock = clock or SystemClock()
-        self._ids = ids or RandomIds()
+        # The default clock and id source are made when first used (`_clock`, `_ids`): reading a
+        # session needs neither, nor the protocols and registry of _ids (start-up).
+        self._clock_given = clock
+        self._ids_given = ids
         self._mutex = _thread.RLock()
         self._lock_timeout = lock_timeout
         self._on_lock_wait = on_lock_wait
@@ -226,6 +228,8 @@ class SessionManager:
             manager.append_message({"role": "user", "content": "hi", "timestamp": 1733234400000})
         """
         if id is not None:
+            from ._ids import assert_valid_session_id
+
             assert_valid_session_id(id)  # before any folder is made or path formed
         directory = normalize_path(os.fspath(session_dir)) if session_dir else get_default_session_dir(cwd)
         options = _session_options(id, parent_session)
@@ -360,6 +364,8 @@ class SessionManager:
     ) -> SessionManager:
         """Copy a session (every entry) into a new session of ``target_cwd`` whose header's
         ``parentSession`` names the source."""
+        from ._ids import RandomIds, SystemClock, assert_valid_session_id
+
         if id is not None:
             assert_valid_session_id(id)  # before any folder is made or path formed
         source = resolve_path(os.fspath(source_path))
@@ -587,9 +593,29 @@ class SessionManager:
         self._leaf_id = None if last is None else index.id_at(last)
         self._has_conversation = index.has_conversation()
 
+    @property
+    def _clock(self) -> Clock:
+        clock = self._clock_given
+        if clock is None:
+            from ._ids import SystemClock
+
+            clock = self._clock_given = SystemClock()
+        return clock
+
+    @property
+    def _ids(self) -> IdSource:
+        ids = self._ids_given
+        if ids is None:
+            from ._ids import RandomIds
+
+            ids = self._ids_given = RandomIds()
+        return ids
+
     def _new_session(self, options: Mapping[str, Any] | None) -> None:
         session_id = options.get("id") if options else None
         if session_id is not None:
+            from ._ids import assert_valid_session_id
+
             assert_valid_session_id(session_id)
         else:
             session_id = self._ids.session_id(self._clock.now_ms())
