@@ -75,6 +75,8 @@ NOT_FOR_A_SMALL_TREE = (
     "pisession._codec",
     "pisession._projection",
     "pisession._discovery",
+    "pisession._lock",
+    "pisession._ids",
     "msgspec",
     "orjson",
     "dataclasses",
