@@ -109,8 +109,9 @@ if TYPE_CHECKING:
         UserMessage,
     )
     from ._paths import find_most_recent_session, get_default_session_dir
+    from ._projection import ProjectedEntry, SessionProjection
     from ._read import default_session_dir, read_session, read_session_entries, read_session_header
-    from ._results import ProjectedEntry, SessionProjection, TreeNode
+    from ._results import TreeNode
 
 __version__ = "0.1.0"
 
@@ -152,7 +153,9 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(
         ("default_session_dir", "read_session", "read_session_entries", "read_session_header"), "._read"
     ),
-    **dict.fromkeys(("ProjectedEntry", "SessionProjection", "TreeNode"), "._results"),
+    **dict.fromkeys(("ProjectedEntry", "SessionProjection"), "._projection"),
+    "TreeNode": "._results",
+    "UNSET": "._values",  # no need to create the model classes for the sentinel
 }
 
 

@@ -14,7 +14,7 @@ from ._codec import from_wire, to_wire
 from ._index import TreeIndex
 from ._js import MISSING
 from ._model import UNSET, CompactionEntry, Entry, Message, SessionContext, SystemMessage, Unset
-from ._results import SessionProjection, context_from_projection, projection_from_wire
+from ._projection import SessionProjection, context_from_projection, projection_from_wire
 
 __all__ = [
     "build_context_entries",

@@ -7,10 +7,10 @@ import re
 import time
 import weakref
 from collections.abc import Container
-from datetime import datetime, timezone
 from typing import Protocol, runtime_checkable
 
 from ._errors import InvalidSessionIdError
+from ._js import iso_from_ms  # with the JavaScript semantics; re-exported here
 
 __all__ = [
     "Clock",
@@ -117,26 +117,6 @@ def uuid7(now_ms: int | None = None) -> str:
     import uuid
 
     return str(uuid.UUID(int=number))
-
-
-_last_second: list[tuple[int, str]] = [(-1, "")]
-_last_ms: list[tuple[int, str]] = [(-1, "")]
-
-
-def iso_from_ms(ms: int) -> str:
-    """JavaScript's ``new Date(ms).toISOString()``: always milliseconds and ``Z``."""
-    known = _last_ms[0]  # one tuple read: another thread may replace it meanwhile
-    if known[0] == ms:  # a burst of appends often shares the millisecond
-        return known[1]
-    second = ms // 1000
-    cached = _last_second[0]
-    if cached[0] != second:  # and the second: format that once
-        moment = datetime.fromtimestamp(second, tz=timezone.utc)
-        cached = (second, f"{moment:%Y-%m-%dT%H:%M:%S}")
-        _last_second[0] = cached
-    text = f"{cached[1]}.{ms % 1000:03d}Z"
-    _last_ms[0] = (ms, text)
-    return text
 
 
 def assert_valid_session_id(session_id: object) -> None:

@@ -16,12 +16,14 @@ import functools
 import sys
 from bisect import bisect_left
 from collections.abc import Container, Hashable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._bodies import UNREAD, BodyFile
 from ._js import MISSING, js_date_ms, js_trim, js_truthy
 from ._load import Head, Record, head_of, parse_raw, scan_raw
-from ._model import Entry
+
+if TYPE_CHECKING:
+    from ._model import Entry  # created when an entry is first typed (models_at)
 
 __all__ = ["TreeIndex", "WireEntry"]
 

@@ -24,6 +24,7 @@ __all__ = [
     "MISSING",
     "bulk",
     "hashable",
+    "iso_from_ms",
 ]
 
 
@@ -62,12 +63,9 @@ class _Missing:
         return False
 
 
-try:  # one sentinel for "absent" everywhere: msgspec's, when the fast scanner is in use
-    from msgspec import UNSET as _UNSET
-
-    MISSING: Any = _UNSET
-except ImportError:  # pragma: no cover - exercised by tests that hide msgspec
-    MISSING = _Missing()
+# One sentinel for "absent" everywhere, msgspec's head scanner included (its structs take it as
+# their default): not msgspec's own UNSET, so that reading a small file needs no msgspec import.
+MISSING: Any = _Missing()
 
 # String.prototype.trim strips WhiteSpace and LineTerminator; Python's str.strip() differs
 # (it strips \x1c-\x1f and \x85 but not \ufeff), so the set is spelled out.
@@ -246,3 +244,25 @@ def hashable(value: Any) -> bool:
     except TypeError:
         return False
     return True
+
+
+_last_second: list[tuple[int, str]] = [(-1, "")]
+_last_ms: list[tuple[int, str]] = [(-1, "")]
+
+
+def iso_from_ms(ms: int) -> str:
+    """JavaScript's ``new Date(ms).toISOString()``: always milliseconds and ``Z``."""
+    known = _last_ms[0]  # one tuple read: another thread may replace it meanwhile
+    if known[0] == ms:  # a burst of appends often shares the millisecond
+        return known[1]
+    second = ms // 1000
+    cached = _last_second[0]
+    if cached[0] != second:  # and the second: format that once
+        from datetime import datetime, timezone  # start-up: a reader never formats a time
+
+        moment = datetime.fromtimestamp(second, tz=timezone.utc)
+        cached = (second, f"{moment:%Y-%m-%dT%H:%M:%S}")
+        _last_second[0] = cached
+    text = f"{cached[1]}.{ms % 1000:03d}Z"
+    _last_ms[0] = (ms, text)
+    return text

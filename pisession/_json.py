@@ -70,6 +70,11 @@ encoder takes over), and the json route scans its output for them with a UTF-16 
 ``loads`` uses orjson when it is importable and falls back to the json module when orjson is
 absent or refuses the input (it refuses escaped lone surrogates, numbers that overflow to
 infinity and nesting past 1024 levels, all of which JavaScript accepts).
+
+orjson is imported the first time ``dumps``, ``dumps_bytes`` or ``loads`` runs, not with this
+module: it imports dataclasses, inspect, uuid and datetime, which took longer than the rest of
+``pisession tree``'s start-up. ``loads_for(size)`` parses a small text with the json module
+alone while orjson is not imported yet (the same results).
 """
 
 from __future__ import annotations
@@ -78,16 +83,9 @@ import functools
 import json
 import re
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-try:
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - exercised only where orjson is not installed
-    _orjson = None  # type: ignore[assignment]
-
-__all__ = ["HAVE_ORJSON", "decode_utf8", "dumps", "dumps_bytes", "loads"]
-
-HAVE_ORJSON: bool = _orjson is not None
+__all__ = ["HAVE_ORJSON", "decode_utf8", "dumps", "dumps_bytes", "loads", "loads_for"]
 
 # --------------------------------------------------------------------------------------------
 # JavaScript's text for numbers, keys and strings
@@ -379,7 +377,7 @@ def _make_c_encoder() -> Callable[[object], str]:
 _c_encode = _make_c_encoder()
 
 
-def _make_orjson_encoder() -> tuple[Callable[[object], bytes] | None, Any]:
+def _make_orjson_encoder(_orjson: Any) -> tuple[Callable[[object], bytes] | None, Any]:
     """(orjson.dumps, orjson.Fragment) as far as they write the probe as JavaScript does.
 
     The probe guards against an orjson release that formats floats or escapes strings
@@ -405,8 +403,46 @@ def _make_orjson_encoder() -> tuple[Callable[[object], bytes] | None, Any]:
     return dumps_bytes, fragment
 
 
-_orjson_dumps, _Fragment = _make_orjson_encoder()
-_OrjsonEncodeError: type[Exception] = _orjson.JSONEncodeError if _orjson is not None else TypeError
+# What orjson gives the encoders and `loads`, set by _use_orjson() when one of them first runs.
+_orjson_ready = False
+_orjson_dumps: Callable[[object], bytes] | None = None
+_Fragment: Any = None
+_OrjsonEncodeError: type[Exception] = TypeError
+_STRICT = 0
+_orjson_loads: Callable[[Any], object] | None = None
+_OrjsonDecodeError: type[Exception] = ValueError
+
+
+def _use_orjson() -> bool:
+    """Import orjson (once) and set up what the encoders and ``loads`` take from it; whether
+    it is installed."""
+    global _orjson_ready, _orjson_dumps, _Fragment, _OrjsonEncodeError, _STRICT, _orjson_loads
+    global _OrjsonDecodeError, HAVE_ORJSON
+    if not _orjson_ready:
+        try:
+            import orjson
+        except ImportError:  # exercised by tests that hide it
+            orjson = None  # type: ignore[assignment]
+        _orjson_dumps, _Fragment = _make_orjson_encoder(orjson)
+        if orjson is not None:
+            _OrjsonEncodeError = orjson.JSONEncodeError
+            _STRICT = getattr(orjson, "OPT_STRICT_INTEGER", 0)
+            _orjson_loads = orjson.loads
+            _OrjsonDecodeError = orjson.JSONDecodeError
+        HAVE_ORJSON = orjson is not None
+        _orjson_ready = True
+    return _orjson_loads is not None
+
+
+if TYPE_CHECKING:
+    HAVE_ORJSON: bool
+    """Whether orjson is installed (asking imports it)."""
+else:
+
+    def __getattr__(name: str) -> Any:
+        if name == "HAVE_ORJSON":
+            return _use_orjson()
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _js_ready(o: Any) -> object:
@@ -605,7 +641,6 @@ _EXPONENT_PLUS = re.compile(rb"e\+")
 _EXPONENT_MINUS_6 = re.compile(rb"e-6[,}\]]")
 _MINUS_6 = re.compile(rb"-6[,}\]]")
 _INDEX_KEY = re.compile(rb'"[0-9]+":')
-_STRICT = getattr(_orjson, "OPT_STRICT_INTEGER", 0) if _orjson is not None else 0
 _integral_float = _INTEGRAL_FLOAT.search
 _index_key = _INDEX_KEY.search
 
@@ -630,6 +665,8 @@ def dumps_bytes(value: object) -> bytes:
     orjson writes most entries exactly as JavaScript does; its output is checked for the few
     constructs where they can differ, and only then does the careful walk run.
     """
+    if not _orjson_ready:
+        _use_orjson()
     if _orjson_dumps is not None and type(value) is dict:
         try:
             out: bytes = _orjson_dumps(value, option=_STRICT)  # type: ignore[call-arg]
@@ -643,6 +680,8 @@ def dumps_bytes(value: object) -> bytes:
 
 def dumps(value: object) -> str:
     """``JSON.stringify(value)`` for a JSON-like value, byte for byte."""
+    if not _orjson_ready:
+        _use_orjson()
     try:
         if isinstance(value, (dict, list, tuple)):
             if _Fragment is not None and _orjson_dumps is not None:
@@ -712,23 +751,37 @@ def _loads_json(text: str) -> object:
         raise ValueError("JSON nested too deeply to parse") from None
 
 
-if _orjson is not None:
-    _orjson_loads = _orjson.loads
-    _OrjsonDecodeError = _orjson.JSONDecodeError
-
-    def loads(text: str | bytes | bytearray | memoryview) -> object:
-        """``JSON.parse(text)``; raises ValueError for anything JSON.parse rejects."""
+def loads(text: str | bytes | bytearray | memoryview) -> object:
+    """``JSON.parse(text)``; raises ValueError for anything JSON.parse rejects."""
+    if _orjson_loads is not None or (not _orjson_ready and _use_orjson()):
         try:
-            return _orjson_loads(text)
+            return _orjson_loads(text)  # type: ignore[misc]
         except _OrjsonDecodeError:
             pass
-        return _loads_json(_as_str(text))
+    return _loads_json(_as_str(text))
 
-else:  # pragma: no cover - exercised only where orjson is not installed
 
-    def loads(text: str | bytes | bytearray | memoryview) -> object:
-        """``JSON.parse(text)``; raises ValueError for anything JSON.parse rejects."""
-        return _loads_json(_as_str(text))
+def loads_plain(text: str | bytes | bytearray | memoryview) -> object:
+    """``loads`` with the json module alone: the same results, about twice the time per byte.
+
+    Only a text nested deeper than the json module reads (about 1000 levels) goes to ``loads``,
+    since orjson reads up to 1024."""
+    try:
+        return _json_decode(_as_str(text))
+    except RecursionError:
+        return loads(text)
+
+
+_SMALL_TEXT = 1 << 20
+
+
+def loads_for(size: int) -> Callable[[str | bytes | bytearray | memoryview], object]:
+    """The ``loads`` to parse ``size`` bytes of text with (a file's lines): ``loads``, except
+    that below a MiB and while orjson is not imported yet, :func:`loads_plain`. Importing
+    orjson takes longer than parsing a MiB without it (13 ms against about 4 ms more parsing
+    on the machine of docs/performance.md), and a command that reads one small session
+    (``pisession tree``) needs nothing else from it."""
+    return loads_plain if size < _SMALL_TEXT and not _orjson_ready else loads
 
 
 _WS = re.compile(r"[ \t\n\r]*")

@@ -7,22 +7,17 @@ only: Pi writes U+2028 and friends raw, so a generic line splitter would cut ent
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import stat
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 from ._errors import InvalidSessionError, SessionNotWrittenWarning, SymlinkRefusedError
 from ._js import MISSING, js_to_number, js_trim, js_truthy
-from ._json import loads, loads_deep
-from ._lock import session_lock
-
-try:  # msgspec validates a whole line and extracts a few fields ~5x faster than a full parse
-    import msgspec
-except ImportError:  # pragma: no cover - exercised by tests that hide it
-    msgspec = None  # type: ignore[assignment]
+from ._json import loads, loads_deep, loads_for
 
 __all__ = [
     "CURRENT_SESSION_VERSION",
@@ -51,19 +46,37 @@ WireEntry = dict[str, Any]
 _READ_CHUNK = 1 << 20
 
 
-class _Role(NamedTuple):
-    role: Any
+# Plain classes, not NamedTuples: making a NamedTuple compiles code, and the first compile of a
+# process costs more than a millisecond of `pisession tree` (they are faster to build, too).
+class _Role:
+    __slots__ = ("role",)
+
+    def __init__(self, role: Any) -> None:
+        self.role = role
 
 
-class _DictHead(NamedTuple):
-    type: Any
-    id: Any
-    parentId: Any
-    timestamp: Any
-    message: _Role | None
-    targetId: Any
-    label: Any
-    name: Any
+class _DictHead:
+    __slots__ = ("type", "id", "parentId", "timestamp", "message", "targetId", "label", "name")
+
+    def __init__(
+        self,
+        type: Any,
+        id: Any,
+        parentId: Any,
+        timestamp: Any,
+        message: _Role | None,
+        targetId: Any,
+        label: Any,
+        name: Any,
+    ) -> None:
+        self.type = type
+        self.id = id
+        self.parentId = parentId
+        self.timestamp = timestamp
+        self.message = message
+        self.targetId = targetId
+        self.label = label
+        self.name = name
 
 
 Head = Any
@@ -97,78 +110,84 @@ def head_of(entry: WireEntry) -> Head:
 
 _KEEP_ALL = object()  # scan_records' skip_type by default: equal to no entry type
 
-if msgspec is not None:
-    _UNSET = msgspec.UNSET
 
-    class _MessageHead(msgspec.Struct, gc=False):
-        role: Any = _UNSET
+@functools.cache
+def _head_decoder() -> tuple[Callable[[bytes], Head], tuple[type[Exception], ...]] | None:
+    """msgspec's decoder of entry heads and the errors it raises, or None without msgspec.
 
-    class _EntryHead(msgspec.Struct, gc=False):  # heads hold scalars only: nothing to collect
-        type: Any = _UNSET
-        id: Any = _UNSET
-        parentId: Any = _UNSET
-        timestamp: Any = _UNSET
-        message: _MessageHead | None = None
-        targetId: Any = _UNSET
-        label: Any = _UNSET
-        name: Any = _UNSET
+    msgspec validates a whole line and extracts a few fields ~5x faster than a full parse, but
+    importing it takes longer than reading a small file (``pisession tree``): it is imported
+    the first time a line is scanned."""
+    try:
+        import msgspec
+    except ImportError:  # exercised by tests that hide it
+        return None
 
-    _decode_head = msgspec.json.Decoder(_EntryHead).decode
-    _DecodeError = (msgspec.DecodeError, msgspec.ValidationError)
+    # Built with defstruct: the annotations of classes made in a function would name locals
+    # that msgspec cannot resolve. Heads hold scalars only: nothing for the collector (gc=False).
+    message_head = msgspec.defstruct("_MessageHead", [("role", Any, MISSING)], gc=False)
+    fields: list[tuple[str, Any, Any]] = [(name, Any, MISSING) for name in ("type", "id", "parentId")]
+    fields.append(("timestamp", Any, MISSING))
+    fields.append(("message", message_head | None, None))
+    fields += [(name, Any, MISSING) for name in ("targetId", "label", "name")]
+    decoder = msgspec.json.Decoder(msgspec.defstruct("_EntryHead", fields, gc=False))
+    # RecursionError: deep nesting, which the full parse decides
+    return decoder.decode, (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
-    def scan_raw(raw: bytes) -> tuple[Head, WireEntry | None] | None:
-        """Validate one line and read its head without building the rest.
 
-        Lines msgspec cannot take as they are (invalid UTF-8, escaped lone surrogates, a
-        ``message`` that is not an object, ...) go through the full JavaScript-exact parse.
-        """
+def scan_raw(raw: bytes) -> tuple[Head, WireEntry | None] | None:
+    """Validate one line and read its head without building the rest.
+
+    Lines msgspec cannot take as they are (invalid UTF-8, escaped lone surrogates, a
+    ``message`` that is not an object, ...) go through the full JavaScript-exact parse.
+    """
+    fast = _head_decoder()
+    if fast is not None:
+        decode, errors = fast
         try:
-            return _decode_head(raw), None
-        except (*_DecodeError, RecursionError):  # deep nesting: the full parse decides
-            entry = parse_line(raw)
-            return None if entry is None else (head_of(entry), entry)
+            return decode(raw), None
+        except errors:
+            pass
+    entry = parse_line(raw)
+    return None if entry is None else (head_of(entry), entry)
 
-    def scan_records(lines: Iterable[bytes], *, skip_type: object = _KEEP_ALL) -> Iterator[Record]:
-        """:func:`scan_raw` of each line as a record, in one loop (the open path), leaving out
-        lines that do not parse and entries whose ``type`` is ``skip_type``."""
-        decode = _decode_head
-        errors = (*_DecodeError, RecursionError)
-        for line in lines:
-            try:
-                head = decode(line)
-            except errors:
-                entry = parse_line(line)
-                if entry is not None and entry.get("type", MISSING) != skip_type:
-                    yield head_of(entry), None, entry
-                continue
-            if head.type != skip_type:
-                yield head, line, None
 
-else:  # pragma: no cover - exercised by tests that hide msgspec
-
-    def scan_raw(raw: bytes) -> tuple[Head, WireEntry | None] | None:
-        entry = parse_line(raw)
-        return None if entry is None else (head_of(entry), entry)
-
-    def scan_records(lines: Iterable[bytes], *, skip_type: object = _KEEP_ALL) -> Iterator[Record]:
+def scan_records(lines: Iterable[bytes], *, skip_type: object = _KEEP_ALL) -> Iterator[Record]:
+    """:func:`scan_raw` of each line as a record, in one loop (the open path), leaving out
+    lines that do not parse and entries whose ``type`` is ``skip_type``."""
+    fast = _head_decoder()
+    if fast is None:
         for line in lines:
             entry = parse_line(line)
             if entry is not None and entry.get("type", MISSING) != skip_type:
                 yield head_of(entry), None, entry
+        return
+    decode, errors = fast
+    for line in lines:
+        try:
+            head = decode(line)
+        except errors:
+            entry = parse_line(line)
+            if entry is not None and entry.get("type", MISSING) != skip_type:
+                yield head_of(entry), None, entry
+            continue
+        if head.type != skip_type:
+            yield head, line, None
 
 
 def parse_raw(raw: bytes) -> WireEntry | None:
     return parse_line(raw)
 
 
-def parse_line(line: bytes | str) -> WireEntry | None:
+def parse_line(line: bytes | str, parse: Callable[[bytes | str], object] = loads) -> WireEntry | None:
     """One line as Pi reads it: malformed, blank and non-object lines give None.
 
     Pi keeps truthy non-object values (a line holding ``5``) as entries without an id;
-    pisession drops them like malformed lines, since nothing in Pi can write one.
+    pisession drops them like malformed lines, since nothing in Pi can write one. ``parse``:
+    :func:`pisession._json.loads` or another function giving the same results.
     """
     try:
-        value = loads(line)
+        value = parse(line)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
@@ -290,10 +309,11 @@ def read_entries(path: str | os.PathLike[str]) -> tuple[list[WireEntry], bool, i
     size = 0
     last = b""
     with open_regular(path) as handle:
+        parse = loads_for(os.fstat(handle.fileno()).st_size)  # a small file: no orjson import
         for line in iter_file_lines(handle):
             size += len(line) + 1
             last = line
-            entry = parse_line(line) if line else None
+            entry = parse_line(line, parse) if line else None
             if entry is not None:
                 entries.append(entry)
     size -= 1  # the final element carries no newline
@@ -390,6 +410,8 @@ def append_newline(
         warn_not_written(path, "the final newline", "it is a symbolic link, never written through")
         return
     try:
+        from ._lock import session_lock  # start-up: only a repair takes the lock
+
         with session_lock(path).hold(lock_timeout, on_lock_wait):
             fd = os.open(path, os.O_RDWR | os.O_APPEND | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
             try:

@@ -14,16 +14,19 @@ writers through different names exclude each other too.
 
 from __future__ import annotations
 
+import _thread  # threading's locks, without importing threading (start-up of a read-only command)
 import contextlib
 import enum
 import errno
 import os
-import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    import threading
 
 __all__ = ["SessionLock", "LockTimeout", "SymlinkRefusedError", "LockFileAccessError", "session_lock"]
 
@@ -85,7 +88,7 @@ class SessionLock:
         # flocks the session file itself (nobody else flocks it: Pi takes no lock at all).
         self.shares_inode = False
         self._inode_fd: int | None = None
-        self._thread_lock = threading.RLock()
+        self._thread_lock = _thread.RLock()
         self._depth = 0
         self._fd: int | None = None
         self._fallback: object | None = None
@@ -261,7 +264,7 @@ class SessionLock:
                     os.close(fd)
         self._fd = self._inode_fd = None
         self._depth = 0
-        self._thread_lock = threading.RLock()
+        self._thread_lock = _thread.RLock()
 
     def _descriptor(self) -> int:
         if self._fd is None:
@@ -393,7 +396,7 @@ def describe_holder(fd: int) -> str:
 # path, by the file's identity (device, inode: another spelling through a symlinked folder, a
 # hard link) and by its folder's identity and name (a file not written yet).
 _BY_SESSION: weakref.WeakValueDictionary[object, SessionLock] = weakref.WeakValueDictionary()
-_BY_SESSION_GUARD = threading.Lock()
+_BY_SESSION_GUARD = _thread.allocate_lock()
 
 
 def _file_key(session_path: str) -> tuple[int, int] | None:

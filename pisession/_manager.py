@@ -8,15 +8,14 @@ typed models (``_model``) and accept either form.
 
 from __future__ import annotations
 
+import _thread  # threading's RLock, without importing threading (start-up)
 import builtins
 import contextlib
 import os
 import re
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ._codec import from_wire, to_wire
 from ._context import WireProjection, context_positions, current_system_message, project_leaf
 from ._errors import (
     EntryNotFoundError,
@@ -27,9 +26,8 @@ from ._errors import (
     SessionReadOnlyError,
     SessionReplacedError,
 )
-from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, iso_from_ms
 from ._index import TreeIndex
-from ._js import MISSING, bulk, hashable, js_date_ms, js_to_number, js_trim, js_truthy
+from ._js import MISSING, bulk, hashable, iso_from_ms, js_date_ms, js_to_number, js_trim, js_truthy
 from ._json import dumps, dumps_bytes
 from ._load import (
     CURRENT_SESSION_VERSION,
@@ -41,22 +39,6 @@ from ._load import (
     read_all_entries,
     unwritable,
     warn_not_written,
-)
-from ._lock import SessionLock, wait_for_thread
-from ._model import (
-    UNSET,
-    CompactionEntry,
-    ContextEditReplacement,
-    CustomEntry,
-    Entry,
-    Message,
-    SessionContext,
-    SessionHeader,
-    UnknownEntry,
-    Unset,
-    Usage,
-    UsageEntry,
-    UserContent,
 )
 from ._paths import (
     HeaderScanLimitError,
@@ -71,18 +53,39 @@ from ._paths import (
     resolve_path,
     session_file_name,
 )
-from ._results import (
-    EntryList,
-    SessionProjection,
-    TreeNode,
-    TreeShape,
-    context_from_projection,
-    projection_from_wire,
-)
+from ._results import EntryList, TreeNode, TreeShape
 from ._store import SessionFile, make_private_dirs
+from ._values import UNSET
+
+# The model classes, the codec and the typed context results are imported where they are used:
+# reading a session and walking its tree (`pisession tree`) never creates a model object, and
+# importing attrs and creating the model classes took longer than the rest of that command.
+if TYPE_CHECKING:
+    from ._model import (
+        CompactionEntry,
+        ContextEditReplacement,
+        CustomEntry,
+        Entry,
+        Message,
+        SessionContext,
+        SessionHeader,
+        Unset,
+        Usage,
+        UsageEntry,
+        UserContent,
+    )
+    from ._projection import SessionProjection
+
+    # Under TYPE_CHECKING: a bound named by a string compiles code, the first compile of a
+    # process (more than a millisecond of `pisession tree`).
+    EntryT = TypeVar("EntryT", bound=Entry)
 
 if TYPE_CHECKING:
+    import threading
+
     from ._discovery import SessionInfo
+    from ._ids import Clock, IdSource
+    from ._lock import SessionLock  # imported by the session file that takes it (_store)
     from .compaction._cut import CompactionPreparation
     from .compaction._flows import Navigation, Summarizer
     from .compaction._tokens import CompactionSettings
@@ -98,7 +101,6 @@ __all__ = ["SessionManager"]
 WireEntry = dict[str, Any]
 _WireEntries = list[WireEntry]
 _Records = list[Record]
-EntryT = TypeVar("EntryT", bound=Entry)
 
 _EDITABLE_ROLES = ("user", "assistant", "toolResult")
 
@@ -111,6 +113,8 @@ def _wire(value: Any) -> Any:
     t = type(value)
     if t is dict or t is list or t is str or t is int or t is float or t is bool or value is None:
         return value
+    from ._codec import to_wire
+
     return to_wire(value)
 
 
@@ -180,9 +184,11 @@ class SessionManager:
     ) -> None:
         """Use the constructors (:meth:`create`, :meth:`open`, :meth:`in_memory`, ...) instead."""
         self._low_memory = low_memory
-        self._clock = clock or SystemClock()
-        self._ids = ids or RandomIds()
-        self._mutex = threading.RLock()
+        # The default clock and id source are made when first used (`_clock`, `_ids`): reading a
+        # session needs neither, nor the protocols and registry of _ids (start-up).
+        self._clock_given = clock
+        self._ids_given = ids
+        self._mutex = _thread.RLock()
         self._lock_timeout = lock_timeout
         self._on_lock_wait = on_lock_wait
         self._closed = False
@@ -235,6 +241,8 @@ class SessionManager:
             manager.append_message({"role": "user", "content": "hi", "timestamp": 1733234400000})
         """
         if id is not None:
+            from ._ids import assert_valid_session_id
+
             assert_valid_session_id(id)  # before any folder is made or path formed
         directory = normalize_path(os.fspath(session_dir)) if session_dir else get_default_session_dir(cwd)
         options = _session_options(id, parent_session)
@@ -391,6 +399,8 @@ class SessionManager:
 
         ``low_memory``: as for :meth:`open` (the copy is made line by line either way, and the
         new file is the one kept open)."""
+        from ._ids import RandomIds, SystemClock, assert_valid_session_id
+
         if id is not None:
             assert_valid_session_id(id)  # before any folder is made or path formed
         source = resolve_path(os.fspath(source_path))
@@ -659,9 +669,29 @@ class SessionManager:
         self._leaf_id = None if last is None else index.id_at(last)
         self._has_conversation = index.has_conversation()
 
+    @property
+    def _clock(self) -> Clock:
+        clock = self._clock_given
+        if clock is None:
+            from ._ids import SystemClock
+
+            clock = self._clock_given = SystemClock()
+        return clock
+
+    @property
+    def _ids(self) -> IdSource:
+        ids = self._ids_given
+        if ids is None:
+            from ._ids import RandomIds
+
+            ids = self._ids_given = RandomIds()
+        return ids
+
     def _new_session(self, options: Mapping[str, Any] | None) -> None:
         session_id = options.get("id") if options else None
         if session_id is not None:
+            from ._ids import assert_valid_session_id
+
             assert_valid_session_id(session_id)
         else:
             session_id = self._ids.session_id(self._clock.now_ms())
@@ -732,6 +762,8 @@ class SessionManager:
         turns it off), otherwise looks every ``poll_interval`` seconds. Runs until ``stop`` is
         set (or forever; the watch is closed when the iteration ends); the leaf does not move.
         """
+        import threading
+
         from . import _watch  # ctypes and select: only for a follower
 
         event = stop or threading.Event()
@@ -963,6 +995,8 @@ class SessionManager:
         for the session lock, which it holds."""
         timeout = self._lock_timeout if lock_timeout is UNSET else lock_timeout
         where = self._file.lock.path if self._file is not None else "in memory"
+        from ._lock import wait_for_thread
+
         wait_for_thread(self._mutex, timeout, self._on_lock_wait, where)
 
     def _append_id(self, build: Callable[[Any, str, str], WireEntry], *, stamp_first: bool = False) -> str:
@@ -984,6 +1018,8 @@ class SessionManager:
         try:
             data = dumps_bytes(entry)
         except TypeError:  # a model object nested in a dict
+            from ._codec import to_wire
+
             entry = to_wire(entry)
             data = dumps_bytes(entry)
         # Pi keeps the object it wrote; its JSON round trip is what Pi holds (array-index keys
@@ -1531,6 +1567,8 @@ class SessionManager:
         )
 
     def get_header(self) -> SessionHeader | None:
+        from ._codec import from_wire
+
         return from_wire(self._header) if self._header else None  # type: ignore[return-value]
 
     def get_entries(self) -> Sequence[Entry]:
@@ -1578,6 +1616,8 @@ class SessionManager:
             for entry in manager.get_entries_of_type(pisession.CustomEntry):
                 print(entry.custom_type, entry.data)
         """
+        from ._model import UnknownEntry
+
         index = self._index  # one snapshot throughout, whatever other threads append meanwhile
         leaf = index.resolve_leaf(self._leaf_id)
         positions: Sequence[int] = index.path_positions(leaf) if branch else range(len(index))
@@ -1594,6 +1634,8 @@ class SessionManager:
             entry = manager.get_latest_custom_entry("my-extension")
             state = entry.data if entry is not None else {}
         """
+        from ._model import CustomEntry
+
         index = self._index
         positions = index.path_positions(index.resolve_leaf(self._leaf_id)) if branch else range(len(index))
         for pos in reversed(positions):
@@ -1642,6 +1684,8 @@ class SessionManager:
 
     def build_session_projection(self) -> SessionProjection:
         """The model context with, for each message, the entry it came from."""
+        from ._projection import projection_from_wire
+
         index = self._index
         return projection_from_wire(index, self._wire_projection())
 
@@ -1653,6 +1697,8 @@ class SessionManager:
         key = ("context", leaf) if index.is_regular else ("context", leaf, len(index))
         cached = cache.get(key)
         if cached is None:
+            from ._projection import context_from_projection
+
             cached = context_from_projection(project_leaf(index, leaf))
             cache[key] = cached
         return cached

@@ -1,7 +1,9 @@
-"""Typed results built lazily from the wire-level index and projections.
+"""Typed views of an index snapshot: its entries and its tree, each entry typed when first read.
 
 Converting every entry of a 20,000-entry session into attrs objects costs far more than Pi's
-whole open, so results hold wire dicts and convert an item the first time it is read.
+whole open, so results hold wire dicts and convert an item the first time it is read. Nothing
+here needs attrs or the model classes until an entry is typed (``pisession tree`` never does);
+the context's results are in :mod:`pisession._projection`.
 """
 
 from __future__ import annotations
@@ -9,80 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
-import attrs
-
-from ._codec import from_wire, to_wire
-from ._js import MISSING
-from ._model import UNSET, Entry, Message, ModelRef, SessionContext, freeze_json
+from ._values import freeze_json
 
 if TYPE_CHECKING:
-    from ._context import WireProjection
     from ._index import TreeIndex
+    from ._model import Entry
 
-__all__ = [
-    "LazyMessages",
-    "EntryList",
-    "TreeNode",
-    "ProjectedEntry",
-    "SessionProjection",
-    "context_from_projection",
-    "projection_from_wire",
-    "model_ref",
-]
+__all__ = ["EntryList", "TreeNode"]
 
 
-class LazyMessages(Sequence[Message]):
-    """An immutable sequence of messages, each converted from its wire dict on first access."""
-
-    __slots__ = ("_wire", "_models")
-
-    def __init__(self, wire: Sequence[dict[str, Any]]) -> None:
-        self._wire = wire
-        self._models: list[Message | None] = [None] * len(wire)
-
-    @property
-    def wire(self) -> Sequence[dict[str, Any]]:
-        """The messages' JSON, read-only (the index's own dicts stay out of reach)."""
-        return [freeze_json(m) for m in self._wire]
-
-    def to_wire(self) -> list[Any]:
-        return [freeze_json(m) for m in self._wire]
-
-    def __len__(self) -> int:
-        return len(self._wire)
-
-    @overload
-    def __getitem__(self, i: int) -> Message: ...
-    @overload
-    def __getitem__(self, i: slice) -> Sequence[Message]: ...
-    def __getitem__(self, i: int | slice) -> Message | Sequence[Message]:
-        if isinstance(i, slice):
-            return tuple(self[j] for j in range(*i.indices(len(self))))
-        model = self._models[i]
-        if model is None:
-            model = from_wire(self._wire[i], Message)
-            self._models[i] = model
-        return model
-
-    def __iter__(self) -> Iterator[Message]:
-        for i in range(len(self._wire)):
-            yield self[i]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, LazyMessages):
-            return list(self._wire) == list(other._wire)
-        if isinstance(other, Sequence) and not isinstance(other, str):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
-
-    def __repr__(self) -> str:
-        return f"LazyMessages({list(self)!r})"
-
-
-class EntryList(Sequence[Entry]):
+class EntryList(Sequence["Entry"]):
     """Entries of an index snapshot (file order, header excluded), typed on access."""
 
     __slots__ = ("_index", "_positions")
@@ -227,73 +165,3 @@ def _tree_shell(index: TreeIndex, pos: int) -> dict[str, Any]:
     if stamp is not None:
         out["labelTimestamp"] = stamp
     return out
-
-
-@attrs.frozen
-class ProjectedEntry:
-    """An entry of the context and the messages it contributes (after context edits)."""
-
-    source_entry: Entry
-    messages: Sequence[Message]
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"sourceEntry": to_wire(self.source_entry), "messages": _messages_wire(self.messages)}
-
-
-@attrs.frozen
-class SessionProjection:
-    """Pi's ``buildSessionProjection`` result: provenance-preserving model context."""
-
-    entries: Sequence[ProjectedEntry]
-    messages: Sequence[Message]
-    thinking_level: str
-    model: ModelRef | None
-
-    def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "entries": [e.to_wire() for e in self.entries],
-            "messages": _messages_wire(self.messages),
-        }
-        if self.thinking_level is not UNSET:  # type: ignore[comparison-overlap]
-            out["thinkingLevel"] = self.thinking_level
-        out["model"] = None if self.model is None else to_wire(self.model)
-        return out
-
-
-def _messages_wire(messages: Sequence[Message]) -> list[Any]:
-    if isinstance(messages, LazyMessages):
-        return messages.to_wire()
-    return [to_wire(m) for m in messages]
-
-
-def model_ref(wire: dict[str, Any] | None) -> ModelRef | None:
-    if wire is None:
-        return None
-    if isinstance(wire.get("provider"), str) and isinstance(wire.get("modelId"), str) and len(wire) == 2:
-        return from_wire(wire, ModelRef)
-    # An assistant message without provider or model gives Pi a partial model object.
-    return ModelRef(provider=wire.get("provider", UNSET), model_id=wire.get("modelId", UNSET))
-
-
-def _thinking(value: Any) -> Any:
-    return UNSET if value is MISSING else value
-
-
-def context_from_projection(projection: WireProjection) -> SessionContext:
-    return SessionContext(
-        messages=LazyMessages(projection.messages),
-        thinking_level=_thinking(projection.thinking_level),
-        model=model_ref(projection.model),
-    )
-
-
-def projection_from_wire(index: TreeIndex, projection: WireProjection) -> SessionProjection:
-    return SessionProjection(
-        entries=tuple(
-            ProjectedEntry(index.model_at(pos), LazyMessages(list(messages)))
-            for pos, messages in projection.entries
-        ),
-        messages=LazyMessages(projection.messages),
-        thinking_level=_thinking(projection.thinking_level),
-        model=model_ref(projection.model),
-    )

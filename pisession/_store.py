@@ -17,7 +17,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ._errors import InvalidSessionError, SessionClosedError, SessionExistsError, SessionReplacedError
+from ._errors import (
+    InvalidSessionError,
+    SessionClosedError,
+    SessionExistsError,
+    SessionReplacedError,
+    SymlinkRefusedError,
+)
 from ._load import (
     Record,
     is_session_header,
@@ -27,7 +33,6 @@ from ._load import (
     scan_raw,
     scan_records,
 )
-from ._lock import SymlinkRefusedError, session_lock
 
 if TYPE_CHECKING:
     from ._bodies import BodyFile, BodyLines
@@ -103,6 +108,8 @@ class SessionFile:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        from ._lock import session_lock  # start-up: reading a session in memory takes no lock
+
         # Shared by every spelling of this file in the process (keyed by its identity here, once,
         # not per append): a symlinked folder or a hard link must not wait on its own holder.
         self.lock = session_lock(path)

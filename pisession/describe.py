@@ -17,14 +17,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ._codec import to_wire
 from ._js import hashable, js_date_ms
-from ._manager import SessionManager
-from ._model import Entry, Message, Usage
+
+if TYPE_CHECKING:
+    from ._manager import SessionManager
+    from ._model import Entry, Message, Usage
 
 __all__ = [
     "EntryLike",
@@ -53,15 +52,31 @@ _KIND_NAMES = {
 }
 
 
-EntryLike = Entry | Mapping[str, Any]
-"""A typed entry or its JSON dict."""
-MessageLike = Message | Mapping[str, Any]
-"""A typed message or its JSON dict."""
+if TYPE_CHECKING:
+    EntryLike = Entry | Mapping[str, Any]
+    """A typed entry or its JSON dict."""
+    MessageLike = Message | Mapping[str, Any]
+    """A typed message or its JSON dict."""
+else:
+
+    def __getattr__(name: str) -> Any:
+        # The aliases name the model classes: made on first use, so that describing JSON
+        # entries (`pisession tree`) does not create the classes. Hidden from type checkers,
+        # which would otherwise take every attribute of this module for Any.
+        if name not in ("EntryLike", "MessageLike"):
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from . import _model
+
+        value = (_model.Entry if name == "EntryLike" else _model.Message) | Mapping[str, Any]
+        globals()[name] = value
+        return value
 
 
 def _as_wire(value: Any) -> Any:
     if isinstance(value, Mapping) or value is None or isinstance(value, (str, int, float, list)):
         return value
+    from ._codec import to_wire  # a model object: the codec is imported with the model
+
     return to_wire(value)
 
 
@@ -114,6 +129,8 @@ def format_local_time(timestamp: Any, *, with_date: bool = True) -> str:
     ms = js_date_ms(timestamp) if isinstance(timestamp, str) else None
     if ms is None:
         return str(timestamp) if timestamp is not None else "?"
+    from datetime import datetime  # start-up: `pisession tree` shows no time
+
     moment = datetime.fromtimestamp(ms / 1000).astimezone()
     return f"{moment:%Y-%m-%d %H:%M:%S}" if with_date else f"{moment:%H:%M:%S}"
 
@@ -302,13 +319,40 @@ def _describe_entry(entry: Mapping[str, Any]) -> str:
 NoteKind = Literal["label", "edit", "keep", "orphan", "leaf"]
 
 
-@dataclass(frozen=True)
 class Note:
     """A remark shown beside an entry: its label, a context edit of it, a compaction boundary,
-    a missing parent, or the leaf mark."""
+    a missing parent, or the leaf mark: ``Note("label", "[start]")``, immutable.
 
-    kind: NoteKind
-    text: str
+    A plain class, as :class:`pisession.views.TreeRow`: a dataclass needs dataclasses (and
+    inspect) imported, a NamedTuple compiles code when it is made, and the first compile of a
+    process costs more than a millisecond of ``pisession tree``.
+    """
+
+    __slots__ = ("_kind", "_text")
+    __match_args__ = ("kind", "text")
+
+    def __init__(self, kind: NoteKind, text: str) -> None:
+        self._kind = kind
+        self._text = text
+
+    @property
+    def kind(self) -> NoteKind:
+        return self._kind
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    def __repr__(self) -> str:
+        return f"Note(kind={self._kind!r}, text={self._text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Note:
+            return NotImplemented
+        return (self._kind, self._text) == (other._kind, other._text)
+
+    def __hash__(self) -> int:
+        return hash((self._kind, self._text))
 
 
 class SessionFacts:

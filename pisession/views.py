@@ -15,34 +15,74 @@ size estimate (what ``pisession tree`` and ``pisession context`` print, and thei
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from ._builders import get_current_system_message
-from ._codec import to_wire
 from ._manager import SessionManager
-from ._model import UNSET
 from ._results import TreeNode
+from ._values import UNSET
 from .describe import SessionFacts, _blocks, _compact_json, content_text, describe_entry
 
 __all__ = ["TreeRow", "tree_rows", "tree_data", "context_data", "message_size"]
 
 
-@dataclass(frozen=True)
 class TreeRow:
     """One line of the tree: the node, its graph prefix (``├─ ``, ``│  ``), its depth (branch
-    points passed), the children shown under it and whether it is on the active branch."""
+    points passed), the children shown under it and whether it is on the active branch.
+    Immutable; a plain class for start-up, as :class:`pisession.describe.Note` explains."""
 
-    node: TreeNode
-    prefix: str
-    depth: int
-    children: tuple[TreeNode, ...]
-    active: bool
+    __slots__ = ("_node", "_prefix", "_depth", "_children", "_active")
+    __match_args__ = ("node", "prefix", "depth", "children", "active")
+
+    def __init__(
+        self, node: TreeNode, prefix: str, depth: int, children: tuple[TreeNode, ...], active: bool
+    ) -> None:
+        self._node = node
+        self._prefix = prefix
+        self._depth = depth
+        self._children = children
+        self._active = active
+
+    @property
+    def node(self) -> TreeNode:
+        return self._node
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
+    @property
+    def depth(self) -> int:
+        return self._depth
+
+    @property
+    def children(self) -> tuple[TreeNode, ...]:
+        return self._children
+
+    @property
+    def active(self) -> bool:
+        return self._active
 
     @property
     def entry(self) -> dict[str, Any]:
         """The entry's JSON."""
-        return self.node.wire_entry
+        return self._node.wire_entry
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self._node, self._prefix, self._depth, self._children, self._active)
+
+    def __repr__(self) -> str:
+        return (
+            f"TreeRow(node={self._node!r}, prefix={self._prefix!r}, depth={self._depth!r}, "
+            f"children={self._children!r}, active={self._active!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not TreeRow:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())  # a TypeError, as TreeNode is not hashable
 
 
 def _visible(nodes: Sequence[TreeNode], hidden: Callable[[dict[str, Any]], bool]) -> list[TreeNode]:
@@ -116,9 +156,11 @@ def tree_data(manager: SessionManager) -> dict[str, Any]:
             item["labelTimestamp"] = row.node.label_timestamp
         item["entry"] = entry
         nodes.append(item)
-    header = manager.get_header()
+    # get_header().id without typing the header, which reads an id that is not a string as ""
+    header = manager._header
+    header_id = (header.get("id") if isinstance(header.get("id"), str) else "") if header else None
     return {
-        "sessionId": header.id if header else None,
+        "sessionId": header_id,
         "leafId": facts.leaf_id,
         "name": manager.get_session_name(),
         "entryCount": len(facts.entries),
@@ -171,6 +213,9 @@ def context_data(manager: SessionManager) -> dict[str, Any]:
     --json``): ``leafId``, ``model``, ``thinkingLevel``, the replayed ``system`` message, the
     ``messages``, and ``totals`` with ``approxTokens`` (Pi's estimate,
     :func:`pisession.compaction.estimate_tokens`: characters / 4 per message, 1,200 per image)."""
+    from ._builders import get_current_system_message
+    from ._codec import to_wire
+
     context = manager.build_session_context()
     # Typed str, but UNSET when a thinking_level_change entry has no level.
     thinking: Any = context.thinking_level

@@ -26,6 +26,8 @@ from hypothesis import strategies as st
 from pisession import _json as J
 from pisession._json import decode_utf8, dumps, loads
 
+J._use_orjson()  # orjson is imported by the first dumps or loads: the encoder routes below need it set up
+
 # --------------------------------------------------------------------------------------------
 # Encoder routes
 # --------------------------------------------------------------------------------------------
@@ -415,6 +417,7 @@ def test_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
     monkeypatch.setitem(sys.modules, "orjson", None)  # makes "import orjson" fail
+    vars(J).pop("HAVE_ORJSON")  # set when orjson was imported; a reload keeps the old namespace
     try:
         importlib.reload(J)
         assert J.HAVE_ORJSON is False and J._Fragment is None and J._orjson_dumps is None
@@ -430,6 +433,7 @@ def test_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
     finally:
         monkeypatch.undo()
         importlib.reload(J)
+        J._use_orjson()
     assert J.HAVE_ORJSON is (importlib.util.find_spec("orjson") is not None)
 
 

@@ -65,6 +65,91 @@ def test_tree_command_loads_no_heavy_machinery() -> None:
         assert name not in loaded, name
 
 
+# What `pisession tree` does without on a small session (issue 14: at most 3 x `python -c pass`):
+# the model classes and attrs (tree walks the entries' JSON), msgspec (the whole lines are read)
+# and orjson (a small file is parsed with the json module), and what those import.
+NOT_FOR_A_SMALL_TREE = (
+    *HEAVY,
+    "attrs",
+    "pisession._model",
+    "pisession._codec",
+    "pisession._projection",
+    "pisession._discovery",
+    "pisession._lock",
+    "pisession._ids",
+    "msgspec",
+    "orjson",
+    "dataclasses",
+    "inspect",
+    "shutil",
+    "threading",
+    "datetime",
+)
+
+
+@pytest.fixture(scope="module")
+def demo_session(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from pisession.cli.demo import write_demo_session
+
+    return write_demo_session(str(tmp_path_factory.mktemp("demo")))
+
+
+@pytest.mark.parametrize("options", [[], ["--all"], ["--json"]], ids=["plain", "all", "json"])
+def test_tree_of_a_small_session_creates_no_model_class(demo_session: str, options: list[str]) -> None:
+    code = (
+        "import contextlib, io, sys\n"
+        f"sys.argv = ['pisession', 'tree', *{options!r}, {demo_session!r}]\n"
+        "from pisession.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    assert main() == 0\n"  # as the console script calls it
+        "assert 'entries' in out.getvalue() or '\"nodes\"' in out.getvalue()\n"
+    )
+    loaded = loaded_after(code)
+    assert "pisession._manager" in loaded  # the command did run
+    for name in NOT_FOR_A_SMALL_TREE:
+        assert name not in loaded, name
+
+
+def test_reading_a_small_session_and_its_tree_in_python_creates_no_model_class(demo_session: str) -> None:
+    code = (
+        "import pisession\n"
+        "from pisession.views import tree_rows\n"
+        f"manager = pisession.read_session({demo_session!r})\n"
+        "rows = list(tree_rows(manager))\n"
+        "assert rows and rows[0].entry['type']\n"
+        "assert pisession.UNSET is not None and not pisession.UNSET\n"
+    )
+    loaded = loaded_after(code)
+    for name in ("attrs", "pisession._model", "pisession._codec", "msgspec", "orjson"):
+        assert name not in loaded, name
+
+
+def test_a_large_file_is_parsed_with_orjson_and_opening_scans_with_msgspec(tmp_path: Path) -> None:
+    big = tmp_path / "big.jsonl"
+    lines = SAMPLE.read_bytes().split(b"\n")
+    big.write_bytes(b"\n".join([lines[0], *[line for line in lines[1:] if line] * 400, b""]))
+    assert big.stat().st_size >= 1 << 20
+    read = loaded_after(f"import pisession\npisession.read_session_entries({str(big)!r})")
+    assert "orjson" in read
+    opened = loaded_after(f"import pisession\npisession.SessionManager.open({str(SAMPLE)!r}).get_tree()")
+    assert "msgspec" in opened
+
+
+def test_unset_is_one_object_wherever_it_is_imported_from() -> None:
+    code = (
+        "import pickle, pisession, sys\n"
+        "unset = pisession.UNSET\n"
+        "assert 'pisession._model' not in sys.modules\n"
+        "import pisession._model, pisession._js\n"
+        "assert pisession._model.UNSET is unset and pickle.loads(pickle.dumps(unset)) is unset\n"
+        "assert pisession._js.MISSING is not unset\n"
+        "print(type(unset).__module__, type(pisession._model.freeze_json({})).__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["pisession._model", "pisession._model"]  # as pickles name them
+
+
 def test_other_commands_import_their_modules_when_they_run() -> None:
     code = (
         "import contextlib, io\n"
@@ -162,3 +247,25 @@ def test_version_loads_no_command() -> None:
     assert "pisession._manager" not in loaded
     groups = ("demo", "reading", "searching", "checking", "editing", "export")
     assert [g for g in groups if f"pisession.cli.{g}" in loaded] == []
+
+
+def test_the_tree_records_are_small_immutable_values(demo_session: str) -> None:
+    from pisession import read_session
+    from pisession.describe import Note
+    from pisession.views import TreeRow, tree_rows
+
+    note = Note("label", "[start]")
+    assert note == Note("label", "[start]") and note != Note("leaf", "[start]")
+    assert hash(note) == hash(Note("label", "[start]"))
+    assert repr(note) == "Note(kind='label', text='[start]')"
+    with pytest.raises(AttributeError):
+        note.text = "changed"  # type: ignore[misc]
+    match note:
+        case Note(kind, text):
+            assert (kind, text) == ("label", "[start]")
+    row = next(tree_rows(read_session(demo_session)))
+    assert isinstance(row, TreeRow) and row.entry == row.node.wire_entry
+    assert row == TreeRow(row.node, row.prefix, row.depth, row.children, row.active)
+    assert repr(row).startswith("TreeRow(node=TreeNode(id=")
+    with pytest.raises(AttributeError):
+        row.depth = 3  # type: ignore[misc]

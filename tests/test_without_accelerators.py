@@ -17,7 +17,8 @@ if sys.argv[1] == "hide":
     sys.modules["orjson"] = None
 import pisession
 from pisession import _json, _load
-assert (_load.msgspec is None) == (sys.argv[1] == "hide") and _json.HAVE_ORJSON == (sys.argv[1] != "hide")
+hidden = sys.argv[1] == "hide"
+assert (_load._head_decoder() is None) == hidden and _json.HAVE_ORJSON == (not hidden)
 out = {}
 for name in sys.argv[2:]:
     tmp = tempfile.mkdtemp()

@@ -126,10 +126,24 @@ def note(message: str) -> None:
     write_out(f"pisession: {message}\n", sys.stderr)
 
 
-def width() -> int:
-    import shutil  # start-up: shutil brings bz2, lzma and fnmatch
+def terminal_columns(fallback: int) -> int:
+    """``shutil.get_terminal_size((fallback, 24)).columns``, without importing shutil (it brings
+    bz2, lzma and fnmatch: 2-3 ms of every command's start-up): ``$COLUMNS``, else the width of
+    the terminal on stdout, else ``fallback``."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or fallback  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return fallback
 
-    return max(60, shutil.get_terminal_size((120, 24)).columns)
+
+def width() -> int:
+    return max(60, terminal_columns(120))
 
 
 def int_text(value: float) -> str:

@@ -7,16 +7,14 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pisession import (
     CURRENT_SESSION_VERSION,
-    SessionInfo,
     SessionManager,
     default_session_dir,
     read_session_entries,
     read_session_header,
-    to_wire,
 )
 from pisession.describe import (
     SessionFacts,
@@ -42,7 +40,9 @@ from .output import (
     id_text,
     width,
 )
-from .searching import close_catalog, open_catalog
+
+if TYPE_CHECKING:  # the model and discovery (attrs classes) only for the commands that use them
+    from pisession import SessionInfo
 
 
 def print_tree(manager: SessionManager, show_all: bool, style: Style) -> None:
@@ -190,6 +190,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
     session_dir = sessions.session_dir(args)
     cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else os.getcwd()
     report = sessions.progress(sys.stderr)
+    from .searching import close_catalog, open_catalog  # the catalog only for `ls`
+
     catalog = None if args.no_catalog else open_catalog()
     infos: list[SessionInfo] = []
     if args.all:
@@ -297,6 +299,8 @@ def cmd_tail(args: argparse.Namespace) -> int:
             stamp = style(format_local_time(entry.get("timestamp"), with_date=False), "dim")
             emit(stamp + "  " + entry_line(entry, style, width_=room - 10))
         sys.stdout.flush()
+
+    from pisession import to_wire
 
     try:
         if args.lines > 0:

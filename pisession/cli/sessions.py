@@ -6,11 +6,14 @@ import argparse
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from pisession import SessionInfo, SessionManager, default_session_dir, read_session_entries
+from pisession import SessionManager, default_session_dir, read_session_entries
 
 from .output import CliError, note
+
+if TYPE_CHECKING:  # discovery's attrs classes only when a SESSION argument is an id
+    from pisession import SessionInfo
 
 ENV_SESSION_DIR = "PI_CODING_AGENT_SESSION_DIR"
 

@@ -1,0 +1,143 @@
+"""The model's values that need no attrs: :data:`UNSET` and the read-only JSON containers.
+
+:mod:`pisession._model` re-exports them, and users import ``UNSET`` from ``pisession``; they live
+here so that reading a session (``pisession tree``) can use them without importing attrs and
+creating the model classes, which cost more than the rest of that command's start-up.
+
+Their classes say ``pisession._model`` is their module, where they were defined before: a pickle
+of a model object names them there, and reads the same with any version of pisession.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = ["UNSET", "freeze_json"]
+
+
+class _UnsetType(enum.Enum):
+    """Type of :data:`UNSET`; an enum so that ``x is UNSET`` narrows types under mypy."""
+
+    __module__ = "pisession._model"
+
+    UNSET = "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = _UnsetType.UNSET
+"""A field left out of the JSON (JavaScript's ``undefined``), as opposed to ``None`` (``null``).
+
+It is falsy, so ``if entry.note:`` reads like Pi's ``if (entry.note)``::
+
+    >>> LabelEntry(id="a1b2c3d4", parent_id=None, timestamp="...", target_id="x").label
+    UNSET
+"""
+
+
+class _ReadOnlyDict(dict[str, Any]):
+    """A JSON object inside a model: a dict (so JSON encoders and ``==`` take it) that refuses changes."""
+
+    __module__ = "pisession._model"
+
+    __slots__ = ()
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("model objects are read-only; build a new one with attrs.evolve(obj, field=...)")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_ReadOnlyDict, (dict(self),))
+
+    def __repr__(self) -> str:
+        return dict.__repr__(self)
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        import copy
+
+        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
+
+
+class _ReadOnlyList(list[Any]):
+    """A JSON array inside a model: a list (so JSON encoders and ``==`` take it) that refuses changes."""
+
+    __module__ = "pisession._model"
+
+    __slots__ = ()
+
+    _read_only = _ReadOnlyDict._read_only
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_ReadOnlyList, (list(self),))
+
+    def __repr__(self) -> str:
+        return list.__repr__(self)
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        import copy
+
+        return [copy.deepcopy(v, memo) for v in self]
+
+
+_EMPTY: Mapping[str, Any] = _ReadOnlyDict()
+
+
+def freeze_json(value: Any) -> Any:
+    """A JSON value whose objects and arrays are read-only (``_ReadOnlyDict``/``_ReadOnlyList``).
+
+    Values already frozen come back as they are; so do scalars and model objects.
+    """
+    t = type(value)
+    if t is not dict and t is not list:
+        return value
+    try:
+        return _freeze_nested(value)
+    except RecursionError:  # Pi stores whatever an extension hands it, however deep
+        return _freeze_deep(value)
+
+
+def _freeze_nested(v: Any) -> Any:
+    if type(v) is dict:
+        return _ReadOnlyDict({k: _freeze_nested(x) if type(x) in _CONTAINERS else x for k, x in v.items()})
+    return _ReadOnlyList([_freeze_nested(x) if type(x) in _CONTAINERS else x for x in v])
+
+
+def _freeze_deep(value: Any) -> Any:
+    """``_freeze_nested`` without recursion: post-order over an explicit stack."""
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    frozen: dict[int, Any] = {}
+    while stack:
+        node, expanded = stack.pop()
+        if not expanded:
+            stack.append((node, True))
+            children = node.values() if type(node) is dict else node
+            stack.extend((c, False) for c in children if type(c) in _CONTAINERS and id(c) not in frozen)
+            continue
+        if id(node) in frozen:
+            continue
+        if type(node) is dict:
+            frozen[id(node)] = _ReadOnlyDict(
+                {k: frozen[id(x)] if type(x) in _CONTAINERS else x for k, x in node.items()}
+            )
+        else:
+            frozen[id(node)] = _ReadOnlyList([frozen[id(x)] if type(x) in _CONTAINERS else x for x in node])
+    return frozen[id(value)]
+
+
+_CONTAINERS: Final = (dict, list)
