@@ -15,15 +15,15 @@ lives in one process only, so the key never has to match another's.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import stat
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 from ._errors import InvalidSessionError, SessionChangedError
-from ._load import Record, scan_raw
+from ._load import Record, _head_decoder, scan_raw
 
 __all__ = ["BodyFile", "BodyLines", "UNREAD", "lines_at", "last_line_start"]
 
@@ -62,7 +62,7 @@ class BodyFile:
         self._fd = fd
         from array import array  # start-up: the index imports this module; only this needs array
 
-        self._lock = threading.Lock()  # release() must not close the number a read is using
+        self._lock = _thread.allocate_lock()  # release() must not close the number a read is using
         self.offsets = array("q")
         self.lengths = array("q")
         self.hashes = array("q")
@@ -175,7 +175,8 @@ class BodyLines:
         offsets, lengths, hashes = bodies.offsets, bodies.lengths, bodies.hashes
         add_offset, add_length, add_hash = offsets.append, lengths.append, hashes.append
         scan = scan_raw
-        decode, errors = _stampless_decoder() if implicit else (None, ())
+        stampless = _head_decoder(UNREAD) if implicit else None
+        decode, errors = stampless if stampless is not None else (None, ())
         for offset, line in lines_at(bodies._fd, self.start, self.end, bodies.path):
             if not line:
                 continue
@@ -207,35 +208,6 @@ class BodyLines:
             if scanned is not None and scanned[0].type != skip_type:
                 head, entry = scanned
                 yield head, None if entry is not None else tail, entry
-
-
-_decoder: tuple[Any, Any] | None = None
-
-
-def _stampless_decoder() -> tuple[Any, Any]:
-    """msgspec's decoder of a line's head without its ``timestamp`` (about 70 bytes an entry
-    less, 0.08 x the file), and its errors; (None, ()) without msgspec. Built on first use:
-    only low-memory mode needs it."""
-    global _decoder
-    if _decoder is None:
-        try:
-            import msgspec
-        except ImportError:  # pragma: no cover - exercised by tests that hide it
-            _decoder = (None, ())
-            return _decoder
-        unset = msgspec.UNSET
-        # defstruct: the annotations are objects here, not strings (this module's
-        # ``from __future__ import annotations`` would hide the local _Role from msgspec).
-        role = msgspec.defstruct("_Role", [("role", Any, unset)], gc=False)
-        fields: list[tuple[str, Any, Any]] = [(name, Any, unset) for name in ("type", "id", "parentId")]
-        fields.append(("message", role | None, None))
-        fields += [(name, Any, unset) for name in ("targetId", "label", "name")]
-        stampless = msgspec.defstruct(
-            "_StamplessHead", fields, gc=False, namespace={"timestamp": property(lambda self: UNREAD)}
-        )
-        errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
-        _decoder = (msgspec.json.Decoder(stampless).decode, errors)
-    return _decoder
 
 
 _KEEP_ALL = object()

@@ -112,12 +112,15 @@ _KEEP_ALL = object()  # scan_records' skip_type by default: equal to no entry ty
 
 
 @functools.cache
-def _head_decoder() -> tuple[Callable[[bytes], Head], tuple[type[Exception], ...]] | None:
+def _head_decoder(
+    stamp: object = None,
+) -> tuple[Callable[[bytes], Head], tuple[type[Exception], ...]] | None:
     """msgspec's decoder of entry heads and the errors it raises, or None without msgspec.
 
     msgspec validates a whole line and extracts a few fields ~5x faster than a full parse, but
     importing it takes longer than reading a small file (``pisession tree``): it is imported
-    the first time a line is scanned."""
+    the first time a line is scanned. ``stamp`` (low-memory mode): the ``timestamp`` every
+    head gives instead of reading it (its string left in the file saves ~70 bytes an entry)."""
     try:
         import msgspec
     except ImportError:  # exercised by tests that hide it
@@ -127,12 +130,14 @@ def _head_decoder() -> tuple[Callable[[bytes], Head], tuple[type[Exception], ...
     # that msgspec cannot resolve. Heads hold scalars only: nothing for the collector (gc=False).
     message_head = msgspec.defstruct("_MessageHead", [("role", Any, MISSING)], gc=False)
     fields: list[tuple[str, Any, Any]] = [(name, Any, MISSING) for name in ("type", "id", "parentId")]
-    fields.append(("timestamp", Any, MISSING))
+    if stamp is None:
+        fields.append(("timestamp", Any, MISSING))
     fields.append(("message", message_head | None, None))
     fields += [(name, Any, MISSING) for name in ("targetId", "label", "name")]
-    decoder = msgspec.json.Decoder(msgspec.defstruct("_EntryHead", fields, gc=False))
+    namespace = None if stamp is None else {"timestamp": property(lambda _head: stamp)}
+    head = msgspec.defstruct("_EntryHead", fields, gc=False, namespace=namespace)
     # RecursionError: deep nesting, which the full parse decides
-    return decoder.decode, (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+    return msgspec.json.Decoder(head).decode, (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
 def scan_raw(raw: bytes) -> tuple[Head, WireEntry | None] | None:

@@ -102,6 +102,10 @@ def one_line(text: str, limit: int) -> str:
 def _compact_json(value: Any) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except RecursionError:  # nested deeper than the json module goes: our encoder is iterative
+        from ._json import dumps
+
+        return dumps(value)
     except (TypeError, ValueError):
         return repr(value)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pisession._json import loads as js_loads
 from pisession.cli import main
 
 HEADER = {
@@ -288,3 +289,36 @@ def test_exports_are_written_private(tmp_path: Path, capsys: pytest.CaptureFixtu
             assert target.read_text() != "stale"
     finally:
         os.umask(old)
+
+
+DEEP_CASE = Path(__file__).parent / "conformance" / "cases" / "v2_deep_entries.jsonl"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tree"],
+        ["tree", "--json"],
+        ["tree", "--all"],
+        ["context", "--json"],
+        ["stats", "--json"],
+        ["export", "--format", "md"],
+        ["export", "--format", "html"],
+        ["export", "--format", "static-html"],
+        ["validate", "--json"],
+    ],
+    ids=" ".join,
+)
+def test_entries_nested_deeper_than_the_json_module_goes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """Pi reads lines nested past the json module's limit (about 1,000 levels): every command
+    shows them (JSON through the non-recursive encoder), none raises RecursionError."""
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(DEEP_CASE.read_bytes())
+    code, out, err = run(capsys, argv[0], str(path), *argv[1:])
+    assert code == 0, err
+    assert out and "Traceback" not in out + err
+    if "--json" in argv:
+        js_loads(out)  # the json module could not read it back either
+    assert path.read_bytes() == DEEP_CASE.read_bytes()

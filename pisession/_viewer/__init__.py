@@ -59,7 +59,7 @@ def _json_bytes(value: object) -> bytes:
             pass
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than json goes
         text = dumps(value)
     return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
 

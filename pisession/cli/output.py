@@ -107,8 +107,14 @@ def _json_default(value: Any) -> Any:
 
 
 def json_text(value: Any) -> str:
-    """Indented JSON as ``--json`` prints it."""
-    return json.dumps(value, indent=2, ensure_ascii=False, default=_json_default)
+    """Indented JSON as ``--json`` prints it (on one line for a value nested deeper than the
+    json module goes, in a hostile file: Pi's encoder, which is not recursive, writes it)."""
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=_json_default)
+    except RecursionError:
+        from pisession.export import to_json_line
+
+        return to_json_line(value)
 
 
 def emit_json(value: Any) -> None:

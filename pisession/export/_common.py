@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._json import dumps
 from .._manager import SessionManager
 from .._results import TreeNode
 from ..describe import content_text, one_line
@@ -71,6 +72,8 @@ def export_title(manager: SessionManager) -> str:
 def pretty_json(value: Any) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, indent=2)
+    except RecursionError:  # nested deeper than the json module goes: our encoder is iterative
+        return dumps(value)
     except (TypeError, ValueError):
         return repr(value)
 
