@@ -99,10 +99,10 @@ def test_tree_of_a_small_session_creates_no_model_class(demo_session: str, optio
     code = (
         "import contextlib, io, sys\n"
         f"sys.argv = ['pisession', 'tree', *{options!r}, {demo_session!r}]\n"
-        "from pisession.cli import main\n"
+        "from pisession.cli import console_main\n"
         "out = io.StringIO()\n"
         "with contextlib.redirect_stdout(out):\n"
-        "    assert main() == 0\n"  # as the console script calls it
+        "    assert console_main() == 0\n"  # as the console script calls it
         "assert 'entries' in out.getvalue() or '\"nodes\"' in out.getvalue()\n"
     )
     loaded = loaded_after(code)
@@ -269,3 +269,20 @@ def test_the_tree_records_are_small_immutable_values(demo_session: str) -> None:
     assert repr(row).startswith("TreeRow(node=TreeNode(id=")
     with pytest.raises(AttributeError):
         row.depth = 3  # type: ignore[misc]
+
+
+def test_only_the_console_script_freezes_what_it_made(demo_session: str) -> None:
+    """``console_main`` freezes start-up's objects (its process exits next); ``main``, which a
+    process that goes on may call, leaves the garbage collector as it was."""
+    code = (
+        "import contextlib, gc, io, sys\n"
+        f"sys.argv = ['pisession', 'tree', {demo_session!r}]\n"
+        "from pisession.cli import console_main, main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main() == 0 and main(sys.argv[1:]) == 0\n"
+        "assert gc.get_freeze_count() == 0 and gc.isenabled()\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert console_main() == 0\n"
+        "assert gc.get_freeze_count() > 0\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -20,9 +20,9 @@ import gc
 _collecting = gc.isenabled()
 gc.disable()
 try:
-    from .main import main
+    from .main import console_main, main
 finally:
     if _collecting:
         gc.enable()
 
-__all__ = ["main"]
+__all__ = ["console_main", "main"]

@@ -2,6 +2,6 @@
 
 import sys
 
-from .main import main
+from .main import console_main
 
-sys.exit(main())
+sys.exit(console_main())

@@ -95,17 +95,24 @@ def _os_error_text(error: OSError) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``pisession`` command line; returns the exit status."""
+    """Run the ``pisession`` command line (``argv``: its words, default ``sys.argv[1:]``);
+    returns the exit status."""
+    return _main(argv, exiting=False)
+
+
+def console_main() -> int:
+    """The ``pisession`` console script and ``python -m pisession.cli``: :func:`main` in a
+    process that exits right after it. What start-up made is frozen out of the garbage
+    collector's reach (it lives until the exit), and the interpreter's last collection pass
+    would walk every object left (about 4 ms of ``pisession tree``) where none needs it: a
+    process that goes on after the command calls :func:`main`, which freezes nothing."""
     try:
-        return _main(argv)
+        return _main(None, exiting=True)
     finally:
-        if argv is None:
-            # The console script exits next. The interpreter's last collection pass would walk
-            # every object left (about 4 ms of `pisession tree`); none of them needs it.
-            gc.freeze()
+        gc.freeze()
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def _main(argv: Sequence[str] | None, *, exiting: bool) -> int:
     words = sys.argv[1:] if argv is None else argv
     name = _command_name(words)
     group = COMMANDS.get(name or "")
@@ -120,8 +127,8 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser(groups, only)
     finally:
-        if argv is None:
-            gc.freeze()  # the console script: what it has made so far lives until it exits
+        if exiting:
+            gc.freeze()  # what the console script has made so far lives until it exits
         if collecting:
             gc.enable()
     try:
