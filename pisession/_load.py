@@ -13,11 +13,18 @@ import stat
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
 
 from ._errors import InvalidSessionError, SessionNotWrittenWarning, SymlinkRefusedError
 from ._js import MISSING, js_to_number, js_trim, js_truthy
 from ._json import loads, loads_deep, loads_for
+
+# typing for type checkers only (they take TYPE_CHECKING for true): importing it at run time
+# took 8 % of `pisession tree`'s start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    WireEntry = dict[str, Any]
 
 __all__ = [
     "CURRENT_SESSION_VERSION",
@@ -28,8 +35,6 @@ __all__ = [
     "parse_line",
     "iter_file_lines",
     "iter_line_lists",
-    "Head",
-    "Record",
     "head_of",
     "scan_raw",
     "scan_records",
@@ -40,8 +45,6 @@ __all__ = [
 ]
 
 CURRENT_SESSION_VERSION = 3
-
-WireEntry = dict[str, Any]
 
 _READ_CHUNK = 1 << 20
 
@@ -79,14 +82,15 @@ class _DictHead:
         self.name = name
 
 
-Head = Any
-"""What the index needs of an entry, as attributes named like the wire keys: ``type``, ``id``,
-``parentId``, ``timestamp``, ``message.role`` (``message`` None when absent), ``targetId``,
-``label``, ``name``; an absent key reads as MISSING."""
+if TYPE_CHECKING:
+    Head = Any
+    """What the index needs of an entry, as attributes named like the wire keys: ``type``,
+    ``id``, ``parentId``, ``timestamp``, ``message.role`` (``message`` None when absent),
+    ``targetId``, ``label``, ``name``; an absent key reads as MISSING."""
 
-Record = tuple[Head, "bytes | int | None", "WireEntry | None"]
-"""An entry as the index stores it: its head, and its raw line (in low-memory mode perhaps the
-line's number in the file's ``BodyFile``) or its parsed dict."""
+    Record = tuple[Head, bytes | int | None, WireEntry | None]
+    """An entry as the index stores it: its head, and its raw line (in low-memory mode perhaps
+    the line's number in the file's ``BodyFile``) or its parsed dict."""
 
 
 def _role_of(entry: WireEntry) -> _Role | None:
@@ -125,6 +129,7 @@ def _head_decoder(
         import msgspec
     except ImportError:  # exercised by tests that hide it
         return None
+    from typing import Any  # msgspec imports typing anyway
 
     # Built with defstruct: the annotations of classes made in a function would name locals
     # that msgspec cannot resolve. Heads hold scalars only: nothing for the collector (gc=False).

@@ -14,7 +14,6 @@ import contextlib
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ._context import WireProjection, context_positions, current_system_message, project_leaf
 from ._errors import (
@@ -32,7 +31,6 @@ from ._json import dumps, dumps_bytes
 from ._load import (
     CURRENT_SESSION_VERSION,
     Opaque,
-    Record,
     load_all_entries_from_file,
     migrate_session_entries,
     parse_raw,
@@ -53,9 +51,22 @@ from ._paths import (
     resolve_path,
     session_file_name,
 )
-from ._results import EntryList, TreeNode, TreeShape
+from ._results import EntryList, TreeNode
 from ._store import SessionFile, make_private_dirs
 from ._values import UNSET
+
+# typing for type checkers only (they take TYPE_CHECKING for true): importing it at run time
+# took 8 % of `pisession tree`'s start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar, overload
+
+    from ._load import Record
+    from ._results import TreeShape
+
+    WireEntry = dict[str, Any]
+    _WireEntries = list[WireEntry]
+    _Records = list[Record]
 
 # The model classes, the codec and the typed context results are imported where they are used:
 # reading a session and walking its tree (`pisession tree`) never creates a model object, and
@@ -97,10 +108,6 @@ if TYPE_CHECKING:
     from ._discovery import SessionInfo  # list() and list_all() import _discovery when called
 
 __all__ = ["SessionManager"]
-
-WireEntry = dict[str, Any]
-_WireEntries = list[WireEntry]
-_Records = list[Record]
 
 _EDITABLE_ROLES = ("user", "assistant", "toolResult")
 
@@ -1212,18 +1219,21 @@ class SessionManager:
 
         return self._append_id(build)
 
-    @overload
-    def append_custom_message_entry(
-        self, custom_type: str, content: UserContent | Sequence[Mapping[str, Any]], display: bool
-    ) -> str: ...
-    @overload
-    def append_custom_message_entry(
-        self,
-        custom_type: str,
-        content: UserContent | Sequence[Mapping[str, Any]],
-        display: bool,
-        details: Any,
-    ) -> str: ...
+    if TYPE_CHECKING:
+
+        @overload
+        def append_custom_message_entry(
+            self, custom_type: str, content: UserContent | Sequence[Mapping[str, Any]], display: bool
+        ) -> str: ...
+        @overload
+        def append_custom_message_entry(
+            self,
+            custom_type: str,
+            content: UserContent | Sequence[Mapping[str, Any]],
+            display: bool,
+            details: Any,
+        ) -> str: ...
+
     def append_custom_message_entry(
         self,
         custom_type: str,

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
 
 from ._load import is_session_header, iter_file_lines, open_regular, parse_line
 from ._store import make_private_dirs
+
+# typing for type checkers only (they take TYPE_CHECKING for true): importing it at run time
+# took 8 % of `pisession tree`'s start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "ENV_AGENT_DIR",

@@ -9,11 +9,15 @@ the context's results are in :mod:`pisession._projection`.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, overload
 
 from ._values import freeze_json
 
+# typing for type checkers only (they take TYPE_CHECKING for true): importing it at run time
+# took 8 % of `pisession tree`'s start-up.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, overload
+
     from ._index import TreeIndex
     from ._model import Entry
 
@@ -32,10 +36,13 @@ class EntryList(Sequence["Entry"]):
     def __len__(self) -> int:
         return len(self._index) if self._positions is None else len(self._positions)
 
-    @overload
-    def __getitem__(self, i: int) -> Entry: ...
-    @overload
-    def __getitem__(self, i: slice) -> Sequence[Entry]: ...
+    if TYPE_CHECKING:
+
+        @overload
+        def __getitem__(self, i: int) -> Entry: ...
+        @overload
+        def __getitem__(self, i: slice) -> Sequence[Entry]: ...
+
     def __getitem__(self, i: int | slice) -> Entry | Sequence[Entry]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
@@ -69,8 +76,9 @@ class EntryList(Sequence["Entry"]):
         return [freeze_json(index.entry_at(p)) for p in positions]
 
 
-TreeShape = tuple[int, tuple[Any, ...]]
-"""A node of the tree's shape: (position, child shapes in getTree's order)."""
+if TYPE_CHECKING:
+    TreeShape = tuple[int, tuple[Any, ...]]
+    """A node of the tree's shape: (position, child shapes in getTree's order)."""
 
 
 class TreeNode(tuple):  # type: ignore[type-arg]

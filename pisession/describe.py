@@ -17,11 +17,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
 
 from ._js import hashable, js_date_ms
 
+# typing for type checkers only (they take TYPE_CHECKING for true): importing it at run time
+# took 8 % of `pisession tree`'s start-up.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Literal
+
     from ._manager import SessionManager
     from ._model import Entry, Message, Usage
 
@@ -60,14 +64,22 @@ if TYPE_CHECKING:
 else:
 
     def __getattr__(name: str) -> Any:
-        # The aliases name the model classes: made on first use, so that describing JSON
-        # entries (`pisession tree`) does not create the classes. Hidden from type checkers,
-        # which would otherwise take every attribute of this module for Any.
-        if name not in ("EntryLike", "MessageLike"):
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from . import _model
+        # The aliases are made on first use: EntryLike and MessageLike name the model classes,
+        # so that describing JSON entries (`pisession tree`) does not create the classes, and
+        # all three need typing. Hidden from type checkers, which would otherwise take every
+        # attribute of this module for Any.
+        if name == "NoteKind":
+            from typing import Literal
 
-        value = (_model.Entry if name == "EntryLike" else _model.Message) | Mapping[str, Any]
+            value = Literal["label", "edit", "keep", "orphan", "leaf"]  # NoteKind's, below
+        elif name in ("EntryLike", "MessageLike"):
+            from typing import Any
+
+            from . import _model
+
+            value = (_model.Entry if name == "EntryLike" else _model.Message) | Mapping[str, Any]
+        else:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         globals()[name] = value
         return value
 
@@ -320,7 +332,8 @@ def _describe_entry(entry: Mapping[str, Any]) -> str:
     return _compact_json(rest)
 
 
-NoteKind = Literal["label", "edit", "keep", "orphan", "leaf"]
+if TYPE_CHECKING:
+    NoteKind = Literal["label", "edit", "keep", "orphan", "leaf"]  # made by __getattr__ at run time
 
 
 class Note:

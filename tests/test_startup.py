@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -67,7 +68,8 @@ def test_tree_command_loads_no_heavy_machinery() -> None:
 
 # What `pisession tree` does without on a small session (issue 14: at most 3 x `python -c pass`):
 # the model classes and attrs (tree walks the entries' JSON), msgspec (the whole lines are read)
-# and orjson (a small file is parsed with the json module), and what those import.
+# and orjson (a small file is parsed with the json module), and what those import; and typing
+# (annotations only, for type checkers).
 NOT_FOR_A_SMALL_TREE = (
     *HEAVY,
     "attrs",
@@ -84,6 +86,7 @@ NOT_FOR_A_SMALL_TREE = (
     "shutil",
     "threading",
     "datetime",
+    "typing",
 )
 
 
@@ -121,8 +124,29 @@ def test_reading_a_small_session_and_its_tree_in_python_creates_no_model_class(d
         "assert pisession.UNSET is not None and not pisession.UNSET\n"
     )
     loaded = loaded_after(code)
-    for name in ("attrs", "pisession._model", "pisession._codec", "msgspec", "orjson"):
+    for name in ("attrs", "pisession._model", "pisession._codec", "msgspec", "orjson", "typing"):
         assert name not in loaded, name
+
+
+def test_the_describe_aliases_are_made_on_first_use() -> None:
+    """``NoteKind``, ``EntryLike`` and ``MessageLike`` need typing (and the latter two the model):
+    made when first asked for, the same values type checkers read."""
+    code = (
+        "import sys, pisession.describe as describe\n"
+        "assert 'typing' not in sys.modules and 'pisession._model' not in sys.modules\n"
+        "from pisession.describe import EntryLike, MessageLike, NoteKind\n"
+        "import json, typing, pisession\n"
+        "assert pisession.MessageEntry in typing.get_args(EntryLike)\n"
+        "assert pisession.UserMessage in typing.get_args(MessageLike)\n"
+        "print(json.dumps(typing.get_args(NoteKind)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    kinds = json.loads(out.stdout)
+    assert kinds == ["label", "edit", "keep", "orphan", "leaf"]
+    # the Literal type checkers read (under TYPE_CHECKING) says the same
+    source = (Path(pisession.__file__).parent / "describe.py").read_text(encoding="utf-8")
+    literals = re.findall(r"Literal\[([^\]]*)\]", source)
+    assert literals and all(json.loads(f"[{text}]".replace("'", '"')) == kinds for text in literals)
 
 
 def test_a_large_file_is_parsed_with_orjson_and_opening_scans_with_msgspec(tmp_path: Path) -> None:
