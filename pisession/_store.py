@@ -150,25 +150,13 @@ class SessionFile:
         bodies stay raw bytes until read; each line is scanned when the entries are iterated
         (see :class:`ScannedLines`). Nothing is written here.
         """
-        self._close()
-        # O_NONBLOCK: opening a FIFO planted at the path must not wait for a writer.
-        fd = os.open(self.path, os.O_RDONLY | _CLOEXEC | _NONBLOCK)
-        try:
-            kind = os.fstat(fd).st_mode
-            if stat.S_ISDIR(kind):
-                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.path)
-            if not stat.S_ISREG(kind):
-                raise InvalidSessionError(f"Session path is not a regular file: {self.path}")
-        except BaseException:
-            os.close(fd)
-            raise
+        fd, info = self._open_regular()
         header: WireEntry | None = None
         header_line = b""
         lines: list[bytes] = []
         consumed = -1  # every element but the last is followed by a newline
         batch: list[bytes] = []
         try:
-            info = os.fstat(fd)
             with os.fdopen(fd, "rb", closefd=False) as handle:
                 for batch in iter_line_lists(handle):
                     consumed += sum(map(len, batch)) + len(batch)
@@ -188,29 +176,13 @@ class SessionFile:
         if header is None:
             return None, [], False
         last = batch[-1] if batch else b""  # the text after the final newline
-        last_parsed = last is header_line or (last != b"" and scan_raw(last) is not None)
-        records = ScannedLines(lines)
-        self._identity = (info.st_dev, info.st_ino)
-        self.session_id = header["id"]
-        self.size = consumed
-        pending = last != b""
-        if pending and not last_parsed:
-            # An unfinished last line may still be growing: read it again next time.
-            self.offset = consumed - len(last)
-        else:
-            self.offset = consumed
-        # A complete entry without its "\n" (an editor's save, a writer killed just before the
-        # newline): the next append must start a new line, or it would glue onto this one.
-        self._unterminated = pending and last_parsed
-        return header, records, pending
+        pending = self._loaded((info.st_dev, info.st_ino), header, header_line, consumed, last)
+        return header, ScannedLines(lines), pending
 
-    def load_low_memory(self) -> tuple[WireEntry | None, BodyLines | list[Record], bool]:
-        """:meth:`load`, leaving the entry bodies in the file (``low_memory=True``): the file
-        stays open (``self.bodies``), each line is scanned when the records are iterated, and a
-        record's raw line is its number in ``self.bodies``. Nothing is written here."""
-        from ._bodies import BodyFile, BodyLines, last_line_start, lines_at
-
+    def _open_regular(self) -> tuple[int, os.stat_result]:
+        """A read-only descriptor on the path and its status; only a regular file is a session."""
         self._close()
+        # O_NONBLOCK: opening a FIFO planted at the path must not wait for a writer.
         fd = os.open(self.path, os.O_RDONLY | _CLOEXEC | _NONBLOCK)
         try:
             info = os.fstat(fd)
@@ -221,6 +193,32 @@ class SessionFile:
         except BaseException:
             os.close(fd)
             raise
+        return fd, info
+
+    def _loaded(
+        self, identity: tuple[int, int], header: WireEntry, header_line: bytes, size: int, tail: bytes
+    ) -> bool:
+        """Remember what a load read, up to ``size`` bytes of which ``tail`` follows the last
+        newline; True if the file lacks its final newline."""
+        tail_parsed = tail is header_line or (tail != b"" and scan_raw(tail) is not None)
+        self._identity = identity
+        self.session_id = header["id"]
+        self.size = size
+        pending = tail != b""
+        # An unfinished last line may still be growing: read it again next time.
+        self.offset = size - len(tail) if pending and not tail_parsed else size
+        # A complete entry without its "\n" (an editor's save, a writer killed just before the
+        # newline): the next append must start a new line, or it would glue onto this one.
+        self._unterminated = pending and tail_parsed
+        return pending
+
+    def load_low_memory(self) -> tuple[WireEntry | None, BodyLines | list[Record], bool]:
+        """:meth:`load`, leaving the entry bodies in the file (``low_memory=True``): the file
+        stays open (``self.bodies``), each line is scanned when the records are iterated, and a
+        record's raw line is its number in ``self.bodies``. Nothing is written here."""
+        from ._bodies import BodyFile, BodyLines, last_line_start, lines_at
+
+        fd, info = self._open_regular()
         bodies = BodyFile(self.path, fd, (info.st_dev, info.st_ino))  # owns fd from here on
         # Up to the size seen now: what another writer appends meanwhile is read as new later.
         size = info.st_size
@@ -245,16 +243,9 @@ class SessionFile:
         if header is None:
             bodies.release()
             return None, [], False
-        last_parsed = tail is header_line or (tail != b"" and scan_raw(tail) is not None)
-        records = BodyLines(bodies, start, end, b"" if tail is header_line else tail)
-        self._identity = bodies.identity
-        self.session_id = header["id"]
-        self.size = size
-        pending = tail != b""
-        self.offset = size - len(tail) if pending and not last_parsed else size
-        self._unterminated = pending and last_parsed
+        pending = self._loaded(bodies.identity, header, header_line, size, tail)
         self.bodies = bodies
-        return header, records, pending
+        return header, BodyLines(bodies, start, end, b"" if tail is header_line else tail), pending
 
     def read_new(self, *, settle: bool = False) -> list[Record] | None:
         """Entries appended since the last read; None when the file was replaced or shrank.
