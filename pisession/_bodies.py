@@ -82,10 +82,6 @@ class BodyFile:
         self.hashes.append(hash(line))
         return number
 
-    @property
-    def is_open(self) -> bool:
-        return self._fd >= 0
-
     def read(self, number: int, entry_id: object) -> bytes:
         """The line ``number`` refers to, as it was scanned; :class:`SessionChangedError` if the
         file no longer holds it (``entry_id`` names the entry in the message)."""

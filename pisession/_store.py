@@ -176,7 +176,7 @@ class SessionFile:
         if header is None:
             return None, [], False
         last = batch[-1] if batch else b""  # the text after the final newline
-        pending = self._loaded((info.st_dev, info.st_ino), header, header_line, consumed, last)
+        pending = self._loaded(_identity(info), header, header_line, consumed, last)
         return header, ScannedLines(lines), pending
 
     def _open_regular(self) -> tuple[int, os.stat_result]:
@@ -219,7 +219,7 @@ class SessionFile:
         from ._bodies import BodyFile, BodyLines, last_line_start, lines_at
 
         fd, info = self._open_regular()
-        bodies = BodyFile(self.path, fd, (info.st_dev, info.st_ino))  # owns fd from here on
+        bodies = BodyFile(self.path, fd, _identity(info))  # owns fd from here on
         # Up to the size seen now: what another writer appends meanwhile is read as new later.
         size = info.st_size
         end = last_line_start(fd, size)
