@@ -26,15 +26,27 @@ import attrs
 
 from ._errors import SettingsError
 from ._js import MISSING, js_join_item, js_truthy
-from ._paths import ENV_AGENT_DIR, normalize_path, resolve_path
+from ._paths import ENV_AGENT_DIR, ENV_SESSION_DIR, normalize_path, resolve_path
 
 if TYPE_CHECKING:
     from .compaction import CompactionSettings
 
-__all__ = ["PiSettings", "SettingsFileError", "SettingsScope", "settings_agent_dir"]
+__all__ = [
+    "PiSettings",
+    "SettingsFileError",
+    "SettingsScope",
+    "SessionDirChoice",
+    "SessionDirSource",
+    "choose_session_dir",
+    "settings_agent_dir",
+]
 
 SettingsScope = Literal["global", "project"]
 """Which settings file a value or an error comes from."""
+
+SessionDirSource = Literal["explicit", "variable", "global", "project", "default"]
+"""Where Pi's command line takes its session folder from: ``--session-dir``,
+``$PI_CODING_AGENT_SESSION_DIR``, the ``sessionDir`` setting of either file, or Pi's default."""
 
 # Pi's SETTINGS_DEFAULTS (core/settings-defaults.js).
 _DEFAULT_RESERVE = 16384
@@ -308,3 +320,39 @@ class PiSettings:
         summarize the branch it leaves."""
         raw = self.value("branchSummary", "skipPrompt")
         return False if raw is None else js_truthy(raw)
+
+
+@attrs.frozen
+class SessionDirChoice:
+    """The session folder Pi's command line would use, and where it comes from."""
+
+    path: str | None
+    """The folder, or None for Pi's default per-cwd folder under ``AGENT_DIR/sessions``
+    (with a folder of its own, Pi creates and lists sessions directly in it)."""
+    source: SessionDirSource
+    settings: PiSettings | None
+    """The settings read to decide (None when ``explicit`` or the variable decided first)."""
+
+
+def choose_session_dir(
+    cwd: str | None = None, explicit: str | None = None, *, agent_dir: str | None = None
+) -> SessionDirChoice:
+    """Pi's command line's session folder: ``explicit`` (its ``--session-dir``), else
+    ``$PI_CODING_AGENT_SESSION_DIR``, else the ``sessionDir`` setting of ``cwd`` (default: the
+    current folder), else Pi's default (``path`` None)::
+
+        folder = choose_session_dir().path
+        sessions = SessionManager.list(os.getcwd(), folder)
+
+    ``~`` is expanded in each as Pi expands it. Raises :class:`~pisession.SettingsError` when
+    the setting is not a string."""
+    if explicit:
+        return SessionDirChoice(normalize_path(explicit), "explicit", None)
+    variable = os.environ.get(ENV_SESSION_DIR)
+    if variable:
+        return SessionDirChoice(normalize_path(variable), "variable", None)
+    settings = PiSettings.load(cwd if cwd is not None else os.getcwd(), agent_dir)
+    folder = settings.session_dir
+    if folder is None:
+        return SessionDirChoice(None, "default", settings)
+    return SessionDirChoice(folder, settings.source("sessionDir") or "default", settings)

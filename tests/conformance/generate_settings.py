@@ -23,6 +23,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent.parent
 GOLDEN = HERE / "golden" / "settings.json"
+GOLDEN_SESSION = HERE / "golden" / "settings_session.json"
 ORACLE = Path(os.environ.get("PI_ORACLE", str(PROJECT.parent / "shared" / "pi-oracle" / "oracle.mjs")))
 ORACLE_HOME = os.environ.get("PI_ORACLE_HOME") or str(Path.home() / ".cache" / "pi-oracle")
 FAKE_HOME = "/home/pi"
@@ -197,12 +198,64 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
         return json.loads(out.replace(str(root), "$ROOT"))
 
 
+# A session Pi writes into a folder of its own (what `sessionDir` makes it do): the CLI tests put
+# it in a configured folder and look for it by id prefix, listing and search.
+SESSION_SCRIPT = {
+    "cwd": "/project",
+    "clock": 1733234400000,
+    "ops": [
+        {
+            "op": "appendMessage",
+            "args": [{"role": "user", "content": "where do the sessions live", "timestamp": 1}],
+        },
+        {
+            "op": "appendMessage",
+            "args": [
+                {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "in the configured folder"}],
+                    "api": "x",
+                    "provider": "p",
+                    "model": "m",
+                    "usage": {
+                        "input": 1,
+                        "output": 1,
+                        "cacheRead": 0,
+                        "cacheWrite": 0,
+                        "totalTokens": 2,
+                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+                    },
+                    "stopReason": "stop",
+                    "timestamp": 2,
+                }
+            ],
+        },
+    ],
+}
+
+
+def run_session_script(folder: Path, script: dict[str, Any] = SESSION_SCRIPT) -> dict[str, Any]:
+    """The oracle's `ops` run of ``script`` with ``--dir folder``: Pi's SessionManager.create(cwd, folder)."""
+    script_path = folder.parent / "script.json"
+    script_path.write_text(json.dumps(script), encoding="utf-8")
+    env = {**os.environ, "PI_ORACLE_HOME": os.environ.get("PI_ORACLE_HOME") or ORACLE_HOME}
+    args = ["node", str(ORACLE), "ops", str(script_path), "--dir", str(folder)]
+    out = subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout
+    script_path.unlink()
+    return json.loads(out)
+
+
 def main() -> None:
     golden = []
     for case in CASES:
         golden.append({**case, "expected": run_case(case)})
     GOLDEN.write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {len(golden)} cases to {GOLDEN.relative_to(PROJECT)}")
+    with tempfile.TemporaryDirectory(prefix="pi-settings-") as tmp:
+        result = run_session_script(Path(tmp) / "sessions")
+    session = {"name": Path(result["file"]).name, "text": result["text"]}
+    GOLDEN_SESSION.write_text(json.dumps(session, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {GOLDEN_SESSION.relative_to(PROJECT)}")
 
 
 if __name__ == "__main__":
