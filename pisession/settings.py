@@ -35,6 +35,7 @@ __all__ = [
     "PiSettings",
     "SettingsFileError",
     "SettingsScope",
+    "ResolvedSetting",
     "SessionDirChoice",
     "SessionDirSource",
     "choose_session_dir",
@@ -52,6 +53,10 @@ SessionDirSource = Literal["explicit", "variable", "global", "project", "default
 _DEFAULT_RESERVE = 16384
 _DEFAULT_KEEP_RECENT = 20000
 _DEFAULT_BRANCH_SUMMARY_RESERVE_TOKENS = 16384
+_TOKEN_DEFAULTS: tuple[tuple[Literal["reserveTokens", "keepRecentTokens"], int], ...] = (
+    ("reserveTokens", _DEFAULT_RESERVE),
+    ("keepRecentTokens", _DEFAULT_KEEP_RECENT),
+)
 _MAX_SAFE_INTEGER = 2**53 - 1
 _PROJECT_CONFIG_DIR = ".pi"
 
@@ -131,6 +136,22 @@ def _deep_merge(base: Mapping[str, object], overrides: Mapping[str, object]) -> 
 
 
 @attrs.frozen
+class ResolvedSetting:
+    """One setting as Pi resolves it, and where its value comes from (:meth:`PiSettings.resolved`)."""
+
+    name: str
+    """Its name in ``settings.json``, e.g. ``compaction.keepRecentTokens``."""
+    value: int | bool | None
+    """None when the setting is invalid (see ``error``)."""
+    source: SettingsScope | Literal["default"]
+    """The file it comes from, or ``"default"`` for Pi's built-in value."""
+    model_override: bool = False
+    """True when it comes from ``compaction.modelOverrides`` for the model asked about."""
+    error: str | None = None
+    """Pi's message for an invalid value (what :meth:`PiSettings.compaction_settings` raises)."""
+
+
+@attrs.frozen
 class PiSettings:
     """The settings Pi would use in a folder: :meth:`load` reads them; the properties resolve
     each value as Pi's ``SettingsManager`` getters do."""
@@ -185,9 +206,10 @@ class PiSettings:
         return None if found is MISSING else found
 
     def source(self, *keys: str) -> SettingsScope | None:
-        """Which file the merged value at ``keys`` comes from, None when neither sets it."""
+        """Which file the merged value at ``keys`` comes from, None when neither sets it (or it
+        is ``null``, which Pi reads as unset where it has a default)."""
         found, scope = self._lookup(keys)
-        return None if found is MISSING else scope
+        return None if found is MISSING or found is None else scope
 
     def _lookup(self, keys: tuple[str, ...]) -> tuple[object, SettingsScope | None]:
         # Walks the merge Pi makes (objects merged key by key, the project's value winning
@@ -313,6 +335,42 @@ class PiSettings:
                 f"Invalid branchSummary.reserveTokens setting: {_js_string(raw)}. Expected a safe integer."
             )
         return tokens
+
+    def resolved(self, model: str | None = None) -> tuple[ResolvedSetting, ...]:
+        """Every compaction and branch-summary setting for ``model`` with its source; an
+        invalid one is reported (``error``), not raised::
+
+            for setting in PiSettings.load(cwd).resolved("openai/gpt-5"):
+                print(setting.name, setting.value, setting.source)
+        """
+        enabled_source = self.source("compaction", "enabled") or "default"
+        out = [ResolvedSetting("compaction.enabled", self.compaction_enabled, enabled_source)]
+        field: Literal["reserveTokens", "keepRecentTokens"]
+        for field, default in _TOKEN_DEFAULTS:
+            name = f"compaction.{field}"
+            try:
+                value = self._compaction_tokens(field, model, default)
+                overridden = self._model_override(model, field) is not MISSING if model else False
+                source = self.compaction_source(field, model) or "default"
+            except SettingsError as error:
+                source = self.source("compaction", field) or "default"
+                out.append(ResolvedSetting(name, None, source, error=str(error)))
+                continue
+            out.append(ResolvedSetting(name, value, source, overridden))
+        name = "branchSummary.reserveTokens"
+        source = self.source("branchSummary", "reserveTokens") or "default"
+        try:
+            out.append(ResolvedSetting(name, self.branch_summary_reserve_tokens, source))
+        except SettingsError as error:
+            out.append(ResolvedSetting(name, None, source, error=str(error)))
+        out.append(
+            ResolvedSetting(
+                "branchSummary.skipPrompt",
+                self.branch_summary_skip_prompt,
+                self.source("branchSummary", "skipPrompt") or "default",
+            )
+        )
+        return tuple(out)
 
     @property
     def branch_summary_skip_prompt(self) -> bool:

@@ -232,3 +232,54 @@ def test_branch_summary_budget_comes_from_the_settings(
     settings(home, {"branchSummary": {"reserveTokens": 127000}})  # a 1000-token budget
     assert prompt_size() < full
     assert prompt_size("--reserve-tokens", "16384") == full
+
+
+# -- pisession settings ---------------------------------------------------------------------------
+
+
+def test_settings_command_says_what_comes_from_where(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    settings(
+        home,
+        {
+            "sessionDir": "~/pi-sessions",
+            "compaction": {"keepRecentTokens": 40000, "modelOverrides": {"a/m": {"reserveTokens": 5}}},
+        },
+    )
+    (home / "work" / ".pi").mkdir()
+    (home / "work" / ".pi" / "settings.json").write_text('{"branchSummary": {"skipPrompt": true}}')
+    code, out, err = run(capsys, "settings", "--json", "--model", "a/m")
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    assert data["sessionDir"] == {"value": str(home / "pi-sessions"), "source": "global"}
+    assert {name: (s["value"], s["source"], s["modelOverride"]) for name, s in data["settings"].items()} == {
+        "compaction.enabled": (True, "default", False),
+        "compaction.reserveTokens": (5, "global", True),
+        "compaction.keepRecentTokens": (40000, "global", False),
+        "branchSummary.reserveTokens": (16384, "default", False),
+        "branchSummary.skipPrompt": (True, "project", False),
+    }
+    assert data["errors"] == []
+    code, out, _ = run(capsys, "settings", "--session-dir", "/flag")
+    assert code == 0
+    assert "session folder               /flag" in out and "--session-dir" in out
+    assert "compaction.keepRecentTokens  40000" in out
+
+
+def test_settings_command_reports_bad_files_and_invalid_values(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings(home, {"compaction": {"reserveTokens": "big"}})
+    (home / "work" / ".pi").mkdir()
+    (home / "work" / ".pi" / "settings.json").write_text("{oops")
+    code, out, err = run(capsys, "settings")
+    assert code == 1
+    assert f"project settings: {home / 'work' / '.pi' / 'settings.json'} (ignored, as Pi ignores it" in out
+    assert err == (
+        "pisession: error: Invalid compaction.reserveTokens setting: big. "
+        "Expected a non-negative safe integer.\n"
+    )
+    code, out, _ = run(capsys, "settings", "--json")
+    assert code == 1
+    data = json.loads(out)
+    assert [e["scope"] for e in data["errors"]] == ["project"]
+    assert data["settings"]["compaction.reserveTokens"]["value"] is None
