@@ -29,6 +29,7 @@ from ._js import MISSING, js_join_item, js_truthy
 from ._paths import ENV_AGENT_DIR, ENV_SESSION_DIR, normalize_path, resolve_path
 
 if TYPE_CHECKING:
+    from ._manager import SessionManager
     from .compaction import CompactionSettings
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "SessionDirChoice",
     "SessionDirSource",
     "choose_session_dir",
+    "session_model",
     "settings_agent_dir",
 ]
 
@@ -414,3 +416,36 @@ def choose_session_dir(
     if folder is None:
         return SessionDirChoice(None, "default", settings)
     return SessionDirChoice(folder, settings.source("sessionDir") or "default", settings)
+
+
+# Pi's `api` of a virtual model's messages: they do not name the model the user selected.
+_VIRTUAL_MODEL_API = "pi-virtual"
+
+
+def session_model(manager: SessionManager, settings: PiSettings | None = None) -> str | None:
+    """``"provider/modelId"`` of the model Pi resumes ``manager``'s session with, the one whose
+    ``compaction.modelOverrides`` apply: the last ``model_change`` on the branch, or the model
+    of a later assistant message (Pi's ``getBranchSelection``); else ``settings``'
+    ``defaultProvider`` / ``defaultModel``; else None::
+
+        settings = PiSettings.load(manager.get_cwd())
+        plan = manager.plan_compaction(settings.compaction_settings(session_model(manager, settings)))
+
+    Pi also needs that model in its registry, with credentials, which only Pi can check."""
+    from ._model import AssistantMessage, MessageEntry, ModelChangeEntry
+
+    for entry in reversed(manager.get_branch()):
+        if isinstance(entry, ModelChangeEntry):
+            return f"{entry.provider}/{entry.model_id}"
+        if (
+            isinstance(entry, MessageEntry)
+            and isinstance(entry.message, AssistantMessage)
+            and entry.message.api != _VIRTUAL_MODEL_API
+        ):
+            return f"{entry.message.provider}/{entry.message.model}"
+    if settings is None:
+        return None
+    provider, model_id = settings.value("defaultProvider"), settings.value("defaultModel")
+    if isinstance(provider, str) and isinstance(model_id, str) and provider and model_id:
+        return f"{provider}/{model_id}"
+    return None

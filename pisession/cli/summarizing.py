@@ -107,20 +107,10 @@ def _user_settings(args: argparse.Namespace, manager: SessionManager) -> PiSetti
     return settings
 
 
-def session_model(manager: SessionManager, settings: PiSettings) -> str | None:
-    """``provider/modelId`` of the model Pi resumes the session with: the one in force at the
-    leaf, else the settings' default model."""
-    model = manager.build_session_context().model
-    if model is not None:
-        return f"{model.provider}/{model.model_id}"
-    provider, model_id = settings.value("defaultProvider"), settings.value("defaultModel")
-    if isinstance(provider, str) and isinstance(model_id, str) and provider and model_id:
-        return f"{provider}/{model_id}"
-    return None
-
-
 def _compaction_settings(args: argparse.Namespace, manager: SessionManager) -> CompactionSettings:
     """The user's compaction settings for the session's model, the flags overriding them."""
+    from pisession.settings import session_model
+
     settings = _user_settings(args, manager)
     chosen = settings.compaction_settings(session_model(manager, settings))
     if args.keep_recent_tokens is not None:

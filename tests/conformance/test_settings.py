@@ -14,9 +14,9 @@ import pytest
 from conftest import ORACLE, ORACLE_HOME, needs_oracle
 from generate_settings import CASES, FAKE_HOME, write_setting_file
 
-from pisession import SettingsError
+from pisession import AssistantMessage, SessionManager, SettingsError, TextContent, UserMessage
 from pisession._js import js_truthy
-from pisession.settings import PiSettings
+from pisession.settings import PiSettings, session_model
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "settings.json").read_text(encoding="utf-8"))
 
@@ -172,3 +172,23 @@ def test_live_oracle_agrees(tmp_path: Path, name: str) -> None:
     ours = tmp_path / "ours"
     ours.mkdir()
     assert _resolved(ours, case) == _expected({**case, "expected": pi})
+
+
+def _answer(api: str, provider: str, model: str) -> AssistantMessage:
+    return AssistantMessage(content=[TextContent(text="ok")], api=api, provider=provider, model=model)
+
+
+def test_session_model_is_pis_branch_selection(tmp_path: Path) -> None:
+    agent, cwd = _setup(tmp_path, {"global": '{"defaultProvider": "d", "defaultModel": "m"}'})
+    settings = PiSettings.load(str(cwd), str(agent))
+    manager = SessionManager.in_memory(str(cwd))
+    assert session_model(manager) is None
+    assert session_model(manager, settings) == "d/m"  # nothing chosen yet: the settings' default
+    manager.append_message(UserMessage(content="hi"))
+    manager.append_model_change("openai", "gpt-5")
+    assert session_model(manager, settings) == "openai/gpt-5"
+    manager.append_message(_answer("anthropic-messages", "anthropic", "claude-sonnet-4-5"))
+    assert session_model(manager, settings) == "anthropic/claude-sonnet-4-5"  # what answered last
+    manager.append_model_change("router", "auto")
+    manager.append_message(_answer("pi-virtual", "router", "auto"))  # a virtual model's failed routing
+    assert session_model(manager, settings) == "router/auto"

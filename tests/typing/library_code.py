@@ -14,7 +14,13 @@ from pisession.aio import AsyncSessionManager
 from pisession.catalog import Catalog
 from pisession.compaction import CompactionSettings, SummaryRequest, estimate_tokens, format_plan
 from pisession.export import to_jsonl, to_markdown
-from pisession.settings import PiSettings, ResolvedSetting, SessionDirChoice, choose_session_dir
+from pisession.settings import (
+    PiSettings,
+    ResolvedSetting,
+    SessionDirChoice,
+    choose_session_dir,
+    session_model,
+)
 from pisession.stats import session_stats
 from pisession.validate import validate_file
 
@@ -37,9 +43,8 @@ def users_compaction_settings(manager: SessionManager) -> CompactionSettings:
     settings = PiSettings.load(manager.get_cwd())
     for problem in settings.errors:
         print(problem.scope, problem.path, problem.message)
-    model = manager.build_session_context().model
     try:
-        return settings.compaction_settings(None if model is None else f"{model.provider}/{model.model_id}")
+        return settings.compaction_settings(session_model(manager, settings))
     except SettingsError as error:
         print(error)
         return CompactionSettings()
