@@ -71,9 +71,13 @@ def test_session_dir_setting_is_where_sessions_are_found(
     code, out, err = run(capsys, "tree", SESSION_ID[:13])
     assert code == 0, err
     assert "where do the sessions live" in out
-    code, out, err = run(capsys, "search", "configured folder", "--all", "--json")
-    assert code == 0, err
-    assert [hit["sessionPath"] for hit in json.loads(out)] == [str(path)]
+    assert listed(capsys, "--cwd", "/project", "--no-catalog") == [str(path)]
+    assert listed(capsys, "--all", "--no-catalog") == [str(path)]
+    assert listed(capsys, "--cwd", "/elsewhere") == []  # a project's sessions: by their header's cwd
+    for scope in (["--all"], ["--cwd", "/project"]):
+        code, out, err = run(capsys, "search", "configured folder", "--json", *scope)
+        assert code == 0, err
+        assert [hit["sessionPath"] for hit in json.loads(out)] == [str(path)]
 
 
 def test_project_settings_folder_wins_over_global(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
