@@ -173,8 +173,17 @@ def test_compact_plan_cuts_where_pi_cuts_with_the_users_settings(
     assert with_settings is not None
     assert with_settings["firstKeptEntryId"] == pi_cut(3000)
     assert with_settings["settings"] == {"enabled": True, "reserveTokens": 999, "keepRecentTokens": 3000}
-    overridden = plan(capsys, CODING, "--keep-recent-tokens", "1000")
+    overridden = plan(capsys, CODING, "--keep-recent-tokens", "1000", "--reserve-tokens", "7")
     assert overridden is not None and overridden["firstKeptEntryId"] == pi_cut(1000)
+    assert overridden["settings"] == {"enabled": True, "reserveTokens": 7, "keepRecentTokens": 1000}
+
+
+def test_manual_compact_runs_with_compaction_disabled(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Pi's /compact does not look at compaction.enabled (only its automatic compaction does).
+    settings(home, {"compaction": {"enabled": False, "keepRecentTokens": 3000}})
+    result = plan(capsys, CODING)
+    assert result is not None and result["firstKeptEntryId"] == pi_cut(3000)
+    assert result["settings"]["enabled"] is False
 
 
 def test_compact_uses_the_model_override_of_the_sessions_model(
