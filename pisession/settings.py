@@ -40,6 +40,7 @@ __all__ = [
     "SessionDirChoice",
     "SessionDirSource",
     "choose_session_dir",
+    "is_project_trusted",
     "session_model",
     "settings_agent_dir",
 ]
@@ -449,3 +450,72 @@ def session_model(manager: SessionManager, settings: PiSettings | None = None) -
     if isinstance(provider, str) and isinstance(model_id, str) and provider and model_id:
         return f"{provider}/{model_id}"
     return None
+
+
+def _node_resolve(path: str) -> str:
+    # Node's path.resolve: absolute against the process cwd, normalised, no "~" expansion.
+    resolved = os.path.normpath(os.path.join(os.getcwd(), path))
+    return "/" + resolved.lstrip("/") if resolved.startswith("//") else resolved
+
+
+def _canonical(path: str) -> str:
+    # Pi's canonicalizePath: the real path, or the path as given where there is none.
+    try:
+        return os.path.realpath(path, strict=True)
+    except (OSError, RuntimeError):
+        return path
+
+
+def _read_trust_store(path: str) -> dict[str, object]:
+    from ._json import decode_utf8, loads_deep
+
+    try:
+        with open(path, "rb") as file:
+            text = decode_utf8(file.read())
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        raise SettingsError(f"Failed to read trust store {path}: {error.strerror or error}") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        data = loads_deep(text)
+    except ValueError as error:
+        raise SettingsError(f"Failed to read trust store {path}: {error}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"Invalid trust store {path}: expected an object")
+    for key, value in data.items():
+        if value is not True and value is not False and value is not None:
+            from ._json import dumps
+
+            raise SettingsError(
+                f"Invalid trust store {path}: value for {dumps(key)} must be true, false, or null"
+            )
+    return data
+
+
+def is_project_trusted(cwd: str, agent_dir: str | None = None) -> bool:
+    """Whether Pi reads the project settings of ``cwd`` without asking: the decision saved in
+    ``AGENT_DIR/trust.json`` for ``cwd`` or its nearest parent with one, else the global
+    ``defaultProjectTrust`` setting (``"always"``: trusted; ``"never"`` or Pi's default
+    ``"ask"``: not trusted, as for Pi with no terminal to ask on)::
+
+        folder = manager.get_cwd()
+        settings = PiSettings.load(folder, project_trusted=is_project_trusted(folder))
+
+    Raises :class:`~pisession.SettingsError` with Pi's message when ``trust.json`` cannot be
+    read. Trust given "for this session only" or by an extension is not saved, so not seen."""
+    resolved_agent_dir = resolve_path(agent_dir if agent_dir is not None else settings_agent_dir())
+    data = _read_trust_store(os.path.join(resolved_agent_dir, "trust.json"))
+    folder = _canonical(resolve_path(cwd))
+    while True:
+        for key, decision in data.items():
+            if isinstance(decision, bool) and _node_resolve(key) == _node_resolve(folder):
+                return decision
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    # Pi asks its startup settings, and only their global file, for the default.
+    global_values, _ = _read_layer("global", os.path.join(resolved_agent_dir, "settings.json"))
+    return global_values.get("defaultProjectTrust") == "always"

@@ -6,6 +6,7 @@ the settings Pi's runtime would use for the session."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -202,7 +203,7 @@ def test_compact_uses_the_model_override_of_the_sessions_model(
     assert result is not None and result["firstKeptEntryId"] == pi_cut(1000)
 
 
-def test_compact_uses_the_project_settings_of_the_sessions_own_folder(
+def test_compact_uses_the_project_settings_of_the_sessions_own_folder_when_pi_trusts_it(
     home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project = tmp_path / "elsewhere"
@@ -212,8 +213,20 @@ def test_compact_uses_the_project_settings_of_the_sessions_own_folder(
     header = json.loads(lines[0])
     copy = tmp_path / "coding.jsonl"
     copy.write_text(json.dumps({**header, "cwd": str(project)}) + "\n" + "".join(lines[1:]), encoding="utf-8")
+    assert plan(capsys, copy) is None  # a folder Pi was never told to trust: its settings do not count
+    trust = home / ".pi" / "agent" / "trust.json"
+    trust.write_text(json.dumps({str(tmp_path): True}))  # trusted through its parent, as Pi offers
     result = plan(capsys, copy)
     assert result is not None and result["firstKeptEntryId"] == pi_cut(3000)
+    trust.write_text(json.dumps({str(tmp_path): True, str(project): False}))
+    assert plan(capsys, copy) is None
+    trust.unlink()
+    settings(home, {"defaultProjectTrust": "always"})
+    result = plan(capsys, copy)
+    assert result is not None and result["firstKeptEntryId"] == pi_cut(3000)
+    trust.write_text("[]")
+    code, _, err = run(capsys, "compact", str(copy), "--plan")
+    assert (code, err) == (1, f"pisession: error: Invalid trust store {trust}: expected an object\n")
 
 
 def test_invalid_compaction_setting_is_pis_message(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -260,9 +273,15 @@ def test_settings_command_says_what_comes_from_where(home: Path, capsys: pytest.
     )
     (home / "work" / ".pi").mkdir()
     (home / "work" / ".pi" / "settings.json").write_text('{"branchSummary": {"skipPrompt": true}}')
+    code, out, err = run(capsys, "settings")
+    assert (code, err) == (0, "")
+    assert "(project not trusted by Pi: only its sessionDir counts)" in out
+    assert re.search(r"branchSummary.skipPrompt +false +Pi's default", out)
+    (home / ".pi" / "agent" / "trust.json").write_text(json.dumps({str(home / "work"): True}))
     code, out, err = run(capsys, "settings", "--json", "--model", "a/m")
     assert (code, err) == (0, "")
     data = json.loads(out)
+    assert data["projectTrusted"] is True
     assert data["sessionDir"] == {"value": str(home / "pi-sessions"), "source": "global"}
     assert {name: (s["value"], s["source"], s["modelOverride"]) for name, s in data["settings"].items()} == {
         "compaction.enabled": (True, "default", False),
@@ -281,7 +300,7 @@ def test_settings_command_says_what_comes_from_where(home: Path, capsys: pytest.
 def test_settings_command_reports_bad_files_and_invalid_values(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    settings(home, {"compaction": {"reserveTokens": "big"}})
+    settings(home, {"compaction": {"reserveTokens": "big"}, "defaultProjectTrust": "always"})
     (home / "work" / ".pi").mkdir()
     (home / "work" / ".pi" / "settings.json").write_text("{oops")
     code, out, err = run(capsys, "settings")

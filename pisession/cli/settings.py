@@ -8,7 +8,7 @@ import os
 import sys
 
 from pisession import default_session_dir
-from pisession.settings import PiSettings, choose_session_dir
+from pisession.settings import PiSettings, choose_session_dir, is_project_trusted
 
 from .commands import Commands
 from .output import emit, emit_json, write_out
@@ -24,7 +24,10 @@ _SESSION_DIR_SOURCES = {
 
 def cmd_settings(args: argparse.Namespace) -> int:
     cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else os.getcwd()
-    settings = PiSettings.load(cwd)
+    # Pi takes the session folder from the project file whether or not it trusts the project,
+    # and everything else only from a project it trusts.
+    trusted = is_project_trusted(cwd)
+    settings = PiSettings.load(cwd, project_trusted=trusted)
     folder = choose_session_dir(cwd, args.session_dir)
     session_folder = folder.path if folder.path is not None else default_session_dir(cwd)
     resolved = settings.resolved(args.model)
@@ -35,6 +38,7 @@ def cmd_settings(args: argparse.Namespace) -> int:
                 "cwd": cwd,
                 "model": args.model,
                 "agentDir": settings.agent_dir,
+                "projectTrusted": trusted,
                 "files": [
                     {
                         "scope": "global",
@@ -64,6 +68,8 @@ def cmd_settings(args: argparse.Namespace) -> int:
     emit(f"Pi's settings for {cwd}" + (f" (model {args.model})" if args.model else " (no model)"))
     for scope, path in (("global", settings.global_path), ("project", settings.project_path)):
         state = "read" if os.path.exists(path) else "none"
+        if scope == "project" and state == "read" and not trusted:
+            state = "project not trusted by Pi: only its sessionDir counts"
         for error in settings.errors:
             if error.path == path:
                 state = f"ignored, as Pi ignores it: {error.message}"
@@ -104,9 +110,11 @@ def register(commands: Commands) -> None:
         "compaction and branch-summary settings Pi would use for the folder (--cwd) and model "
         "(--model provider/id), each with where it comes from: Pi's default, the global "
         "settings file (AGENT_DIR/settings.json) or the project's (CWD/.pi/settings.json). "
-        "Settings files Pi would ignore are named. Exit status 1 when a value is invalid. "
-        "Nothing is written. Python: pisession.settings.PiSettings.load(cwd).resolved(model), "
-        "choose_session_dir(cwd).",
+        "Settings files Pi would ignore are named; a project's file counts only when Pi trusts the "
+        'folder (AGENT_DIR/trust.json, or defaultProjectTrust "always"), except for sessionDir. '
+        "Exit status 1 when a value is invalid. "
+        "Nothing is written. Python: PiSettings.load(cwd, project_trusted=is_project_trusted(cwd))"
+        ".resolved(model), choose_session_dir(cwd).",
         [commands.where, commands.as_json],
         session=False,
     )

@@ -99,10 +99,12 @@ def _navigate(args: argparse.Namespace) -> int:
 
 def _user_settings(args: argparse.Namespace, manager: SessionManager) -> PiSettings:
     """The settings Pi's runtime uses for this session: those of the session's own folder (its
-    header's cwd), not of the folder the command runs in."""
-    from pisession.settings import PiSettings
+    header's cwd), not of the folder the command runs in, and its project file only when Pi
+    trusts that folder."""
+    from pisession.settings import PiSettings, is_project_trusted
 
-    settings = PiSettings.load(manager.get_cwd())
+    folder = manager.get_cwd()
+    settings = PiSettings.load(folder, project_trusted=is_project_trusted(folder))
     sessions.warn_settings_errors(args, settings.errors)
     return settings
 

@@ -16,7 +16,7 @@ from generate_settings import CASES, FAKE_HOME, write_setting_file
 
 from pisession import AssistantMessage, SessionManager, SettingsError, TextContent, UserMessage
 from pisession._js import js_truthy
-from pisession.settings import PiSettings, session_model
+from pisession.settings import PiSettings, is_project_trusted, session_model
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "settings.json").read_text(encoding="utf-8"))
 
@@ -192,3 +192,35 @@ def test_session_model_is_pis_branch_selection(tmp_path: Path) -> None:
     manager.append_model_change("router", "auto")
     manager.append_message(_answer("pi-virtual", "router", "auto"))  # a virtual model's failed routing
     assert session_model(manager, settings) == "router/auto"
+
+
+def test_project_trust_as_pis_trust_store(tmp_path: Path) -> None:
+    # Pi's ProjectTrustStore.get and resolveProjectTrusted (core/trust-manager.js, project-trust.js):
+    # the nearest saved decision up from the real path, null entries passed over, then the global
+    # defaultProjectTrust; "ask" without a terminal is not trusted.
+    agent, project = tmp_path / "agent", tmp_path / "work" / "project"
+    agent.mkdir()
+    project.mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(project)
+    trust = agent / "trust.json"
+    assert not is_project_trusted(str(project), str(agent))
+    trust.write_text(json.dumps({str(tmp_path / "work"): True}))
+    assert is_project_trusted(str(project), str(agent))
+    assert is_project_trusted(str(link), str(agent))  # compared by its real path
+    trust.write_text(json.dumps({str(tmp_path / "work"): True, str(project) + "/": None}))
+    assert is_project_trusted(str(project), str(agent))
+    trust.write_text(json.dumps({str(tmp_path / "work"): True, str(project): False}))
+    assert not is_project_trusted(str(project), str(agent))
+    trust.unlink()
+    for default, trusted in (("always", True), ("never", False), ("ask", False)):
+        (agent / "settings.json").write_text(json.dumps({"defaultProjectTrust": default}))
+        assert is_project_trusted(str(project), str(agent)) is trusted
+    for text, message in (
+        ("{", "Failed to read trust store"),
+        ("[]", "expected an object"),
+        ('{"/x": 1}', 'value for "/x" must be true, false, or null'),
+    ):
+        trust.write_text(text)
+        with pytest.raises(SettingsError, match=message):
+            is_project_trusted(str(project), str(agent))

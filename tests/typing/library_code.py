@@ -19,6 +19,7 @@ from pisession.settings import (
     ResolvedSetting,
     SessionDirChoice,
     choose_session_dir,
+    is_project_trusted,
     session_model,
 )
 from pisession.stats import session_stats
@@ -40,7 +41,8 @@ def summarize(request: SummaryRequest) -> str:
 
 
 def users_compaction_settings(manager: SessionManager) -> CompactionSettings:
-    settings = PiSettings.load(manager.get_cwd())
+    folder = manager.get_cwd()
+    settings = PiSettings.load(folder, project_trusted=is_project_trusted(folder))
     for problem in settings.errors:
         print(problem.scope, problem.path, problem.message)
     try:
