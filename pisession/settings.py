@@ -204,8 +204,13 @@ class PiSettings:
 
     def value(self, *keys: str) -> object:
         """The merged value at ``keys`` as Pi sees it (``settings.value("compaction",
-        "keepRecentTokens")``), or None when no file sets it. Values are not validated here."""
+        "keepRecentTokens")``), or None when no file sets it. Values are not validated here; an
+        object or array is a copy (the settings themselves never change)."""
         found, _ = self._lookup(keys)
+        if isinstance(found, (dict, list)):
+            import copy
+
+            return copy.deepcopy(found)
         return None if found is MISSING else found
 
     def source(self, *keys: str) -> SettingsScope | None:

@@ -224,3 +224,13 @@ def test_project_trust_as_pis_trust_store(tmp_path: Path) -> None:
         trust.write_text(text)
         with pytest.raises(SettingsError, match=message):
             is_project_trusted(str(project), str(agent))
+
+
+def test_values_handed_out_do_not_change_the_settings(tmp_path: Path) -> None:
+    agent, cwd = _setup(tmp_path, {"global": '{"compaction": {"keepRecentTokens": 5}}'})
+    settings = PiSettings.load(str(cwd), str(agent))
+    compaction = settings.value("compaction")
+    assert compaction == {"keepRecentTokens": 5}
+    assert isinstance(compaction, dict)
+    compaction["keepRecentTokens"] = -1
+    assert settings.compaction_settings().keep_recent_tokens == 5
