@@ -315,3 +315,7 @@ def test_settings_command_reports_bad_files_and_invalid_values(
     data = json.loads(out)
     assert [e["scope"] for e in data["errors"]] == ["project"]
     assert data["settings"]["compaction.reserveTokens"]["value"] is None
+    settings(home, {})  # not trusted now: Pi still reads the file for sessionDir, and says so
+    code, out, _ = run(capsys, "settings", "--json")
+    assert (code, json.loads(out)["projectTrusted"]) == (0, False)
+    assert [e["scope"] for e in json.loads(out)["errors"]] == ["project"]

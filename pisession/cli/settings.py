@@ -30,6 +30,9 @@ def cmd_settings(args: argparse.Namespace) -> int:
     settings = PiSettings.load(cwd, project_trusted=trusted)
     folder = choose_session_dir(cwd, args.session_dir)
     session_folder = folder.path if folder.path is not None else default_session_dir(cwd)
+    # The folder's choice read the project file even when it is not trusted: its errors count.
+    startup_errors = folder.settings.errors if folder.settings is not None else ()
+    errors = list({str(e): e for e in (*settings.errors, *startup_errors)}.values())
     resolved = settings.resolved(args.model)
     invalid = [setting.error for setting in resolved if setting.error is not None]
     if args.json:
@@ -51,7 +54,7 @@ def cmd_settings(args: argparse.Namespace) -> int:
                         "exists": os.path.exists(settings.project_path),
                     },
                 ],
-                "errors": [{"scope": e.scope, "path": e.path, "message": e.message} for e in settings.errors],
+                "errors": [{"scope": e.scope, "path": e.path, "message": e.message} for e in errors],
                 "sessionDir": {"value": session_folder, "source": folder.source},
                 "settings": {
                     setting.name: {
@@ -70,7 +73,7 @@ def cmd_settings(args: argparse.Namespace) -> int:
         state = "read" if os.path.exists(path) else "none"
         if scope == "project" and state == "read" and not trusted:
             state = "project not trusted by Pi: only its sessionDir counts"
-        for error in settings.errors:
+        for error in errors:
             if error.path == path:
                 state = f"ignored, as Pi ignores it: {error.message}"
         emit(f"  {scope} settings: {path} ({state})")
