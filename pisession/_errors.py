@@ -21,6 +21,7 @@ __all__ = [
     "AlreadyCompactedError",
     "SummarizerCommandError",
     "CatalogError",
+    "SettingsError",
 ]
 
 
@@ -126,3 +127,8 @@ class CatalogError(PisessionError):
 
     Listing never raises it: a catalog that fails falls back to reading the files.
     """
+
+
+class SettingsError(PisessionError, ValueError):
+    """A Pi setting holds a value Pi refuses (the message is Pi's, e.g. ``Invalid
+    compaction.keepRecentTokens setting: -1. Expected a non-negative safe integer.``)."""
