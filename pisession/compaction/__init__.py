@@ -19,10 +19,18 @@ were read and modified. :meth:`pisession.SessionManager.compact` and
 
 from __future__ import annotations
 
+from .._errors import (
+    AlreadyCompactedError,
+    BranchChangedError,
+    EmptySummaryError,
+    NothingToCompactError,
+    SummarizerCommandError,
+)
 from ._branch import BranchPreparation, collect_entries_for_branch_summary, prepare_branch_entries
 from ._cut import CompactionPreparation, CutPoint, find_cut_point, find_turn_start_index, prepare_compaction
 from ._files import FileOperations, compute_file_lists, extract_file_ops_from_message, format_file_operations
 from ._flows import (
+    AsyncSummarizer,
     Navigation,
     Summarizer,
     SummaryKind,
@@ -113,7 +121,14 @@ __all__ = [
     "SummaryRequest",
     "SummaryResult",
     "Summarizer",
+    "AsyncSummarizer",
     "Navigation",
     "command_summarizer",
     "format_plan",
+    # errors (the same classes as pisession.X)
+    "NothingToCompactError",
+    "AlreadyCompactedError",
+    "BranchChangedError",
+    "EmptySummaryError",
+    "SummarizerCommandError",
 ]
