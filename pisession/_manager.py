@@ -97,6 +97,7 @@ if TYPE_CHECKING:
     from ._discovery import SessionInfo
     from ._ids import Clock, IdSource
     from ._lock import SessionLock  # imported by the session file that takes it (_store)
+    from .compaction._check import CompactionCheck
     from .compaction._cut import CompactionPreparation
     from .compaction._flows import Navigation, Summarizer
     from .compaction._tokens import CompactionSettings
@@ -1478,6 +1479,28 @@ class SessionManager:
             reserve_tokens=reserve_tokens,
         )
         return _compaction_flows.run(steps, summarize)
+
+    def needs_compaction(
+        self, context_window: int, settings: CompactionSettings | None = None
+    ) -> CompactionCheck:
+        """Whether Pi would compact this session on its own before the next prompt, with a model
+        of ``context_window`` tokens: Pi's automatic check at the leaf, on the last assistant
+        message of the context. Truthy when it would; ``tokens`` is the size it decided on::
+
+            check = manager.needs_compaction(200_000)
+            if check:
+                manager.compact(summarize)
+
+        As Pi, it does not count an assistant message (or a usage) from before the latest
+        compaction, so a session just compacted does not need compacting again; with context
+        edits on the branch it counts the edited context. Entries other writers appended are
+        read first, as :meth:`compact` reads them. Pi's recovery from a context-overflow error
+        of the model is not part of it.
+        """
+        from .compaction import _check
+
+        index, leaf_id = self._catch_up()
+        return _check.check(index, leaf_id, context_window, settings)
 
     def _catch_up(self) -> tuple[TreeIndex, Any]:
         """The index and leaf after reading what other writers appended, the leaf following
