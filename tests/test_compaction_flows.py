@@ -325,7 +325,8 @@ def _wait_gone(pid: int) -> bool:
     return False
 
 
-SPAWNING = "sleep 60 & echo $! > {pidfile}; wait"
+# The child does not hold the pipes: a leftover is found by its pid, not by a hung read.
+SPAWNING = "sleep 60 </dev/null >/dev/null 2>&1 & echo $! > {pidfile}; wait"
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")

@@ -12,8 +12,10 @@ import attrs
 from pisession import SessionManager, to_wire
 from pisession.compaction import (
     DEFAULT_COMPACTION_SETTINGS,
+    AlreadyCompactedError,
     CompactionPreparation,
     CompactionSettings,
+    NothingToCompactError,
     command_summarizer,
     compute_file_lists,
     format_plan,
@@ -107,11 +109,15 @@ def cmd_compact(args: argparse.Namespace) -> int:
             "compact takes one of --plan, --summarizer-command CMD, or --summary TEXT --keep-from ID", 2
         )
     if args.plan:
-        plan = sessions.load(sessions.resolve(args), quiet=True).plan_compaction(_compaction_settings(args))
+        manager = sessions.load(sessions.resolve(args), quiet=True)
+        try:
+            plan = manager.plan_compaction(_compaction_settings(args), raise_if_nothing=True)
+        except (NothingToCompactError, AlreadyCompactedError) as nothing:
+            plan, why = None, str(nothing)  # Pi's words for why /compact would do nothing
         if args.json:
             emit_json(_plan_data(plan))
         else:
-            emit(format_plan(plan))
+            emit(format_plan(plan) if plan is not None else why)
         return 0
     if args.summarizer_command is not None:
         return _compact_with_model(args)
