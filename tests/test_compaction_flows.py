@@ -364,3 +364,15 @@ def test_ctrl_c_leaves_no_summarizer_child_behind(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_a_summarizer_raising_stop_iteration_is_an_error_not_the_end(tmp_path: Path) -> None:
+    manager = open_case(tmp_path, "coding")
+    before = (tmp_path / "coding.jsonl").read_text()
+
+    def broken(request: c.SummaryRequest) -> str:
+        raise StopIteration
+
+    with pytest.raises(StopIteration):
+        manager.compact(broken, settings=SPLIT)
+    assert (tmp_path / "coding.jsonl").read_text() == before

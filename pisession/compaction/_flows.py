@@ -216,10 +216,10 @@ def refuse_async(summarize: object) -> None:
 def run(steps: Steps[_T], summarize: Summarizer | None) -> _T:
     """Drive a flow with a plain callable."""
     try:
-        request = next(steps)
-        while True:
+        done, value = advance(steps, None)
+        while not done:
             assert summarize is not None  # a flow given no summarizer asks for no summary
-            result = summarize(request)
+            result = summarize(value)
             if inspect.isawaitable(result):
                 if inspect.iscoroutine(result):
                     result.close()  # never awaited: say so here, not in a RuntimeWarning
@@ -228,17 +228,18 @@ def run(steps: Steps[_T], summarize: Summarizer | None) -> _T:
                     "the summarizer returned an awaitable; SessionManager calls summarizers "
                     "synchronously: use pisession.aio.AsyncSessionManager for an async one"
                 )
-            request = steps.send(result)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+            done, value = advance(steps, result)
+        result_value: _T = value
+        return result_value
     finally:
         steps.close()
 
 
 def advance(steps: Steps[_T], value: object) -> tuple[bool, Any]:
     """One step of a flow (``value`` None starts it): (False, the next request) or (True, its
-    result). For a driver that runs the steps in another thread, where StopIteration cannot
-    cross a future."""
+    result). Only the flow's own end is caught: a StopIteration from a summarizer is an error
+    like any other; and a driver that runs the steps in another thread cannot pass
+    StopIteration through a future."""
     try:
         return False, steps.send(value)
     except StopIteration as done:
