@@ -302,8 +302,6 @@ class AsyncSessionManager:
     build_session_projection = _InMemory(SessionManager.build_session_projection)
     build_session_context = _InMemory(SessionManager.build_session_context)
 
-    # -- transactions, following, closing ------------------------------------------------------
-
     # -- compaction and tree navigation ---------------------------------------------------------
 
     async def compact(
@@ -387,6 +385,8 @@ class AsyncSessionManager:
             return await self._run(job)
         async with self._transaction_lock:
             return await self._run(job)
+
+    # -- transactions, following, closing ------------------------------------------------------
 
     def transaction(
         self, *, lock_timeout: float | None | Unset = UNSET
