@@ -70,6 +70,8 @@ def _at_or_before(message_timestamp: Any, compaction: Any) -> bool:
 def check(
     index: TreeIndex, leaf_id: Any, context_window: int, settings: CompactionSettings | None
 ) -> CompactionCheck:
+    if isinstance(context_window, bool) or not isinstance(context_window, (int, float)):
+        raise TypeError(f"context_window is a number of tokens, not {type(context_window).__name__}")
     settings = settings or DEFAULT_COMPACTION_SETTINGS
     threshold = context_window - settings.reserve_tokens
     if not settings.enabled:

@@ -84,3 +84,9 @@ def test_the_async_manager_checks_too(tmp_path: Path) -> None:
             return await manager.needs_compaction(128000)
 
     assert asyncio.run(main()) == SessionManager.open(path).needs_compaction(128000)
+
+
+def test_a_context_window_must_be_a_number() -> None:
+    manager = SessionManager.in_memory()
+    with pytest.raises(TypeError, match="context_window is a number of tokens, not str"):
+        manager.needs_compaction("200000")  # type: ignore[arg-type]
