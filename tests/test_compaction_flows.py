@@ -276,6 +276,15 @@ def test_a_summary_result_must_hold_text(tmp_path: Path, text: object) -> None:
     assert (tmp_path / "coding.jsonl").read_text() == before
 
 
+def test_a_summary_result_usage_must_be_a_usage(tmp_path: Path) -> None:
+    manager = open_case(tmp_path, "coding")
+    before = (tmp_path / "coding.jsonl").read_text()
+    odd = c.SummaryResult("text", "1500 tokens")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"SummaryResult\.usage must be a Usage"):
+        manager.compact(lambda request: odd, settings=SPLIT)
+    assert (tmp_path / "coding.jsonl").read_text() == before
+
+
 def test_plan_compaction_can_say_why_there_is_nothing_to_do(tmp_path: Path) -> None:
     compacted = open_case(tmp_path, "compacted")
     assert compacted.plan_compaction() is None

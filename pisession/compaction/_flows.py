@@ -194,8 +194,10 @@ def summary_of(result: object) -> tuple[str, Any]:
             usage = MISSING
         elif isinstance(given, Mapping):
             usage = dict(given)
-        else:
+        elif isinstance(given, Usage):
             usage = to_wire(given)
+        else:
+            raise TypeError(f"SummaryResult.usage must be a Usage, dict or None, not {type(given).__name__}")
     else:
         raise TypeError(f"a summarizer returns str or SummaryResult, not {type(result).__name__}")
     if not text.strip():
