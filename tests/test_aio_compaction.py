@@ -205,3 +205,23 @@ def test_async_errors_are_the_sync_errors(tmp_path: Path) -> None:
                 await manager.navigate_tree(manager.get_entries()[2].id, summarize=summarize)
 
     run(main())
+
+
+def test_closing_the_manager_while_the_summarizer_runs_writes_nothing(tmp_path: Path) -> None:
+    from pisession import SessionClosedError
+
+    path = copy_case(tmp_path, "coding")
+    before = path.read_text()
+
+    async def main() -> None:
+        manager = await AsyncSessionManager.open(path)
+
+        async def summarize(request: c.SummaryRequest) -> str:
+            await manager.close()
+            return "too late"
+
+        with pytest.raises(SessionClosedError):
+            await manager.compact(summarize, settings=SPLIT)
+
+    run(main())
+    assert path.read_text() == before
