@@ -15,7 +15,9 @@ import importlib
 
 from ._errors import (
     AlreadyCompactedError,
+    BranchChangedError,
     CatalogError,
+    EmptySummaryError,
     EntryNotFoundError,
     InvalidContextEditError,
     InvalidSessionError,
@@ -236,6 +238,8 @@ __all__ = [
     "NothingToCompactError",
     "AlreadyCompactedError",
     "SummarizerCommandError",
+    "EmptySummaryError",
+    "BranchChangedError",
     # the model (pisession._model.__all__), written out so that type checkers see them
     "UNSET",
     "Unset",

@@ -20,6 +20,8 @@ __all__ = [
     "NothingToCompactError",
     "AlreadyCompactedError",
     "SummarizerCommandError",
+    "EmptySummaryError",
+    "BranchChangedError",
     "CatalogError",
     "SettingsError",
 ]
@@ -120,6 +122,17 @@ class AlreadyCompactedError(PisessionError):
 
 class SummarizerCommandError(PisessionError):
     """A summarizer command failed, timed out or printed nothing (nothing was written)."""
+
+
+class EmptySummaryError(SummarizerCommandError):
+    """A summarizer (a callable as much as a command) gave an empty or blank summary: it is
+    refused, and nothing is written."""
+
+
+class BranchChangedError(PisessionError):
+    """Another writer kept changing the branch a compaction or tree navigation summarized while
+    its summarizer ran: every summary made was for a branch no longer there, so nothing was
+    written. Try again when the session is quiet."""
 
 
 class CatalogError(PisessionError):

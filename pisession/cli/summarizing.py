@@ -11,8 +11,10 @@ import attrs
 
 from pisession import SessionManager, to_wire
 from pisession.compaction import (
+    AlreadyCompactedError,
     CompactionPreparation,
     CompactionSettings,
+    NothingToCompactError,
     command_summarizer,
     compute_file_lists,
     format_plan,
@@ -131,11 +133,14 @@ def cmd_compact(args: argparse.Namespace) -> int:
         )
     if args.plan:
         session = sessions.load(sessions.resolve(args), quiet=True)
-        plan = session.plan_compaction(_compaction_settings(args, session))
+        try:
+            plan = session.plan_compaction(_compaction_settings(args, session), raise_if_nothing=True)
+        except (NothingToCompactError, AlreadyCompactedError) as nothing:
+            plan, why = None, str(nothing)  # Pi's words for why /compact would do nothing
         if args.json:
             emit_json(_plan_data(plan))
         else:
-            emit(format_plan(plan))
+            emit(format_plan(plan) if plan is not None else why)
         return 0
     if args.summarizer_command is not None:
         return _compact_with_model(args)

@@ -12,7 +12,14 @@ import sys
 from pisession import CustomEntry, SessionManager, SettingsError, UserMessage
 from pisession.aio import AsyncSessionManager
 from pisession.catalog import Catalog
-from pisession.compaction import CompactionSettings, SummaryRequest, estimate_tokens, format_plan
+from pisession.compaction import (
+    CompactionCheck,
+    CompactionSettings,
+    SummaryRequest,
+    SummaryResult,
+    estimate_tokens,
+    format_plan,
+)
 from pisession.export import to_jsonl, to_markdown
 from pisession.settings import (
     PiSettings,
@@ -67,6 +74,21 @@ def show_settings(folder: str) -> None:
     print(reserve, skip, session_dir, settings.compaction_enabled, settings.value("sessionDir"))
 
 
+async def summarize_async(request: SummaryRequest) -> SummaryResult:
+    await asyncio.sleep(0)
+    return SummaryResult(f"{request.kind}: {len(request.prompt)} characters")
+
+
+async def compact_when_pi_would(path: str, window: int) -> str | None:
+    async with await AsyncSessionManager.open(path) as manager:
+        check: CompactionCheck = await manager.needs_compaction(window)
+        print(check.tokens, check.threshold, check.reason)
+        if not check:
+            return None
+        entry = await manager.compact(summarize_async, settings=CompactionSettings(keep_recent_tokens=300))
+        return entry.id
+
+
 def main(folder: str) -> None:
     show_settings(folder)
     manager = SessionManager.create(folder, os.path.join(folder, "sessions"))
@@ -81,6 +103,7 @@ def main(folder: str) -> None:
     if plan is not None:
         entry = manager.compact(summarize, settings=CompactionSettings(keep_recent_tokens=300))
         print(entry.first_kept_entry_id, entry.tokens_before)
+    print(asyncio.run(compact_when_pi_would(path, 2000)))
     print(len(to_markdown(manager)), len(to_jsonl(manager)))
     print(session_stats(manager))
     report = validate_file(path)
