@@ -247,6 +247,21 @@ class SessionManager:
 
             manager = SessionManager.create("/work/project")
             manager.append_message({"role": "user", "content": "hi", "timestamp": 1733234400000})
+
+        :param cwd: the project's working folder: written in the header, and it picks Pi's default session
+            folder.
+        :param session_dir: the folder to write the session file in (default: Pi's folder for ``cwd``,
+            ``~/.pi/agent/sessions/--<cwd>--``).
+        :param id: the session id (default: a new one); checked against Pi's pattern before any folder is
+            made.
+        :param parent_session: the path written as the header's ``parentSession`` (the session this one came
+            from).
+        :param clock: where timestamps come from (default: the system clock; tests pass a fixed one).
+        :param ids: where entry and session ids come from (default: random ones, as Pi makes them).
+        :param lock_timeout: seconds a write waits for another writer's session lock before
+            :class:`LockTimeout`; None waits as long as it is held.
+        :param on_lock_wait: called once with a message naming the holder when a write has waited a second for
+            the lock.
         """
         if id is not None:
             from ._ids import assert_valid_session_id
@@ -292,6 +307,18 @@ class SessionManager:
         (the file stays open: one descriptor, shared by this manager and its snapshots, closed
         when the last of them is gone or by :meth:`close`); a line the file no longer holds as
         it was raises :class:`SessionChangedError` when read. The default holds every line.
+
+        :param path: the session file (a missing one becomes a new session written there).
+        :param session_dir: the folder for sessions this manager starts later (:meth:`new_session`,
+            :meth:`create_branched_session`); default: the file's folder.
+        :param cwd_override: the working folder to use instead of the one in the file's header.
+        :param clock: where timestamps come from (default: the system clock; tests pass a fixed one).
+        :param ids: where entry and session ids come from (default: random ones, as Pi makes them).
+        :param lock_timeout: seconds a write waits for another writer's session lock before
+            :class:`LockTimeout`; None waits as long as it is held.
+        :param on_lock_wait: called once with a message naming the holder when a write has waited a second for
+            the lock.
+        :param low_memory: leave each entry's line in the file until it is first read (above).
         """
         resolved = resolve_path(os.fspath(path))
         if os.path.isdir(resolved):
@@ -370,7 +397,19 @@ class SessionManager:
 
             manager = SessionManager.continue_recent("/work/project", low_memory=True)
 
-        ``low_memory``: as for :meth:`open`."""
+        ``low_memory``: as for :meth:`open`.
+
+        :param cwd: the project whose most recently modified session is continued (or started).
+        :param session_dir: the folder to look in (default: Pi's folder for ``cwd``); in any other folder only
+            sessions whose header names ``cwd`` count.
+        :param clock: where timestamps come from (default: the system clock; tests pass a fixed one).
+        :param ids: where entry and session ids come from (default: random ones, as Pi makes them).
+        :param lock_timeout: seconds a write waits for another writer's session lock before
+            :class:`LockTimeout`; None waits as long as it is held.
+        :param on_lock_wait: called once with a message naming the holder when a write has waited a second for
+            the lock.
+        :param low_memory: leave each entry's line in the file until it is first read (see :meth:`open`).
+        """
         directory = normalize_path(os.fspath(session_dir)) if session_dir else get_default_session_dir(cwd)
         filter_cwd = session_dir is not None and not paths_equal(directory, default_session_dir_path(cwd))
         recent = find_most_recent_session(directory, os.fspath(cwd) if filter_cwd else None)
@@ -406,7 +445,21 @@ class SessionManager:
             manager = SessionManager.fork_from("old.jsonl", "/work/other", low_memory=True)
 
         ``low_memory``: as for :meth:`open` (the copy is made line by line either way, and the
-        new file is the one kept open)."""
+        new file is the one kept open).
+
+        :param source_path: the session file to copy (every line Pi copies).
+        :param target_cwd: the working folder of the new session: written in its header, and it picks Pi's
+            default session folder.
+        :param session_dir: the folder to write the new session in (default: Pi's folder for ``target_cwd``).
+        :param id: the new session's id (default: a new one); checked against Pi's pattern.
+        :param clock: where timestamps come from (default: the system clock; tests pass a fixed one).
+        :param ids: where entry and session ids come from (default: random ones, as Pi makes them).
+        :param lock_timeout: seconds to wait for the source's and the new file's locks before
+            :class:`LockTimeout`; None waits as long as they are held.
+        :param on_lock_wait: called once with a message naming the holder when a write has waited a second for
+            the lock.
+        :param low_memory: leave each entry's line in the file until it is first read (see :meth:`open`).
+        """
         from ._ids import RandomIds, SystemClock, assert_valid_session_id
 
         if id is not None:
@@ -478,7 +531,13 @@ class SessionManager:
 
     @staticmethod
     def find_by_id(cwd: str, session_id: str, session_dir: str | None = None) -> str | None:
-        """Path of the session with exactly this id in ``cwd``'s session folder (headers only)."""
+        """Path of the session with exactly this id in ``cwd``'s session folder (headers only).
+
+        :param cwd: the project to look in: it picks Pi's default session folder.
+        :param session_id: the whole session id (not a prefix), compared with each header's ``id``.
+        :param session_dir: the folder to look in instead; in any folder but Pi's for ``cwd`` only sessions
+            whose header names ``cwd`` count.
+        """
         from ._paths import find_by_id
 
         return find_by_id(cwd, session_id, session_dir)
@@ -498,6 +557,13 @@ class SessionManager:
 
         ``catalog=True`` (the default :class:`~pisession.catalog.Catalog`) or ``catalog=Catalog(path)``
         reads only the files that changed since the last call; the rows are the same.
+
+        :param cwd: the project whose sessions are listed: those in Pi's session folder for it.
+        :param session_dir: the folder to list instead; in any folder but Pi's for ``cwd`` only sessions whose
+            header names ``cwd`` are listed.
+        :param on_progress: called as ``on_progress(done, total)`` while the files are read.
+        :param catalog: False reads every file; True uses the default catalog; a
+            :class:`~pisession.catalog.Catalog` uses that one.
         """
         if catalog is not False:
             from .catalog import with_catalog
@@ -514,7 +580,14 @@ class SessionManager:
         *,
         catalog: Catalog | bool = False,
     ) -> builtins.list[SessionInfo]:
-        """Sessions of every project (or of one folder), newest first (``catalog``: as in :meth:`list`)."""
+        """Sessions of every project (or of one folder), newest first (``catalog``: as in :meth:`list`).
+
+        :param session_dir: one folder of session files to list, every session in it (default: every project
+            folder under Pi's sessions root).
+        :param on_progress: called as ``on_progress(done, total)`` while the files are read.
+        :param catalog: False reads every file; True uses the default catalog; a
+            :class:`~pisession.catalog.Catalog` uses that one.
+        """
         if catalog is not False:
             from .catalog import with_catalog
 
