@@ -25,6 +25,7 @@ from ._list import infos
 from ._refresh import Candidate, RefreshReport, current
 from ._schema import ProgressCallback, Row, connect, default_catalog_path, fts5_available, refuse_pi_data
 from ._search import Role, SearchHit, check_fts_query, hits, scope
+from ._usage import UsageScan, scan_usage
 from ._words import terms as query_terms
 
 _T = TypeVar("_T")
@@ -131,6 +132,25 @@ class Catalog:
         else:
             self._current(None, get_sessions_dir(), None)
         return self.last_report
+
+    def _usage(
+        self,
+        session_dir: str | None,
+        local_day: Callable[[int], str],
+        max_size: int,
+        on_progress: ProgressCallback | None,
+    ) -> UsageScan:
+        """For :func:`pisession.usage.usage_report`: bring one folder (default: every project's)
+        up to date and sum its usage per file, model and day; raises on database errors."""
+        if session_dir:
+            found, self.last_report = current(
+                self._connect(), self.fts, [normalize_path(session_dir)], None, on_progress, max_size=max_size
+            )
+        else:
+            found, self.last_report = current(
+                self._connect(), self.fts, None, get_sessions_dir(), on_progress, max_size=max_size
+            )
+        return scan_usage(self._connect(), [row for _, row in found], local_day)
 
     def _failed(self, error: BaseException) -> None:
         self.last_error = f"{self.path}: {error}"

@@ -39,6 +39,7 @@ from ._schema import (
     pack,
     unpack,
 )
+from ._usage import add_usage_rows, usage_rows
 
 _EDGE = 512  # bytes compared at both ends of the old content before reading only the new end
 _PARTIAL_MAX = 1 << 16  # a longer unfinished last line is read again from the file, not stored
@@ -144,9 +145,11 @@ def current(
     root: str | None,
     on_progress: ProgressCallback | None,
     index: bool = False,
+    max_size: int | None = None,
 ) -> tuple[list[tuple[Candidate, Row]], RefreshReport]:
     """Refresh the rows of these folders (and with ``index`` their search rows): the candidates
-    (in Pi's order) that have a row, and what was done."""
+    (in Pi's order) that have a row, and what was done. Files over ``max_size`` bytes are
+    skipped unread (and named)."""
     found = candidates(directories, root)
     rows = stored_rows(connection, directories, root)
     skipped: list[SkippedFile] = []
@@ -156,6 +159,8 @@ def current(
         if candidate.stat is None or not stat.S_ISREG(candidate.stat.st_mode):
             why = "cannot be read" if candidate.stat is None else "not a regular file"
             skipped.append(SkippedFile(candidate.path, why))
+        elif max_size is not None and candidate.stat.st_size > max_size:
+            skipped.append(SkippedFile(candidate.path, f"larger than {max_size:,} bytes: not read"))
         else:
             readable.append(candidate)
     seen = {c.path for c in readable}
@@ -233,6 +238,8 @@ def drop_entry_rows(connection: sqlite3.Connection, fts: bool, file_id: int) -> 
             "DELETE FROM fts WHERE rowid IN (SELECT id FROM messages WHERE file_id = ?)", (file_id,)
         )
     connection.execute("DELETE FROM messages WHERE file_id = ?", (file_id,))
+    connection.execute("DELETE FROM usage WHERE file_id = ?", (file_id,))
+    connection.execute("DELETE FROM usage_damage WHERE file_id = ?", (file_id,))
 
 
 def add_entry_rows(
@@ -390,6 +397,8 @@ def _update(
         )
     if summary.messages and status == SESSION:
         add_entry_rows(connection, fts, file_id, summary.messages)
+    if status == SESSION:
+        add_usage_rows(connection, file_id, *usage_rows(data[:cut], summary.header))
     row = Row(file_id, *values[:-1])
     return row, "appended" if appended else "read"
 

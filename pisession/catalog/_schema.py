@@ -2,7 +2,8 @@
 
 Tables: ``catalog_meta`` (schema version and search mode), ``files`` (one row per ``.jsonl``
 file: what was read of it and its picker row), ``messages`` (one row per message, for search) and,
-with FTS5, ``fts`` (the messages' text, rowid = ``messages.id``). A database whose meta does not
+with FTS5, ``fts`` (the messages' text, rowid = ``messages.id``), ``usage`` (one row per entry
+that carries usage, for :mod:`pisession.usage`; see ``_usage``). A database whose meta does not
 match is rebuilt; one with tables but no ``catalog_meta`` is someone else's and is refused.
 """
 
@@ -27,7 +28,7 @@ ENV_CATALOG = "PISESSION_CATALOG"
 
 ProgressCallback = Callable[[int, int], None]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 FILE_COLUMNS = (
     "id, path, dir, dev, ino, size, mtime_ns, checked_ns, crc, parsed, indexed, head, tail, partial, "
     "status, header, message_count, first_message, name, last_activity"
@@ -97,7 +98,7 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
             }
             if tables and "catalog_meta" not in tables:
                 raise CatalogError(f"{path} is an SQLite database that is not a pisession catalog")
-            for table in ("fts", "messages", "files", "catalog_meta"):
+            for table in ("usage_damage", "usage", "fts", "messages", "files", "catalog_meta"):
                 connection.execute(f"DROP TABLE IF EXISTS {table}")
             connection.execute("CREATE TABLE catalog_meta (key TEXT PRIMARY KEY, value TEXT)")
             connection.execute(
@@ -114,6 +115,13 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
                 f"ts REAL, role TEXT{text_column})"
             )
             connection.execute("CREATE INDEX messages_file ON messages(file_id)")
+            # untyped number columns: whole token counts stay integers; NULL stands for NaN
+            connection.execute(
+                "CREATE TABLE usage (file_id INTEGER NOT NULL, entry_id TEXT, ts TEXT, ms INTEGER, "
+                "model_key TEXT, input, output, cache_read, cache_write, cost)"
+            )
+            connection.execute("CREATE INDEX usage_entry ON usage(file_id, entry_id)")
+            connection.execute("CREATE TABLE usage_damage (file_id INTEGER PRIMARY KEY, lines INTEGER)")
             if fts:
                 connection.execute(
                     "CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='unicode61 remove_diacritics 0')"
