@@ -376,3 +376,70 @@ def test_several_processes_reporting_at_once_agree(agent: Path, tmp_path: Path) 
         assert got.keys() == wanted.keys()
         for name, models in wanted.items():
             assert math.isclose(got[name], sum(c for c, _ in models.values()), rel_tol=1e-12)
+
+
+# ----------------------------------------------------------------------------------- command line
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from pisession.cli import main
+
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_table_fits_80_columns_with_a_totals_row(
+    agent: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    for grouping in ("daily", "weekly", "monthly", "session", "project"):
+        code, out, err = run_cli(["usage", grouping, "--timezone", "UTC", "--breakdown"], capsys)
+        assert code == 0 and err == ""
+        lines = out.splitlines()
+        assert all(len(line) <= 80 for line in lines), grouping
+        report = usage_report(grouping, timezone="UTC")  # type: ignore[arg-type]
+        assert lines[-1].startswith("Total") and lines[-1].endswith(f"${report.totals.total_cost:,.2f}")
+        for model in {m.model_name for row in report.rows for m in row.models}:
+            assert any(line.strip().startswith(model) for line in lines), model
+
+
+def test_cli_json_is_the_reports_wire_form(agent: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(
+        ["usage", "session", "--json", "--timezone", "Asia/Tokyo", "--cwd", "/work/proj-a"], capsys
+    )
+    assert code == 0
+    wanted = usage_report("session", timezone="Asia/Tokyo", cwd="/work/proj-a").to_wire()
+    assert json.loads(out) == json.loads(json.dumps(wanted))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--since", "2026-02-30"], ["--until", "soon"], ["--timezone", "Nowhere/Special"], ["yearly"]],
+)
+def test_cli_bad_dates_and_zones_exit_2_with_a_message(
+    agent: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    code, out, err = run_cli(["usage", *argv], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith(("pisession: error: ", "usage: ")) and "Traceback" not in err
+
+
+def test_cli_names_what_it_could_not_read_and_exits_0(
+    agent: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = agent / "sessions" / "--work-proj-b--"
+    (project / "notes.jsonl").write_text("not json at all\n", encoding="utf-8")
+    (project / "empty.jsonl").write_bytes(b"")
+    code, out, err = run_cli(["usage", "--timezone", "UTC"], capsys)
+    assert code == 0 and "Total" in out
+    assert "notes.jsonl" in err and "empty.jsonl" in err
+
+
+def test_cli_session_dir_reads_one_folder(agent: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = agent / "sessions" / "--work-proj-b--"
+    code, out, _ = run_cli(
+        ["usage", "project", "--json", "--timezone", "UTC", "--session-dir", str(folder)], capsys
+    )
+    assert code == 0
+    assert [row["projectPath"] for row in json.loads(out)["projects"]] == ["/work/proj-b"]
