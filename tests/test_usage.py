@@ -443,3 +443,38 @@ def test_cli_session_dir_reads_one_folder(agent: Path, capsys: pytest.CaptureFix
     )
     assert code == 0
     assert [row["projectPath"] for row in json.loads(out)["projects"]] == ["/work/proj-b"]
+
+
+def test_the_csv_example_turns_the_json_into_one_line_per_model(agent: Path, tmp_path: Path) -> None:
+    import csv
+    import io
+
+    report = usage_report("daily", timezone="UTC")
+    (tmp_path / "report.json").write_text(json.dumps(report.to_wire()), encoding="utf-8")
+    example = Path(__file__).parents[1] / "docs" / "examples" / "usage_csv.py"
+    result = subprocess.run(
+        [sys.executable, str(example), str(tmp_path / "report.json")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    table = list(csv.reader(io.StringIO(result.stdout)))
+    assert table[0] == [
+        "date",
+        "model",
+        "inputTokens",
+        "outputTokens",
+        "cacheCreationTokens",
+        "cacheReadTokens",
+        "cost",
+    ]
+    assert len(table) - 1 == sum(len(row.models) for row in report.rows)
+    assert math.isclose(sum(float(line[-1]) for line in table[1:]), report.totals.total_cost, rel_tol=1e-12)
+    piped = subprocess.run(
+        [sys.executable, str(example)],
+        input=json.dumps(report.to_wire()),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert piped.stdout == result.stdout
