@@ -9,19 +9,91 @@ session its header's ``parentSession`` names, when that session was started earl
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from .._attribution import usage_item
-from .._js import js_date_ms
+from .._attribution import usage_fields
+from .._js import MISSING, js_date_ms
 from .._load import parse_line
 
 UsageRow = tuple[str, str, int, str, Any, Any, Any, Any, Any]
 
 # A line Pi counts holds the key "usage", unless the key is written with escapes ("\u0075sage").
 _MARKERS = (b'"usage"', b"\\u")
+
+
+@functools.cache
+def _decoder() -> tuple[Callable[[bytes], Any], tuple[type[Exception], ...]] | None:
+    """msgspec's decoder of the fields usage needs, and the errors it raises (None without
+    msgspec). It validates the whole line but builds only those fields: an assistant message's
+    content, most of its bytes, is skipped. Lines it cannot take as they are (invalid UTF-8, a
+    ``message`` that is not an object, ...) go through the full JavaScript-exact parse."""
+    try:
+        import msgspec
+    except ImportError:  # exercised by tests that hide it
+        return None
+    from typing import Any as AnyType
+
+    fields = [(name, AnyType, MISSING) for name in ("role", "provider", "model", "responseModel", "usage")]
+    message = msgspec.defstruct("_UsageMessage", fields, gc=False)
+    entry = msgspec.defstruct(
+        "_UsageEntry",
+        [
+            *((name, AnyType, MISSING) for name in ("type", "id", "timestamp", "provider", "model", "usage")),
+            ("message", message | None, None),
+        ],
+        gc=False,
+    )
+    return msgspec.json.Decoder(entry).decode, (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+
+
+def _as_entry(head: Any) -> dict[str, Any]:
+    """The decoded fields as the wire dict :func:`usage_fields` reads (MISSING reads as absent)."""
+    message = head.message
+    return {
+        "type": head.type,
+        "id": head.id,
+        "timestamp": head.timestamp,
+        "provider": head.provider,
+        "model": head.model,
+        "usage": head.usage,
+        "message": None
+        if message is None
+        else {
+            "role": message.role,
+            "provider": message.provider,
+            "model": message.model,
+            "responseModel": message.responseModel,
+            "usage": message.usage,
+        },
+    }
+
+
+_ISO = re.compile(rb"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})Z")
+_DAY_MS: dict[bytes, int | None] = {}
+
+
+def _timestamp_ms(timestamp: str) -> int | None:
+    """``new Date(timestamp).getTime()``: Pi's own form (``2026-11-03T00:20:00.008Z``) read
+    directly, anything else by :func:`js_date_ms`."""
+    raw = timestamp.encode("ascii", "replace")
+    match = _ISO.fullmatch(raw)
+    if match is None:
+        return js_date_ms(timestamp)
+    hour, minute, second, ms = (int(x) for x in match.groups()[3:])
+    if hour > 23 or minute > 59 or second > 59:
+        return js_date_ms(timestamp)
+    day = _DAY_MS.get(raw[:10], -1)
+    if day == -1:
+        day = js_date_ms(timestamp[:10])  # a date alone is UTC midnight; None for 2026-02-30
+        _DAY_MS[raw[:10]] = day
+    if day is None:
+        return js_date_ms(timestamp)
+    return day + ((hour * 60 + minute) * 60 + second) * 1000 + ms
 
 
 def usage_rows(data: bytes, header: dict[str, Any] | None) -> tuple[list[UsageRow], int]:
@@ -36,6 +108,7 @@ def usage_rows(data: bytes, header: dict[str, Any] | None) -> tuple[list[UsageRo
     rows: list[UsageRow] = []
     damaged = 0
     fallback: int | None = None
+    fast = _decoder()
     for line in data.split(b"\n"):  # Pi's open splits on "\n" only
         if _MARKERS[0] not in line and _MARKERS[1] not in line:
             if line and not (line[:1] == b"{" and line[-1:] == b"}"):
@@ -43,14 +116,22 @@ def usage_rows(data: bytes, header: dict[str, Any] | None) -> tuple[list[UsageRo
                 if stripped and not (stripped[:1] == b"{" and stripped[-1:] == b"}"):
                     damaged += 1
             continue
-        entry = parse_line(line)
+        entry: dict[str, Any] | None = None
+        if fast is not None:
+            try:
+                entry = _as_entry(fast[0](line))
+            except fast[1]:
+                entry = None
         if entry is None:
-            damaged += 1
+            entry = parse_line(line)
+            if entry is None:
+                damaged += 1
+                continue
+        fields = usage_fields(entry)
+        if fields is None:
             continue
-        item = usage_item(entry)
-        if item is None:
-            continue
-        ms = js_date_ms(item.timestamp) if item.timestamp else None
+        entry_id, timestamp, key, tokens_in, tokens_out, cache_read, cache_write, cost = fields
+        ms = _timestamp_ms(timestamp) if timestamp else None
         if ms is None:
             if fallback is None:
                 stamp = (header or {}).get("timestamp")
@@ -58,15 +139,15 @@ def usage_rows(data: bytes, header: dict[str, Any] | None) -> tuple[list[UsageRo
             ms = fallback
         rows.append(
             (
-                item.entry_id,
-                item.timestamp,
+                entry_id,
+                timestamp,
                 ms,
-                item.model_key,
-                _number(item.input),
-                _number(item.output),
-                _number(item.cache_read),
-                _number(item.cache_write),
-                _number(item.cost),
+                key,
+                _number(tokens_in),
+                _number(tokens_out),
+                _number(cache_read),
+                _number(cache_write),
+                _number(cost),
             )
         )
     return rows, damaged
