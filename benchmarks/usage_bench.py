@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -107,6 +108,8 @@ def measure(agent: Path, reps: int) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # a SIGTERM must still run measure()'s clean-up (it takes the appended lines back out)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--sizes", type=int, nargs="+", default=[250, 500, 1000, 2000, 3000])
