@@ -37,8 +37,9 @@ them), ``_catalog`` (the :class:`Catalog` object and the module-level calls).
 from __future__ import annotations
 
 from ._catalog import Catalog, search, with_catalog
+from ._location import ENV_CATALOG, default_catalog_path
 from ._refresh import RefreshReport, SkippedFile
-from ._schema import ENV_CATALOG, default_catalog_path, fts5_available
+from ._schema import fts5_available
 from ._search import Role, SearchHit, format_hit
 
 __all__ = [

@@ -22,8 +22,9 @@ from .._paths import (
     resolve_path,
 )
 from ._list import infos
+from ._location import default_catalog_path, is_movable_default, move_aside, refuse_pi_data
 from ._refresh import Candidate, RefreshReport, current
-from ._schema import ProgressCallback, Row, connect, default_catalog_path, fts5_available, refuse_pi_data
+from ._schema import ProgressCallback, Row, connect, fts5_available
 from ._search import Role, SearchHit, check_fts_query, hits, scope
 from ._words import terms as query_terms
 
@@ -45,6 +46,7 @@ class Catalog:
         self, path: str | os.PathLike[str] | None = None, *, timeout: float = 10.0, fts: bool | None = None
     ) -> None:
         self.path = default_catalog_path() if path is None else os.fspath(path)
+        self._movable = path is None and is_movable_default(self.path)
         if self.path != ":memory:":
             self.path = os.path.abspath(normalize_path(self.path))
             refuse_pi_data(self.path)
@@ -52,6 +54,7 @@ class Catalog:
         self.fts = fts5_available() if fts is None else fts
         self.last_report = RefreshReport()
         self.last_error: str | None = None
+        self.last_notice: str | None = None
         self._connection: sqlite3.Connection | None = None
 
     # ------------------------------------------------------------------ lifetime
@@ -70,7 +73,16 @@ class Catalog:
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
-            self._connection = connect(self.path, self.timeout, self.fts)
+            try:
+                self._connection, notice = connect(self.path, self.timeout, self.fts, self._movable)
+            except sqlite3.DatabaseError as error:
+                # a damaged catalog at the default location is a cache: start it again, once
+                if not self._movable or isinstance(error, sqlite3.OperationalError):
+                    raise
+                notice = move_aside(self.path, f"damaged ({error})")
+                self._connection, _ = connect(self.path, self.timeout, self.fts, False)
+            if notice:
+                self.last_notice = notice
         return self._connection
 
     # ------------------------------------------------------------------ listing

@@ -16,6 +16,7 @@ write transaction as the file's row.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import stat
@@ -46,6 +47,7 @@ _PARTIAL_MAX = 1 << 16  # a longer unfinished last line is read again from the f
 # times have sub-millisecond digits, file systems that keep whole seconds (FAT: two) lag by more.
 _RACY_NS = 50_000_000
 _RACY_COARSE_NS = 2_000_000_000
+_CHECK_BLOCK = 1 << 20
 _COMMIT_EVERY = 0.25  # seconds: short write transactions let other processes take turns
 
 
@@ -84,13 +86,29 @@ def _stat(path: str) -> os.stat_result | None:
         return None
 
 
+def _utf8(name: str) -> bool:
+    """Whether a name read from the disk is valid UTF-8 (else Pi, reading it as UTF-8 with
+    replacement characters, names a file that does not exist and skips it)."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _jsonl_names(folder: str) -> list[str]:
+    return [n for n in os.listdir(folder) if n.endswith(".jsonl") and _utf8(n)]
+
+
 def candidates(directories: list[str] | None, root: str | None) -> list[Candidate]:
     """The files Pi's list would read, in the order it reads them (which breaks ties)."""
     out: list[Candidate] = []
     if directories is not None:
         for directory in directories:
             try:
-                names = sorted((n for n in os.listdir(directory) if n.endswith(".jsonl")), reverse=True)
+                names = sorted(_jsonl_names(directory), reverse=True)
             except OSError:
                 continue
             for name in names:
@@ -99,12 +117,16 @@ def candidates(directories: list[str] | None, root: str | None) -> list[Candidat
         return out
     assert root is not None
     try:
-        folders = [os.path.join(root, e.name) for e in os.scandir(root) if e.is_dir() or e.is_symlink()]
+        folders = [
+            os.path.join(root, e.name)
+            for e in os.scandir(root)
+            if (e.is_dir() or e.is_symlink()) and _utf8(e.name)
+        ]
     except OSError:
         return []
     for folder in folders:
         try:
-            names = [n for n in os.listdir(folder) if n.endswith(".jsonl")]
+            names = _jsonl_names(folder)
         except OSError:
             continue
         for name in names:
@@ -172,11 +194,13 @@ def current(
         on_progress(done, total)
     if changed or stale:
         started = time.monotonic()
+        dropped = bool(stale)
         connection.execute("BEGIN IMMEDIATE")
         try:
             for path in stale:
                 _delete(connection, fts, path)
             for candidate in changed:
+                had_rows = candidate.path in rows
                 if time.monotonic() - started > _COMMIT_EVERY:
                     connection.execute("COMMIT")
                     connection.execute("BEGIN IMMEDIATE")
@@ -186,6 +210,7 @@ def current(
                     rows.pop(candidate.path, None)
                 else:
                     rows[candidate.path] = row
+                dropped = dropped or (had_rows and outcome != "appended" and outcome != "")
                 if outcome in counts:
                     counts[outcome] += 1
                 elif outcome:
@@ -198,6 +223,8 @@ def current(
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
             raise
+        if dropped:
+            _purge(connection, fts)
     out = []
     for candidate in readable:
         row = rows.get(candidate.path)
@@ -224,6 +251,20 @@ def _delete(connection: sqlite3.Connection, fts: bool, path: str) -> None:
         return
     drop_entry_rows(connection, fts, found[0])
     connection.execute("DELETE FROM files WHERE id = ?", (found[0],))
+
+
+def _purge(connection: sqlite3.Connection, fts: bool) -> None:
+    """Leave none of the deleted rows' text readable in the database or its WAL.
+
+    Freed pages are zeroed (``secure_delete``), but FTS5 only marks a deleted row's words as
+    deleted until its segments are merged: ``optimize`` merges them all (this SQLite has no
+    FTS5 ``secure-delete``); the checkpoint then empties the WAL of the old pages. Both run only
+    after a refresh that deleted rows.
+    """
+    if fts:
+        connection.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+    with contextlib.suppress(sqlite3.Error):  # a reader holding the WAL: its frames are reused later
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def drop_entry_rows(connection: sqlite3.Connection, fts: bool, file_id: int) -> None:
@@ -346,6 +387,7 @@ def _update(
         indexed = start + cut  # a file that is no session has nothing to index
     else:
         indexed = old.indexed if appended and old is not None else 0
+    all_text = pack(" ".join(summary.texts))
     values = (
         path,
         candidate.dir,
@@ -353,6 +395,7 @@ def _update(
         stats.st_ino,
         size,
         stats.st_mtime_ns,
+        stats.st_ctime_ns,
         checked_ns,
         zlib.crc32(data) if start == 0 else zlib.crc32(data[old.size - start :], old.crc),  # type: ignore[union-attr]
         start + cut,
@@ -366,13 +409,14 @@ def _update(
         pack(summary.first_message),
         None if summary.name is None else pack(summary.name),
         summary.last_activity,
-        pack(" ".join(summary.texts)),
+        all_text,
+        zlib.crc32(all_text),
     )
     if old is None:
         cursor = connection.execute(
-            "INSERT INTO files (path, dir, dev, ino, size, mtime_ns, checked_ns, crc, parsed, indexed, "
-            "head, tail, partial, status, header, message_count, first_message, name, last_activity, "
-            "all_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO files (path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, "
+            "indexed, head, tail, partial, status, header, message_count, first_message, name, "
+            f"last_activity, all_text, text_crc) VALUES ({', '.join('?' * 22)})",
             values,
         )
         file_id = cursor.lastrowid
@@ -382,15 +426,15 @@ def _update(
         if not appended:
             drop_entry_rows(connection, fts, file_id)
         connection.execute(
-            "UPDATE files SET path = ?, dir = ?, dev = ?, ino = ?, size = ?, mtime_ns = ?, "
+            "UPDATE files SET path = ?, dir = ?, dev = ?, ino = ?, size = ?, mtime_ns = ?, ctime_ns = ?, "
             "checked_ns = ?, crc = ?, parsed = ?, indexed = ?, "
             "head = ?, tail = ?, partial = ?, status = ?, header = ?, message_count = ?, "
-            "first_message = ?, name = ?, last_activity = ?, all_text = ? WHERE id = ?",
+            "first_message = ?, name = ?, last_activity = ?, all_text = ?, text_crc = ? WHERE id = ?",
             (*values, file_id),
         )
     if summary.messages and status == SESSION:
         add_entry_rows(connection, fts, file_id, summary.messages)
-    row = Row(file_id, *values[:-1])
+    row = Row(file_id, *values[:-2])
     return row, "appended" if appended else "read"
 
 
@@ -423,18 +467,36 @@ def _same(row: Row, stats: os.stat_result, racy_too: bool = False) -> bool:
         and row.ino == stats.st_ino
         and row.size == stats.st_size
         and row.mtime_ns == stats.st_mtime_ns
+        # a rewrite that puts the old mtime back (touch -r, a redaction script) still moves ctime
+        and row.ctime_ns == stats.st_ctime_ns
     )
 
 
 def _grew(row: Row, stats: os.stat_result, handle: Any) -> bool:
-    """Same file, larger, and the bytes it had are still there: only its new end needs reading."""
+    """Same file, larger, and the bytes it had are still there: only its new end needs parsing.
+
+    "Still there" is checked on every byte (the checksum of what was read before), not only at
+    the edges: a line rewritten in the middle and then appended to must be read again. Checking
+    costs a read of the old bytes, a small part of what parsing them again would.
+    """
     if (row.dev, row.ino) != (stats.st_dev, stats.st_ino) or stats.st_size <= row.size:
         return False
     handle.seek(0)
     if handle.read(len(row.head)) != row.head:
         return False
     handle.seek(row.size - len(row.tail))
-    return bool(handle.read(len(row.tail)) == row.tail)
+    if handle.read(len(row.tail)) != row.tail:
+        return False
+    handle.seek(0)
+    crc = 0
+    left = row.size
+    while left > 0:
+        block = handle.read(min(left, _CHECK_BLOCK))
+        if not block:
+            return False
+        crc = zlib.crc32(block, crc)
+        left -= len(block)
+    return crc == row.crc
 
 
 def _edges(data: bytes, start: int, old: Row | None) -> tuple[bytes, bytes]:

@@ -33,6 +33,8 @@ def open_catalog(*, in_memory: bool = False) -> Catalog | None:
 
 def close_catalog(catalog: Catalog) -> None:
     """Close it, saying so when it failed and the files were read instead."""
+    if catalog.last_notice:
+        note(catalog.last_notice)
     if catalog.last_error:
         note(f"session catalog not used ({catalog.last_error}); read the session files instead")
     catalog.close()
