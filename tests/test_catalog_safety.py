@@ -15,7 +15,7 @@ from pisession import CatalogError
 from pisession._discovery import list_all_sessions
 from pisession.catalog import Catalog, default_catalog_path, with_catalog
 from pisession.cli.main import main
-from tests.test_catalog import age, header, msg, sessions, write
+from tests.test_catalog import header, msg, sessions, write
 
 SECRET = "sk-live-do-not-keep-4f2a9c"
 OTHER_UID = 54321
@@ -248,5 +248,3 @@ def test_an_unusable_catalog_at_a_named_path_is_left_alone(tmp_path: Path) -> No
             assert catalog.last_error is not None and "not touching it" in catalog.last_error
     assert database.read_bytes() == b"this is not a database" * 100
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("named")] == ["named.sqlite3"]
-
-
