@@ -241,9 +241,37 @@ def _sorted(infos: list[SessionInfo]) -> list[SessionInfo]:
     return sorted(infos, key=lambda info: -info.modified.timestamp())
 
 
-def _list_dir(directory: str, on_progress: ProgressCallback | None) -> list[SessionInfo]:
+def utf8_name(name: str) -> bool:
+    """Whether a name read from the disk is valid UTF-8. Pi reads names as UTF-8 with replacement
+    characters, so for any other name it looks for a file that does not exist, and skips it."""
+    if name.isascii():
+        return True
     try:
-        names = sorted((n for n in os.listdir(directory) if n.endswith(".jsonl")), reverse=True)
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def jsonl_names(folder: str) -> list[str]:
+    """The ``.jsonl`` names in ``folder`` that Pi can open (raises OSError as ``os.listdir``)."""
+    return [n for n in os.listdir(folder) if n.endswith(".jsonl") and utf8_name(n)]
+
+
+def project_folders(root: str) -> list[str]:
+    """The folders (or links) in a sessions root that Pi reads (raises OSError as ``os.scandir``)."""
+    return [
+        os.path.join(root, e.name)
+        for e in os.scandir(root)
+        if (e.is_dir() or e.is_symlink()) and utf8_name(e.name)
+    ]
+
+
+def _list_dir(directory: str, on_progress: ProgressCallback | None) -> list[SessionInfo]:
+    if not utf8_name(directory):
+        return []  # as Pi, which cannot name it
+    try:
+        names = sorted(jsonl_names(directory), reverse=True)
     except OSError:
         return []
     infos = []
@@ -281,13 +309,13 @@ def list_all_sessions(
         return _sorted(_list_dir(normalize_path(session_dir), on_progress))
     root = get_sessions_dir()
     try:
-        folders = [os.path.join(root, e.name) for e in os.scandir(root) if e.is_dir() or e.is_symlink()]
+        folders = project_folders(root)
     except OSError:
         return []
     candidates: list[tuple[float, str]] = []
     for folder in folders:
         try:
-            names = [n for n in os.listdir(folder) if n.endswith(".jsonl")]
+            names = jsonl_names(folder)
         except OSError:
             continue
         for name in names:

@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from .._discovery import SessionSummary, feed_lines
+from .._discovery import SessionSummary, feed_lines, jsonl_names, project_folders, utf8_name
 from .._load import open_regular
 from ._schema import (
     FILE_COLUMNS,
@@ -86,29 +86,15 @@ def _stat(path: str) -> os.stat_result | None:
         return None
 
 
-def _utf8(name: str) -> bool:
-    """Whether a name read from the disk is valid UTF-8 (else Pi, reading it as UTF-8 with
-    replacement characters, names a file that does not exist and skips it)."""
-    if name.isascii():
-        return True
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _jsonl_names(folder: str) -> list[str]:
-    return [n for n in os.listdir(folder) if n.endswith(".jsonl") and _utf8(n)]
-
-
 def candidates(directories: list[str] | None, root: str | None) -> list[Candidate]:
     """The files Pi's list would read, in the order it reads them (which breaks ties)."""
     out: list[Candidate] = []
     if directories is not None:
         for directory in directories:
+            if not utf8_name(directory):
+                continue  # as Pi, which cannot name it
             try:
-                names = sorted(_jsonl_names(directory), reverse=True)
+                names = sorted(jsonl_names(directory), reverse=True)
             except OSError:
                 continue
             for name in names:
@@ -117,16 +103,12 @@ def candidates(directories: list[str] | None, root: str | None) -> list[Candidat
         return out
     assert root is not None
     try:
-        folders = [
-            os.path.join(root, e.name)
-            for e in os.scandir(root)
-            if (e.is_dir() or e.is_symlink()) and _utf8(e.name)
-        ]
+        folders = project_folders(root)
     except OSError:
         return []
     for folder in folders:
         try:
-            names = _jsonl_names(folder)
+            names = jsonl_names(folder)
         except OSError:
             continue
         for name in names:

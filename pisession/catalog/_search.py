@@ -25,6 +25,7 @@ from ._schema import SESSION, ProgressCallback, chunks
 from ._words import MARK_CLOSE, MARK_OPEN, SNIPPET_TOKENS, fts_query, match, parse_snippet, plain_snippet
 
 Role = Literal["user", "assistant", "tool"]
+_NO_LIMIT = 2**62  # a larger limit (SQLite's integers end at 2**63 - 1) is no limit
 
 
 @attrs.frozen
@@ -118,7 +119,8 @@ def hits(
         rows = connection.execute(
             "SELECT m.id, m.file_id, m.entry_id, m.ts, m.role FROM fts "
             "JOIN messages m ON m.id = fts.rowid JOIN files f ON f.id = m.file_id "
-            f"WHERE fts MATCH ? AND {where} {order}" + ("" if limit is None else f" LIMIT {int(limit)}"),
+            f"WHERE fts MATCH ? AND {where} {order}"
+            + ("" if limit is None else f" LIMIT {min(limit, _NO_LIMIT)}"),
             [query, *params],
         ).fetchall()
         snippets: dict[int, str] = {}
