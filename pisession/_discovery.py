@@ -267,6 +267,16 @@ def project_folders(root: str) -> list[str]:
     ]
 
 
+def is_sessions_root(folder: str) -> bool:
+    """Whether a folder named as a session folder holds no ``.jsonl`` file of its own, and so is read
+    as a root of project folders (Pi's ``sessions/``). Pi's ``listAll(folder)`` lists nothing there;
+    pisession lists what the project folders in it hold, as ``listAll()`` does for the default root."""
+    try:
+        return not jsonl_names(folder) and bool(project_folders(folder))
+    except OSError:
+        return False
+
+
 def _list_dir(directory: str, on_progress: ProgressCallback | None) -> list[SessionInfo]:
     if not utf8_name(directory):
         return []  # as Pi, which cannot name it
@@ -304,10 +314,17 @@ def list_sessions(
 def list_all_sessions(
     session_dir: str | None = None, on_progress: ProgressCallback | None = None
 ) -> list[SessionInfo]:
-    """Pi's ``SessionManager.listAll``: every project's sessions (or one folder's), newest first."""
+    """Pi's ``SessionManager.listAll``: every project's sessions (or one folder's), newest first.
+
+    A ``session_dir`` holding no ``.jsonl`` file but project folders is read as a sessions root
+    (see :func:`is_sessions_root`).
+    """
     if session_dir:
-        return _sorted(_list_dir(normalize_path(session_dir), on_progress))
-    root = get_sessions_dir()
+        root = normalize_path(session_dir)
+        if not is_sessions_root(root):
+            return _sorted(_list_dir(root, on_progress))
+    else:
+        root = get_sessions_dir()
     try:
         folders = project_folders(root)
     except OSError:
