@@ -237,8 +237,31 @@ def feed_lines(summary: SessionSummary, data: bytes) -> bool:
     return True
 
 
-def _sorted(infos: list[SessionInfo]) -> list[SessionInfo]:
-    return sorted(infos, key=lambda info: -info.modified.timestamp())
+def _sorted(infos: list[SessionInfo], mtimes: dict[str, float] | None = None) -> list[SessionInfo]:
+    """Newest first, as Pi sorts; sessions with the same ``modified`` in the order Pi read them:
+    by name, descending in ``localeCompare`` order, or with ``mtimes`` (a sessions root: path →
+    mtime) by mtime first. Names are collated only where there are ties (rare, and collating
+    costs far more than comparing code points)."""
+    ordered = sorted(infos, key=lambda info: -info.modified.timestamp())
+    start = 0
+    while start < len(ordered):
+        stamp = ordered[start].modified.timestamp()
+        end = start + 1
+        while end < len(ordered) and ordered[end].modified.timestamp() == stamp:
+            end += 1
+        if end - start > 1:
+            from ._collation import collation_key
+
+            ordered[start:end] = sorted(
+                ordered[start:end],
+                key=lambda info: (
+                    0.0 if mtimes is None else mtimes.get(info.path, float("-inf")),
+                    collation_key(os.path.basename(info.path)),
+                ),
+                reverse=True,
+            )
+        start = end
+    return ordered
 
 
 def utf8_name(name: str) -> bool:
@@ -351,4 +374,4 @@ def list_all_sessions(
             infos.append(info)
         if on_progress is not None:
             on_progress(loaded, total)
-    return _sorted(infos)
+    return _sorted(infos, {path: mtime for mtime, path in candidates})

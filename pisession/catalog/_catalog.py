@@ -55,6 +55,7 @@ class Catalog:
         self.last_report = RefreshReport()
         self.last_error: str | None = None
         self.last_notice: str | None = None
+        self._mtimes: dict[str, float] = {}
         self._connection: sqlite3.Connection | None = None
 
     # ------------------------------------------------------------------ lifetime
@@ -126,13 +127,14 @@ class Catalog:
         try:
             directories, root = _all_of(session_dir)
             found = self._list(directories, root, on_progress, text)
+            mtimes = None if root is None else self._mtimes
         except (sqlite3.Error, OSError, CatalogError) as error:
             self._failed(error)
             from .._discovery import list_all_sessions
 
             found = list_all_sessions(session_dir, on_progress)
             return found if text else [attrs.evolve(info, all_messages_text="") for info in found]
-        return _sorted(found)
+        return _sorted(found, mtimes)
 
     def refresh(self, session_dir: str | None = None) -> RefreshReport:
         """Bring one folder (default: every project's folders) up to date; raises on database errors."""
@@ -150,7 +152,10 @@ class Catalog:
         on_progress: ProgressCallback | None,
         text: bool,
     ) -> builtins.list[SessionInfo]:
-        return infos(self._connect(), self._current(directories, root, on_progress), text)
+        found = self._current(directories, root, on_progress)
+        # a sessions root's ties are broken by mtime first, as Pi's listAll reads them
+        self._mtimes = {c.path: c.stat.st_mtime for c, _ in found if c.stat is not None}
+        return infos(self._connect(), found, text)
 
     def _current(
         self,
