@@ -40,6 +40,7 @@ from ._schema import (
     pack,
     unpack,
 )
+from ._words import index_text
 
 _EDGE = 512  # bytes compared at both ends of the old content before reading only the new end
 _PARTIAL_MAX = 1 << 16  # a longer unfinished last line is read again from the file, not stored
@@ -252,8 +253,11 @@ def _purge(connection: sqlite3.Connection, fts: bool) -> None:
 def drop_entry_rows(connection: sqlite3.Connection, fts: bool, file_id: int) -> None:
     """Delete every row built from a file's entries (it is read again in full, or gone)."""
     if fts:
-        connection.execute(
-            "DELETE FROM fts WHERE rowid IN (SELECT id FROM messages WHERE file_id = ?)", (file_id,)
+        # a contentless index forgets a row given the words it was indexed with
+        rows = connection.execute("SELECT id, text FROM messages WHERE file_id = ?", (file_id,)).fetchall()
+        connection.executemany(
+            "INSERT INTO fts (fts, rowid, text) VALUES ('delete', ?, ?)",
+            [(message_id, index_text(text or "")) for message_id, text in rows],
         )
     connection.execute("DELETE FROM messages WHERE file_id = ?", (file_id,))
 
@@ -288,17 +292,12 @@ def _add_messages(
         (first + n, file_id, entry_id if isinstance(entry_id, str) else None, ts, role, indexable(text))
         for n, (entry_id, ts, role, text) in enumerate(messages)
     ]
+    connection.executemany(
+        "INSERT INTO messages (id, file_id, entry_id, ts, role, text) VALUES (?, ?, ?, ?, ?, ?)", rows
+    )
     if fts:
         connection.executemany(
-            "INSERT INTO messages (id, file_id, entry_id, ts, role) VALUES (?, ?, ?, ?, ?)",
-            [row[:5] for row in rows],
-        )
-        connection.executemany(
-            "INSERT INTO fts (rowid, text) VALUES (?, ?)", [(row[0], row[5]) for row in rows]
-        )
-    else:
-        connection.executemany(
-            "INSERT INTO messages (id, file_id, entry_id, ts, role, text) VALUES (?, ?, ?, ?, ?, ?)", rows
+            "INSERT INTO fts (rowid, text) VALUES (?, ?)", [(row[0], index_text(row[5])) for row in rows]
         )
 
 

@@ -12,6 +12,7 @@ import functools
 import json
 import os
 import sqlite3
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -37,7 +38,7 @@ def fts5_available() -> bool:
     try:
         connection = sqlite3.connect(":memory:")
         try:
-            connection.execute("CREATE VIRTUAL TABLE probe USING fts5(text)")
+            connection.execute("CREATE VIRTUAL TABLE probe USING fts5(text, content='', tokenize='ascii')")
         finally:
             connection.close()
     except sqlite3.Error:
@@ -111,19 +112,17 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
                 "first_message BLOB, name BLOB, last_activity REAL, all_text BLOB, text_crc INTEGER)"
             )
             connection.execute("CREATE INDEX files_dir ON files(dir)")
-            text_column = "" if fts else ", text TEXT"
             connection.execute(
                 "CREATE TABLE messages (id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, entry_id TEXT, "
-                f"ts REAL, role TEXT{text_column})"
+                "ts REAL, role TEXT, text TEXT)"
             )
             connection.execute("CREATE INDEX messages_file ON messages(file_id)")
             if fts:
-                connection.execute(
-                    "CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='unicode61 remove_diacritics 0')"
-                )
+                # the words come pre-split by _words.index_text; the message text is in messages
+                connection.execute("CREATE VIRTUAL TABLE fts USING fts5(text, content='', tokenize='ascii')")
             connection.executemany(
                 "INSERT INTO catalog_meta VALUES (?, ?)",
-                [("schema", str(SCHEMA_VERSION)), ("mode", mode)],
+                [("schema", str(SCHEMA_VERSION)), ("mode", mode), ("unicode", unicodedata.unidata_version)],
             )
         connection.execute("COMMIT")
     except BaseException:
@@ -139,7 +138,12 @@ def _schema_ok(connection: sqlite3.Connection, mode: str) -> bool:
         if "no such table" in str(error):
             return False
         raise
-    return meta.get("schema") == str(SCHEMA_VERSION) and meta.get("mode") == mode
+    # another Python's Unicode tables may split words differently from those the index was built with
+    return (
+        meta.get("schema") == str(SCHEMA_VERSION)
+        and meta.get("mode") == mode
+        and meta.get("unicode") == unicodedata.unidata_version
+    )
 
 
 # ----------------------------------------------------------------------------------- stored values

@@ -23,7 +23,7 @@ from .._paths import (
 )
 from ._refresh import RefreshReport, current
 from ._schema import SESSION, ProgressCallback, chunks
-from ._words import MARK_CLOSE, MARK_OPEN, SNIPPET_TOKENS, fts_query, match, parse_snippet, plain_snippet
+from ._words import excerpt, fts_query, matches, parse_snippet
 
 Role = Literal["user", "assistant", "tool"]
 _NO_LIMIT = 2**62  # a larger limit (SQLite's integers end at 2**63 - 1) is no limit
@@ -88,9 +88,7 @@ def check_fts_query(query: str, terms: list[list[str]]) -> None:
     global _PROBE
     if _PROBE is None:
         _PROBE = sqlite3.connect(":memory:", check_same_thread=False)
-        _PROBE.execute(
-            "CREATE VIRTUAL TABLE probe USING fts5(text, tokenize='unicode61 remove_diacritics 0')"
-        )
+        _PROBE.execute("CREATE VIRTUAL TABLE probe USING fts5(text, content='', tokenize='ascii')")
     try:
         _PROBE.execute("SELECT rowid FROM probe WHERE probe MATCH ?", (fts_query(terms),)).fetchall()
     except sqlite3.Error as error:
@@ -125,13 +123,10 @@ def hits(
         snippets: dict[int, str] = {}
         for chunk in chunks([row[0] for row in rows], 500):
             marks = ",".join("?" * len(chunk))
-            snippets.update(
-                connection.execute(
-                    "SELECT rowid, snippet(fts, 0, ?, ?, '…', ?) "
-                    f"FROM fts WHERE fts MATCH ? AND rowid IN ({marks})",
-                    [MARK_OPEN, MARK_CLOSE, SNIPPET_TOKENS, query, *chunk],
-                ).fetchall()
-            )
+            for message_id, text in connection.execute(
+                f"SELECT id, text FROM messages WHERE id IN ({marks})", chunk
+            ):
+                snippets[message_id] = excerpt(text or "", terms)
         found = [(*row, snippets.get(row[0], "")) for row in rows]
     else:
         cursor = connection.execute(
@@ -140,10 +135,9 @@ def hits(
             params,
         )
         for message_id, file_id, entry_id, ts, message_role, text in cursor:
-            spans = match(text, terms)
-            if spans is None:
+            if not matches(text, terms):
                 continue
-            found.append((message_id, file_id, entry_id, ts, message_role, plain_snippet(text, spans)))
+            found.append((message_id, file_id, entry_id, ts, message_role, excerpt(text, terms)))
             if limit is not None and len(found) >= limit:
                 break
         cursor.close()
@@ -250,7 +244,7 @@ def session_matches(
     else:
         cursor = connection.execute(f"SELECT m.file_id, m.ts, m.text FROM messages m WHERE {where}", params)
         for file_id, ts, text in cursor:
-            if match(text, terms) is None:
+            if not matches(text, terms):
                 continue
             seen = counts.setdefault(file_id, [0, None])
             seen[0] += 1
