@@ -177,23 +177,22 @@ def current(
         on_progress(done, total)
     if changed or stale:
         started = time.monotonic()
-        dropped = bool(stale)
+        dropped = 0  # search rows deleted: their words must then be purged from the index
         connection.execute("BEGIN IMMEDIATE")
         try:
             for path in stale:
-                _delete(connection, fts, path)
+                dropped += _delete(connection, fts, path)
             for candidate in changed:
-                had_rows = candidate.path in rows
                 if time.monotonic() - started > _COMMIT_EVERY:
                     connection.execute("COMMIT")
                     connection.execute("BEGIN IMMEDIATE")
                     started = time.monotonic()
-                row, outcome = _update(connection, fts, candidate, index)
+                row, outcome, deleted = _update(connection, fts, candidate, index)
+                dropped += deleted
                 if row is None:
                     rows.pop(candidate.path, None)
                 else:
                     rows[candidate.path] = row
-                dropped = dropped or (had_rows and outcome != "appended" and outcome != "")
                 if outcome in counts:
                     counts[outcome] += 1
                 elif outcome:
@@ -228,12 +227,13 @@ def current(
     return out, report
 
 
-def _delete(connection: sqlite3.Connection, fts: bool, path: str) -> None:
+def _delete(connection: sqlite3.Connection, fts: bool, path: str) -> int:
     found = connection.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
     if found is None:
-        return
-    drop_entry_rows(connection, fts, found[0])
+        return 0
+    deleted = drop_entry_rows(connection, fts, found[0])
     connection.execute("DELETE FROM files WHERE id = ?", (found[0],))
+    return deleted
 
 
 def _purge(connection: sqlite3.Connection, fts: bool) -> None:
@@ -250,16 +250,17 @@ def _purge(connection: sqlite3.Connection, fts: bool) -> None:
         connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
-def drop_entry_rows(connection: sqlite3.Connection, fts: bool, file_id: int) -> None:
-    """Delete every row built from a file's entries (it is read again in full, or gone)."""
+def drop_entry_rows(connection: sqlite3.Connection, fts: bool, file_id: int) -> int:
+    """Delete every row built from a file's entries (it is read again in full, or gone); how many."""
+    rows = connection.execute("SELECT id, text FROM messages WHERE file_id = ?", (file_id,)).fetchall()
     if fts:
         # a contentless index forgets a row given the words it was indexed with
-        rows = connection.execute("SELECT id, text FROM messages WHERE file_id = ?", (file_id,)).fetchall()
         connection.executemany(
             "INSERT INTO fts (fts, rowid, text) VALUES ('delete', ?, ?)",
             [(message_id, index_text(text or "")) for message_id, text in rows],
         )
     connection.execute("DELETE FROM messages WHERE file_id = ?", (file_id,))
+    return len(rows)
 
 
 def add_entry_rows(
@@ -303,8 +304,9 @@ def _add_messages(
 
 def _update(
     connection: sqlite3.Connection, fts: bool, candidate: Candidate, index: bool
-) -> tuple[Row | None, str]:
-    """Catch one file up inside the caller's write transaction: (its row, what was done).
+) -> tuple[Row | None, str, int]:
+    """Catch one file up inside the caller's write transaction: (its row, what was done, how many
+    search rows were deleted).
 
     With ``index``, its messages also reach the search index (listing alone leaves that to
     the first search: the index is most of a first build's cost).
@@ -315,9 +317,8 @@ def _update(
     try:
         handle = open_regular(path)
     except OSError as error:
-        if old is not None:
-            _delete(connection, fts, path)
-        return None, f"cannot be read: {error.strerror or error}"
+        deleted = 0 if old is None else _delete(connection, fts, path)
+        return None, f"cannot be read: {error.strerror or error}", deleted
     with handle:
         checked_ns = time.time_ns()
         stats = os.fstat(handle.fileno())
@@ -340,7 +341,7 @@ def _update(
                 _index(connection, fts, old.id, handle.read(old.parsed - old.indexed))
                 connection.execute("UPDATE files SET indexed = parsed WHERE id = ?", (old.id,))
                 old = attrs.evolve(old, indexed=old.parsed)
-            return old, ""
+            return old, "", 0
         start = 0
         summary = SessionSummary(messages=[] if index else None)
         appended = old is not None and _grew(old, stats, handle)
@@ -393,6 +394,7 @@ def _update(
         all_text,
         zlib.crc32(all_text),
     )
+    deleted = 0
     if old is None:
         cursor = connection.execute(
             "INSERT INTO files (path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, "
@@ -405,7 +407,7 @@ def _update(
     else:
         file_id = old.id
         if not appended:
-            drop_entry_rows(connection, fts, file_id)
+            deleted = drop_entry_rows(connection, fts, file_id)
         connection.execute(
             "UPDATE files SET path = ?, dir = ?, dev = ?, ino = ?, size = ?, mtime_ns = ?, ctime_ns = ?, "
             "checked_ns = ?, crc = ?, parsed = ?, indexed = ?, "
@@ -416,7 +418,7 @@ def _update(
     if summary.messages and status == SESSION:
         add_entry_rows(connection, fts, file_id, summary.messages)
     row = Row(file_id, *values[:-2])
-    return row, "appended" if appended else "read"
+    return row, "appended" if appended else "read", deleted
 
 
 # ----------------------------------------------------------------------------------- change detection
