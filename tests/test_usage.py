@@ -589,3 +589,18 @@ def test_progress_shows_only_on_a_terminal_after_a_second(monkeypatch: pytest.Mo
     assert "500/1000" in terminal.getvalue()
     report(1000, 1000)
     assert terminal.getvalue().endswith("\r\033[K")  # the line is cleared when done
+
+
+def test_without_time_zone_data_a_named_zone_says_what_to_install(
+    agent: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import zoneinfo
+
+    def missing(key: str) -> Any:
+        raise zoneinfo.ZoneInfoNotFoundError(key)
+
+    monkeypatch.setattr(zoneinfo, "ZoneInfo", missing)
+    monkeypatch.setattr(zoneinfo, "available_timezones", lambda: set())
+    with pytest.raises(UsageQueryError, match="tzdata"):
+        usage_report("daily", timezone="Europe/Berlin")
+    assert usage_report("daily", timezone="UTC").rows  # UTC needs no data
