@@ -60,11 +60,7 @@ def to_html(manager: SessionManager, *, title: str | None = None) -> str:
     """The session as an interactive viewer, as ``pi --export`` makes one: one self-contained
     page (no network fetches) holding every branch, with a tree sidebar, search, filters, tool
     output, context edits and compactions as the model saw them (docs/viewer.md). ``title``
-    defaults to the session's name, else its first user message.
-
-    :param manager: the session to export.
-    :param title: the page's title (default: the session's name, else its first user message).
-    """
+    defaults to the session's name, else its first user message."""
     from .._viewer import render_viewer  # the page's assets are read only when one is made
 
     return render_viewer(manager, title=title)
@@ -73,12 +69,7 @@ def to_html(manager: SessionManager, *, title: str | None = None) -> str:
 def to_static_html(manager: SessionManager, *, all_branches: bool = False) -> str:
     """The session as one static HTML page (inline CSS, no scripts, no network fetches): the
     active branch, or every branch (``all_branches``); every string from the session is
-    HTML-escaped, images only as ``data:image/...`` URLs.
-
-    :param manager: the session to export.
-    :param all_branches: every branch, as numbered runs from each branch point (default: the active branch
-        only).
-    """
+    HTML-escaped, images only as ``data:image/...`` URLs."""
     return _to_html(manager, all_branches=all_branches, version=__version__)
 
 
@@ -120,11 +111,7 @@ def to_jsonl(manager: SessionManager, *, clock: Clock | None = None) -> str:
 
 def to_entry_lines(manager: SessionManager, *, all_branches: bool = False) -> str:
     """The entries of the active branch (or of the whole file) as the file holds them, one JSON
-    line each, no header: a filter over the session's lines (``pisession export --format jsonl``).
-
-    :param manager: the session to export.
-    :param all_branches: every entry of the file (default: the active branch's, root to leaf).
-    """
+    line each, no header: a filter over the session's lines (``pisession export --format jsonl``)."""
     entries: Sequence[Mapping[str, Any]] = (
         list(manager.snapshot().wire_entries()) if all_branches else wire_branch(manager)
     )
