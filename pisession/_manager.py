@@ -582,8 +582,8 @@ class SessionManager:
     ) -> builtins.list[SessionInfo]:
         """Sessions of every project (or of one folder), newest first (``catalog``: as in :meth:`list`).
 
-        :param session_dir: one folder of session files to list, every session in it (default: every project
-            folder under Pi's sessions root).
+        :param session_dir: a folder of session files to list whole, or a root of project folders (one holding
+            no session file of its own) to list project by project; default: Pi's sessions root.
         :param on_progress: called as ``on_progress(done, total)`` while the files are read.
         :param catalog: False reads every file; True uses the default catalog; a
             :class:`~pisession.catalog.Catalog` uses that one.
