@@ -13,11 +13,13 @@ append just moves the cursor past itself, so a manager that only writes keeps no
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
 
 from ._errors import PisessionError
 from ._js import hashable
 
+# typing for type checkers only (they take TYPE_CHECKING for true): start-up of a read-only
+# command does not import it.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ._index import TreeIndex
     from ._model import Entry
