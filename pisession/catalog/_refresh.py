@@ -2,9 +2,9 @@
 
 How a file is brought up to date (SPEC §7 defines the rows, :mod:`pisession._discovery` builds them):
 
-- its identity (device, inode), size and mtime are unchanged: not opened;
-- same identity, larger, and the bytes it had before are still there (first and last 512 bytes
-  compared): only the new lines are read, from the end of the last whole line read before;
+- its identity (device, inode), size, mtime and ctime are unchanged: not opened;
+- same identity, larger, and the bytes it had before are still there (their CRC-32 is the one
+  kept): only the new lines are parsed, from the end of the last whole line read before;
 - anything else (new, replaced, truncated, rewritten in place): read in full;
 - gone: its row and search rows are deleted.
 
