@@ -35,8 +35,22 @@ def _table() -> tuple[dict[str, tuple[int, int, int]], tuple[tuple[int, int], ..
     return weights, ranges
 
 
+@functools.cache
+def _ascii() -> tuple[tuple[int, int, int] | None, ...]:
+    weights, _ = _table()
+    return tuple(weights.get(chr(point)) for point in range(128))  # None: no weight (controls)
+
+
 def collation_key(name: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """A key that orders names as ``a.localeCompare(b)`` does (within the limits above)."""
+    if name.isascii():  # Pi's own names: no decomposition, one lookup per character
+        table = _ascii()
+        found = [weight for weight in map(table.__getitem__, map(ord, name)) if weight is not None]
+        return (
+            tuple(weight[0] for weight in found),
+            tuple(weight[1] for weight in found),
+            tuple(weight[2] for weight in found),
+        )
     weights, ranges = _table()
     primary: list[int] = []
     secondary: list[int] = []

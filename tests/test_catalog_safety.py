@@ -248,3 +248,35 @@ def test_an_unusable_catalog_at_a_named_path_is_left_alone(tmp_path: Path) -> No
             assert catalog.last_error is not None and "not touching it" in catalog.last_error
     assert database.read_bytes() == b"this is not a database" * 100
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("named")] == ["named.sqlite3"]
+
+
+def test_a_damaged_picker_row_is_read_again_from_the_file(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    sessions(folder, 3)
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        catalog.list_all(str(folder))
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE files SET first_message = CAST('forged' AS BLOB) WHERE path LIKE '%s1.jsonl'")
+        db.execute("UPDATE files SET message_count = 99 WHERE path LIKE '%s2.jsonl'")
+    db.close()
+    with Catalog(database) as catalog:
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+        assert catalog.last_report.read == 2
+
+
+def test_a_damaged_text_is_read_again_on_the_next_call(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    sessions(folder, 3)
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        catalog.list_all(str(folder))
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE files SET all_text = CAST('forged text' AS BLOB) WHERE path LIKE '%s1.jsonl'")
+    db.close()
+    with Catalog(database) as catalog:
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))  # the files, this time
+        assert catalog.last_error is not None
+    with Catalog(database) as catalog:
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+        assert catalog.last_error is None and catalog.last_report.read == 1

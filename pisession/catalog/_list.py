@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import zlib
 
@@ -47,6 +48,9 @@ def _texts(connection: sqlite3.Connection, paths: dict[int, str]) -> dict[int, s
             f"SELECT id, path, all_text, text_crc FROM files WHERE id IN ({marks})", chunk
         ):
             if path != paths[file_id] or blob is None or zlib.crc32(blob) != crc:
+                if path == paths[file_id]:
+                    with contextlib.suppress(sqlite3.Error):  # read it again next time
+                        connection.execute("UPDATE files SET row_crc = -1 WHERE id = ?", (file_id,))
                 raise CatalogError(f"the catalog's row for {paths[file_id]} changed or is damaged")
             out[file_id] = unpack(blob)
     if len(out) != len(paths):

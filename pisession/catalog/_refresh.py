@@ -2,9 +2,9 @@
 
 How a file is brought up to date (SPEC §7 defines the rows, :mod:`pisession._discovery` builds them):
 
-- its identity (device, inode), size and mtime are unchanged: not opened;
-- same identity, larger, and the bytes it had before are still there (first and last 512 bytes
-  compared): only the new lines are read, from the end of the last whole line read before;
+- its identity (device, inode), size, mtime and ctime are unchanged: not opened;
+- same identity, larger, and the bytes it had before are still there (their CRC-32 is the one
+  kept): only the new lines are parsed, from the end of the last whole line read before;
 - anything else (new, replaced, truncated, rewritten in place): read in full;
 - gone: its row and search rows are deleted.
 
@@ -38,6 +38,7 @@ from ._schema import (
     header_subset,
     indexable,
     pack,
+    row_checksum,
     unpack,
 )
 from ._usage import add_usage_rows, drop_usage_rows, usage_rows
@@ -320,10 +321,14 @@ def _update(
     path = candidate.path
     found = connection.execute(f"SELECT {FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
     old = None if found is None else Row(*found)
+    deleted = 0
+    if old is not None and not old.intact():
+        deleted = _delete(connection, fts, path)  # damaged: read the file again, from scratch
+        old = None
     try:
         handle = open_regular(path)
     except OSError as error:
-        deleted = 0 if old is None else _delete(connection, fts, path)
+        deleted += 0 if old is None else _delete(connection, fts, path)
         return None, f"cannot be read: {error.strerror or error}", deleted
     with handle:
         checked_ns = time.time_ns()
@@ -347,7 +352,7 @@ def _update(
                 _index(connection, fts, old.id, handle.read(old.parsed - old.indexed))
                 connection.execute("UPDATE files SET indexed = parsed WHERE id = ?", (old.id,))
                 old = attrs.evolve(old, indexed=old.parsed)
-            return old, "", 0
+            return old, "", deleted
         start = 0
         summary = SessionSummary(messages=[] if index else None)
         appended = old is not None and _grew(old, stats, handle)
@@ -400,32 +405,33 @@ def _update(
         all_text,
         zlib.crc32(all_text),
     )
-    deleted = 0
+    stored = (*values, row_checksum(*values[13:20]))
     if old is None:
         cursor = connection.execute(
             "INSERT INTO files (path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, "
             "indexed, head, tail, partial, status, header, message_count, first_message, name, "
-            f"last_activity, all_text, text_crc) VALUES ({', '.join('?' * 22)})",
-            values,
+            f"last_activity, all_text, text_crc, row_crc) VALUES ({', '.join('?' * 23)})",
+            stored,
         )
         file_id = cursor.lastrowid
         assert file_id is not None
     else:
         file_id = old.id
         if not appended:
-            deleted = drop_entry_rows(connection, fts, file_id)
+            deleted += drop_entry_rows(connection, fts, file_id)
         connection.execute(
             "UPDATE files SET path = ?, dir = ?, dev = ?, ino = ?, size = ?, mtime_ns = ?, ctime_ns = ?, "
             "checked_ns = ?, crc = ?, parsed = ?, indexed = ?, "
             "head = ?, tail = ?, partial = ?, status = ?, header = ?, message_count = ?, "
-            "first_message = ?, name = ?, last_activity = ?, all_text = ?, text_crc = ? WHERE id = ?",
-            (*values, file_id),
+            "first_message = ?, name = ?, last_activity = ?, all_text = ?, text_crc = ?, row_crc = ? "
+            "WHERE id = ?",
+            (*stored, file_id),
         )
     if summary.messages and status == SESSION:
         add_entry_rows(connection, fts, file_id, summary.messages)
     if status == SESSION:
         add_usage_rows(connection, file_id, *usage_rows(data[:cut], summary.header))
-    row = Row(file_id, *values[:-2])
+    row = Row(file_id, *values[:20], stored[22])
     return row, "appended" if appended else "read", deleted
 
 
@@ -441,7 +447,7 @@ def _partial_header(row: Row, path: str) -> bool:
 
 
 def _unchanged(candidate: Candidate, row: Row | None) -> bool:
-    return row is not None and candidate.stat is not None and _same(row, candidate.stat)
+    return row is not None and candidate.stat is not None and _same(row, candidate.stat) and row.intact()
 
 
 def _same(row: Row, stats: os.stat_result, racy_too: bool = False) -> bool:

@@ -15,6 +15,7 @@ import json
 import os
 import sqlite3
 import unicodedata
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -26,10 +27,10 @@ from ._location import APPLICATION_ID, claim_file, make_folder
 
 ProgressCallback = Callable[[int, int], None]
 
-SCHEMA_VERSION = 6  # 5 on h/catalog alone; 6 adds the usage tables
+SCHEMA_VERSION = 7  # 7: the usage tables and the checked rows (row_crc, text_crc) together
 FILE_COLUMNS = (
     "id, path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, indexed, head, tail, "
-    "partial, status, header, message_count, first_message, name, last_activity"
+    "partial, status, header, message_count, first_message, name, last_activity, row_crc"
 )
 PENDING, SESSION, FOREIGN = 0, 1, 2  # files.status: no header yet, a session, not a session
 # The usage rows summed per file, model and quarter hour (a warm report reads these, not every
@@ -119,7 +120,8 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
                 "dir TEXT NOT NULL, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, "
                 "ctime_ns INTEGER, checked_ns INTEGER, crc INTEGER, parsed INTEGER, indexed INTEGER, "
                 "head BLOB, tail BLOB, partial BLOB, status INTEGER, header TEXT, message_count INTEGER, "
-                "first_message BLOB, name BLOB, last_activity REAL, all_text BLOB, text_crc INTEGER)"
+                "first_message BLOB, name BLOB, last_activity REAL, all_text BLOB, text_crc INTEGER, "
+                "row_crc INTEGER)"
             )
             connection.execute("CREATE INDEX files_dir ON files(dir)")
             connection.execute(
@@ -213,6 +215,22 @@ class Row:
     first_message: bytes | None
     name: bytes | None
     last_activity: float | None
+    row_crc: int
+
+    def intact(self) -> bool:
+        """Whether what this row serves (its picker fields) is what was written."""
+        return (
+            row_checksum(
+                self.partial,
+                self.status,
+                self.header,
+                self.message_count,
+                self.first_message,
+                self.name,
+                self.last_activity,
+            )
+            == self.row_crc
+        )
 
     def summary(self, all_text: str | None) -> SessionSummary:
         summary = SessionSummary()
@@ -226,6 +244,24 @@ class Row:
         if all_text:
             summary.texts = [all_text]
         return summary
+
+
+def row_checksum(
+    partial: bytes | None,
+    status: int,
+    header: str | None,
+    message_count: int,
+    first_message: bytes | None,
+    name: bytes | None,
+    last_activity: float | None,
+) -> int:
+    """A checksum of a row's picker fields: a damaged row is read again, never served."""
+    # SQLite gives a REAL column back as a float, whatever was stored
+    fields = (status, header, message_count, None if last_activity is None else float(last_activity))
+    crc = zlib.crc32(repr(fields).encode("utf-8", "surrogatepass"))
+    for blob in (partial, first_message, name):
+        crc = zlib.crc32(b"-" if blob is None else b"+%d:" % len(blob) + bytes(blob), crc)
+    return crc
 
 
 def header_subset(header: dict[str, Any]) -> str:
