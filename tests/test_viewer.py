@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pisession import SessionManager, TreeNode
-from pisession._viewer import _asset, embed_json, render_viewer
+from pisession._viewer import _VENDOR, _asset, _script, _script_hash, embed_json, render_viewer
 
 CASES = Path(__file__).parent / "conformance" / "cases"
 
@@ -105,16 +105,22 @@ def test_page_fetches_nothing() -> None:
     assert "default-src 'none'" in head and "connect-src 'none'" in head
     without_data = re.sub(r'(<script id="pisession-data"[^>]*>).*?(</script>)', r"\1\2", page, flags=re.S)
     assert not re.search(
-        r"<link\b|@import|\b(src|href)\s*=\s*[\"']?(https?:)?//|url\(\s*[\"']?(https?:)?//", without_data
+        r"<link\b|\b(src|href)\s*=\s*[\"']?(https?:)?//|url\(\s*[\"']?(https?:)?//", without_data
     )
-    script = _asset("viewer.js")
+    assert "@import" not in _asset("viewer.css")  # (highlight.js names Objective-C's @import: not CSS)
+    script = _script()
+    assert "vendor/markdown-it.min.js" in _VENDOR and "markdown-it" in script and "Highlight.js" in script
     assert not re.search(r"\bfetch\(|XMLHttpRequest|WebSocket|EventSource|import\(|sendBeacon", script)
+    # Nor does it evaluate text as code, so the policy allows the one script by its hash alone.
+    assert not re.search(r"\beval\(|new Function\b|\bFunction\(", script)
+    assert f"script-src '{_script_hash(script)}'" in head and "unsafe" not in head.split("style-src")[0]
 
 
 def test_assets_can_be_inlined() -> None:
-    assert "</script" not in _asset("viewer.js").lower()
+    assert "</script" not in _script().lower()
     assert "</style" not in _asset("viewer.css").lower()
-    assert re.findall(r"\{\{([A-Z]+)\}\}", _asset("page.html")) == ["TITLE", "CSS", "DATA", "JS"]
+    holes = ["SCRIPTHASH", "TITLE", "CSS", "DATA", "JS"]
+    assert re.findall(r"\{\{([A-Z]+)\}\}", _asset("page.html")) == holes
 
 
 def _shape(roots: list[TreeNode] | tuple[TreeNode, ...], wire: list[dict[str, Any]]) -> dict[int, list[int]]:

@@ -15,7 +15,9 @@ session is shown, never run.
 
 from __future__ import annotations
 
+import base64
 import functools
+import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -78,6 +80,24 @@ def embed_json(value: object) -> str:
 @functools.cache
 def _asset(name: str) -> str:
     return resources.files(__name__).joinpath(name).read_text(encoding="utf-8")
+
+
+# Vendored, each with its licence beside it in vendor/: markdown-it (MIT) renders Markdown as
+# CommonMark with GFM tables and strikethrough, highlight.js's common build (BSD-3-Clause) colours
+# code. Neither uses eval or new Function, so the page's policy allows its one script by hash.
+_VENDOR = ("vendor/markdown-it.min.js", "vendor/highlight.min.js")
+
+
+@functools.cache
+def _script() -> str:
+    return "\n".join([*(_asset(name) for name in _VENDOR), _asset("viewer.js")])
+
+
+@functools.cache
+def _script_hash(script: str) -> str:
+    # The template writes the script as "<script>\n{{JS}}\n</script>": its text is what is hashed.
+    digest = hashlib.sha256(("\n" + script + "\n").encode("utf-8")).digest()
+    return "sha256-" + base64.b64encode(digest).decode("ascii")
 
 
 def _text_of(content: Any) -> str:
@@ -167,11 +187,13 @@ def render_viewer(manager: SessionManager, *, title: str | None = None) -> str:
     ``title`` defaults to the session's name, else its first user message.
     """
     data = _session_data(manager, title)
+    script = _script()
     fills = {
         "TITLE": _html_text(data["title"]),
         "CSS": _asset("viewer.css"),
         "DATA": embed_json(data),
-        "JS": _asset("viewer.js"),
+        "JS": script,
+        "SCRIPTHASH": _script_hash(script),
     }
     # One pass over the template, so text filled in is never searched for more placeholders.
     return re.sub(r"\{\{([A-Z]+)\}\}", lambda m: fills[m.group(1)], _asset("page.html"))

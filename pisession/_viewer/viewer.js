@@ -74,189 +74,53 @@
   }
 
   // ---------------------------------------------------------------------------------- highlighter
-  const KW = {
-    js: 'async await break case catch class const continue debugger default delete do else export extends false finally for from function if import in instanceof let new null of return static super switch this throw true try typeof undefined var void while yield interface type enum implements private public protected readonly as',
-    py: 'and as assert async await break class continue def del elif else except False finally for from global if import in is lambda None nonlocal not or pass raise return self True try while with yield match case',
-    sh: 'if then else elif fi for while until do done case esac function in return export local set unset echo cd exit source',
-    c: 'auto break case char const continue default do double else enum extern float for goto if int long register return short signed sizeof static struct switch typedef union unsigned void volatile while bool true false nullptr class public private protected virtual template typename namespace using new delete this include define',
-    rs: 'as async await break const continue crate dyn else enum extern false fn for if impl in let loop match mod move mut pub ref return self Self static struct super trait true type unsafe use where while Some None Ok Err',
-    go: 'break case chan const continue default defer else fallthrough for func go goto if import interface map package range return select struct switch type var nil true false',
-    java: 'abstract boolean break byte case catch char class const continue default do double else enum extends final finally float for if implements import instanceof int interface long new null package private protected public return short static super switch this throw throws true false try void while',
-    rb: 'begin break case class def do else elsif end ensure false for if in module next nil not or redo rescue retry return self super then true undef unless until when while yield require',
-    sql: 'select from where insert into values update set delete create table drop alter index join left right inner outer on and or not null as group by order having limit primary key',
-    css: '',
-    json: 'true false null',
-    yaml: 'true false null yes no',
-  };
-  const LANG = {
-    js: 'js', mjs: 'js', cjs: 'js', jsx: 'js', ts: 'js', tsx: 'js', javascript: 'js', typescript: 'js',
-    py: 'py', python: 'py', sh: 'sh', bash: 'sh', zsh: 'sh', shell: 'sh', console: 'sh',
-    c: 'c', h: 'c', cpp: 'c', cc: 'c', hpp: 'c', cs: 'java', csharp: 'java', java: 'java', kt: 'java', swift: 'java',
-    rs: 'rs', rust: 'rs', go: 'go', rb: 'rb', ruby: 'rb', sql: 'sql', css: 'css', scss: 'css',
-    json: 'json', jsonl: 'json', yaml: 'yaml', yml: 'yaml', toml: 'yaml',
-  };
-  const KWSETS = {};
+  // highlight.js's common build (vendor/highlight.min.js): its output escapes the code it is given.
+  const HLJS = window.hljs;
+  const EXT = { h: 'c', hpp: 'cpp', cc: 'cpp', mjs: 'javascript', cjs: 'javascript', jsonl: 'json', htm: 'xml', html: 'xml', svg: 'xml', toml: 'ini', kts: 'kotlin', patch: 'diff', console: 'bash', zsh: 'bash' };
   function langOf(name) {
     name = String(name || '').toLowerCase();
     const ext = name.includes('.') || name.includes('/') ? name.split('/').pop().split('.').pop() : name;
-    return LANG[ext] || null;
+    const lang = EXT[ext] || ext;
+    return lang && HLJS && HLJS.getLanguage(lang) ? lang : null;
   }
   function highlight(code, lang) {
-    lang = LANG[lang] || lang;
-    if (!lang || !(lang in KW) || code.length > 200000) return esc(code);
-    const hash = lang === 'py' || lang === 'sh' || lang === 'rb' || lang === 'yaml';
-    const parts = [
-      hash ? '#[^\\n]*' : lang === 'sql' ? '--[^\\n]*' : lang === 'json' ? '(?!)' : '\\/\\/[^\\n]*|\\/\\*[\\s\\S]*?\\*\\/',
-      lang === 'py' ? '"""[\\s\\S]*?"""|\'\'\'[\\s\\S]*?\'\'\'|"(?:\\\\.|[^"\\\\\\n])*"|\'(?:\\\\.|[^\'\\\\\\n])*\''
-        : '"(?:\\\\.|[^"\\\\\\n])*"|\'(?:\\\\.|[^\'\\\\\\n])*\'' + (lang === 'js' || lang === 'go' ? '|`(?:\\\\.|[^`\\\\])*`' : ''),
-      '\\b\\d[\\d_]*(?:\\.\\d+)?(?:[eE][+-]?\\d+)?\\b|\\b0[xX][0-9a-fA-F]+\\b',
-      '[A-Za-z_$][\\w$]*',
-    ];
-    const re = new RegExp('(' + parts.join(')|(') + ')', 'g');
-    const kws = KWSETS[lang] || (KWSETS[lang] = new Set(KW[lang].split(' ')));
-    let out = '', last = 0, m;
-    while ((m = re.exec(code)) !== null) {
-      if (m[0] === '') { re.lastIndex++; continue; }
-      out += esc(code.slice(last, m.index));
-      last = re.lastIndex;
-      const cls = m[1] ? 'c' : m[2] ? 's' : m[3] ? 'n' : kws.has(m[4]) ? 'k' : m[4] && code[re.lastIndex] === '(' ? 'f' : '';
-      out += cls ? '<span class="hl-' + cls + '">' + esc(m[0]) + '</span>' : esc(m[0]);
-    }
-    return out + esc(code.slice(last));
+    code = String(code);
+    lang = langOf(lang);
+    if (!lang || code.length > 200000) return esc(code);
+    try { return HLJS.highlight(code, { language: lang, ignoreIllegals: true }).value; } catch (e) { return esc(code); }
   }
 
   // ---------------------------------------------------------------------------------- markdown
-  // A small CommonMark-ish renderer: every piece of text is escaped before any tag is added,
-  // links keep only safe schemes, and images become links (the page fetches nothing).
-  function safeUrl(raw) {
-    const url = raw.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
-      .replace(/[\u0000-\u0020\u007f-\u009f]/g, '');
-    const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url);
-    if (scheme && !/^(https?|mailto)$/i.test(scheme[1])) return null;
-    return url;
+  // markdown-it (vendor/markdown-it.min.js), CommonMark with GFM tables and strikethrough. Raw
+  // HTML in a message is shown as text (html: false), links keep only safe schemes, and images
+  // become links (the page fetches nothing).
+  const MD = window.markdownit({ html: false, linkify: true, typographer: false, highlight: null });
+  MD.validateLink = function (url) {
+    const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(String(url).trim());
+    return !scheme || /^(https?|mailto)$/i.test(scheme[1]);
+  };
+  MD.renderer.rules.fence = function (tokens, i) {
+    const t = tokens[i];
+    const lang = String(t.info || '').trim().split(/\s+/)[0];
+    return codeBlock(t.content.replace(/\n$/, ''), lang);
+  };
+  MD.renderer.rules.code_block = function (tokens, i) { return codeBlock(tokens[i].content.replace(/\n$/, ''), ''); };
+  MD.renderer.rules.image = function (tokens, i) {
+    const t = tokens[i];
+    const src = t.attrGet('src') || '';
+    return '<a href="' + esc(src) + '" rel="noopener noreferrer" target="_blank">🖼 ' + esc(t.content || 'image') + '</a>';
+  };
+  const linkOpen = MD.renderer.rules.link_open || function (tokens, i, options, env, self) { return self.renderToken(tokens, i, options); };
+  MD.renderer.rules.link_open = function (tokens, i, options, env, self) {
+    const href = tokens[i].attrGet('href') || '';
+    if (!href.startsWith('#')) { tokens[i].attrSet('rel', 'noopener noreferrer'); tokens[i].attrSet('target', '_blank'); }
+    return linkOpen(tokens, i, options, env, self);
+  };
+  function codeBlock(code, lang) {
+    return '<div class="codebox"><button class="copy" data-copy="code" title="Copy">Copy</button><pre class="code"><code>' + highlight(code, lang) + '</code></pre></div>';
   }
-  function inline(text) {
-    const held = [];
-    const hold = (html) => '\u0000' + (held.push(html) - 1) + '\u0000';
-    let s = text.replace(/\u0000/g, '\ufffd');
-    s = s.replace(/(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/g, (_, f, code) => hold('<code>' + esc(code.replace(/^ (.*) $/s, '$1')) + '</code>'));
-    s = s.replace(/\\([!-/:-@[-`{-~])/g, (_, c) => hold(esc(c)));
-    s = esc(s);
-    s = s.replace(/(!?)\[([^\]\u0000]*)\]\(\s*([^\s()]+)(?:\s+&quot;([^"]*?)&quot;)?\s*\)/g, (all, bang, label, href, title) => {
-      const url = safeUrl(href);
-      const shown = bang ? '🖼 ' + (label || 'image') : label;
-      if (url === null) return hold(shown);
-      const away = url.startsWith('#') ? '' : ' rel="noopener noreferrer" target="_blank"';
-      return hold('<a href="' + esc(url) + '"' + (title ? ' title="' + title + '"' : '') + away + '>') + shown + hold('</a>');
-    });
-    // Autolinks, <https://...> or bare; the text is escaped here, so stop at an escaped < or >.
-    s = s.replace(/&lt;((?:https?|mailto):(?:(?!&gt;|&lt;)[^\s\u0000])+)&gt;|\b(https?:\/\/(?:(?!&gt;|&lt;|&quot;|&#39;)[^\s\u0000])*(?:(?!&gt;|&lt;|&quot;|&#39;)[^\s.,;:!?)\]\u0000]))/g, (all, a, b) => {
-      const url = safeUrl(a || b);
-      return url === null ? all : hold('<a href="' + esc(url) + '" rel="noopener noreferrer" target="_blank">' + esc(url) + '</a>');
-    });
-    s = s.replace(/\*\*(?=\S)([\s\S]*?\S)\*\*|__(?=\S)([\s\S]*?\S)__(?![A-Za-z0-9])/g, (_, a, b) => '<strong>' + (a || b) + '</strong>');
-    s = s.replace(/\*(?=[^\s*])([^*]*?[^\s*])\*|(^|[^A-Za-z0-9_])_(?=[^\s_])([^_]*?[^\s_])_(?![A-Za-z0-9])/g,
-      (_, a, pre, b) => a !== undefined ? '<em>' + a + '</em>' : pre + '<em>' + b + '</em>');
-    s = s.replace(/~~(?=\S)([\s\S]*?\S)~~/g, '<del>$1</del>');
-    s = s.replace(/\n/g, '<br>');
-    return s.replace(/\u0000(\d+)\u0000/g, (_, i) => held[+i]);
-  }
-  const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^\s`]*)[^`]*$/;
-  const HR = /^ {0,3}([-*_])(?:\s*\1){2,}\s*$/;
-  const HEADING = /^ {0,3}(#{1,6})(?:\s+(.*?))?(?:\s+#+)?\s*$/;
-  const ITEM = /^( {0,3})([-*+]|\d{1,9}[.)])(\s+|$)(.*)$/;
-  const TABLE_RULE = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
-  function startsBlock(line) {
-    return FENCE.test(line) || HR.test(line) || HEADING.test(line) || /^ {0,3}>/.test(line) || ITEM.test(line);
-  }
-  function cells(line) {
-    let s = line.trim();
-    if (s.startsWith('|')) s = s.slice(1);
-    if (s.endsWith('|') && !s.endsWith('\\|')) s = s.slice(0, -1);
-    return s.split(/(?<!\\)\|/).map((c) => c.trim());
-  }
-  function markdown(src, depth) {
-    depth = depth || 0;
-    if (depth > 20) return '<p>' + inline(src) + '</p>';
-    const lines = String(src).replace(/\r\n?/g, '\n').split('\n');
-    let out = '', i = 0;
-    while (i < lines.length) {
-      const line = lines[i];
-      let m;
-      if (!line.trim()) { i++; continue; }
-      if ((m = FENCE.exec(line))) {
-        const fence = m[1], lang = m[2], body = [];
-        i++;
-        while (i < lines.length && !(lines[i].trim().startsWith(fence[0].repeat(fence.length)) && /^\s*[`~]+\s*$/.test(lines[i]))) body.push(lines[i++]);
-        i++;
-        out += '<pre class="code"><code>' + highlight(body.join('\n'), langOf(lang) || lang.toLowerCase()) + '</code></pre>';
-        continue;
-      }
-      if (HR.test(line)) { out += '<hr>'; i++; continue; }
-      if ((m = HEADING.exec(line))) { const n = m[1].length; out += '<h' + n + '>' + inline(m[2] || '') + '</h' + n + '>'; i++; continue; }
-      if (/^ {0,3}>/.test(line)) {
-        const body = [];
-        while (i < lines.length && lines[i].trim() && /^ {0,3}>/.test(lines[i])) body.push(lines[i++].replace(/^ {0,3}> ?/, ''));
-        out += '<blockquote>' + markdown(body.join('\n'), depth + 1) + '</blockquote>';
-        continue;
-      }
-      if ((m = ITEM.exec(line))) {
-        const ordered = /\d/.test(m[2]);
-        const start = ordered ? parseInt(m[2], 10) : 1;
-        const items = [];
-        while (i < lines.length) {
-          const im = ITEM.exec(lines[i]);
-          if (!im || /\d/.test(im[2]) !== ordered) break;
-          const indent = im[1].length + im[2].length + Math.max(1, Math.min(im[3].length, 4));
-          const body = [im[4]];
-          i++;
-          while (i < lines.length) {
-            const l = lines[i];
-            if (!l.trim()) {
-              if (i + 1 < lines.length && /^\s/.test(lines[i + 1]) && lines[i + 1].trim()) { body.push(''); i++; continue; }
-              break;
-            }
-            if (ITEM.exec(l) && l.search(/\S/) < indent) break;
-            if (l.search(/\S/) < indent && startsBlock(l)) break;
-            body.push(l.slice(Math.min(indent, l.search(/\S/))));
-            i++;
-          }
-          items.push(body);
-        }
-        out += ordered ? '<ol' + (start !== 1 ? ' start="' + start + '"' : '') + '>' : '<ul>';
-        for (const body of items) {
-          let text = body.join('\n');
-          let box = '';
-          const task = /^\[([ xX])\]\s+/.exec(text);
-          if (task) { box = task[1] === ' ' ? '☐ ' : '☑ '; text = text.slice(task[0].length); }
-          const simple = !/\n\s*\n/.test(text) && !text.split('\n').slice(1).some(startsBlock);
-          out += '<li>' + box + (simple ? inline(text) : markdown(text, depth + 1)) + '</li>';
-        }
-        out += ordered ? '</ol>' : '</ul>';
-        continue;
-      }
-      if (line.includes('|') && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1]) && lines[i + 1].includes('-')) {
-        const head = cells(line);
-        const aligns = cells(lines[i + 1]).map((c) => (/^:-+:$/.test(c) ? 'center' : /-:$/.test(c) ? 'right' : /^:-/.test(c) ? 'left' : ''));
-        i += 2;
-        let t = '<div class="table"><table><thead><tr>';
-        head.forEach((c, k) => { t += '<th' + (aligns[k] ? ' style="text-align:' + aligns[k] + '"' : '') + '>' + inline(c) + '</th>'; });
-        t += '</tr></thead><tbody>';
-        while (i < lines.length && lines[i].trim() && lines[i].includes('|')) {
-          const row = cells(lines[i++]);
-          t += '<tr>';
-          head.forEach((_, k) => { t += '<td' + (aligns[k] ? ' style="text-align:' + aligns[k] + '"' : '') + '>' + inline(row[k] || '') + '</td>'; });
-          t += '</tr>';
-        }
-        out += t + '</tbody></table></div>';
-        continue;
-      }
-      const para = [line];
-      i++;
-      while (i < lines.length && lines[i].trim() && !startsBlock(lines[i])) para.push(lines[i++]);
-      out += '<p>' + inline(para.join('\n')) + '</p>';
-    }
-    return out;
+  function markdown(src) {
+    try { return MD.render(String(src)); } catch (e) { return '<pre class="out">' + esc(src) + '</pre>'; }
   }
 
   // ---------------------------------------------------------------------------------- tree text

@@ -518,6 +518,6 @@ def test_skills_nested_calls_tool_parameters_and_pi_links(tmp_path: Path) -> Non
     shown, summary, body, spec, tool = out["values"]
     assert other not in shown
     assert "deploy" in summary and "~/skills/deploy.md" in summary
-    assert body == "<p>Steps <strong>here</strong></p>"
+    assert body.strip() == "<p>Steps <strong>here</strong></p>"
     assert "command" in spec and "required" in spec
     assert "nested calls: 1" in tool and '✓ read {"path":"a"}' in tool
