@@ -23,6 +23,7 @@
   const POS = new Map();
   E.forEach((e, p) => POS.set(String(e && e.id), p));
   const labelOf = (p) => LABELS[p];
+  const BRANCH_POINTS = E.reduce((n, _, p) => n + (KIDS[p] && KIDS[p].length > 1 ? 1 : 0), 0);
 
   // Tool calls by id, for the tree's one-line descriptions of tool results.
   let callIndex = null;
@@ -55,6 +56,14 @@
     if (n < 10000) return (n / 1000).toFixed(1) + 'k';
     if (n < 1e6) return Math.round(n / 1000) + 'k';
     return (n / 1e6).toFixed(1) + 'M';
+  }
+  function fmtDate(ts) {
+    const d = new Date(typeof ts === 'number' ? ts : String(ts || ''));
+    return isNaN(d.getTime()) ? '' : d.toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
+  }
+  function fmtClock(ts) {
+    const d = new Date(typeof ts === 'number' ? ts : String(ts || ''));
+    return isNaN(d.getTime()) ? '' : d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
   }
   function fmtTime(ts) {
     const d = new Date(typeof ts === 'number' ? ts : String(ts || ''));
@@ -375,8 +384,7 @@
   // ---------------------------------------------------------------------------------- messages
   let ctx = new Map();
   let results = new Map();   // toolCallId -> position of its result on the path
-  let items = [];            // what the message list shows: {p} or {group: [positions]}
-  let openGroups = new Set();
+  let items = [];            // what the message list shows: {p}, or {boundary: compaction} where the model's context starts
   let win = { lo: 0, hi: 0 };
   const CHUNK = 60;
 
@@ -390,7 +398,7 @@
     const ts = e && e.timestamp;
     return '<div class="head"><span class="kind">' + esc(kind) + '</span>' + (extra || '') +
       (label ? '<span class="label">' + esc(label) + '</span>' : '') +
-      '<span class="grow"></span><time>' + esc(fmtTime(ts)) + '</time>' +
+      '<span class="grow"></span><time title="' + esc(fmtTime(ts)) + '">' + esc(fmtClock(ts)) + '</time>' +
       '<a class="permalink" href="#entry-' + encodeURIComponent(str(e && e.id)) + '" title="Link to this entry">#</a></div>';
   }
   function longText(text, lang, lines) {
@@ -569,7 +577,7 @@
     return '<pre class="out">' + esc(json(m)) + '</pre>';
   }
   function contextNote(p, st) {
-    if (!st) return '';
+    if (!st || st.kind === 'compacted') return ''; // one boundary line marks these (itemHtml)
     const what = {
       compacted: 'Not in the model’s context: summarised by the compaction ',
       folded: 'Folded into the system prompt kept by the compaction ',
@@ -646,12 +654,18 @@
       }
     }
     if (st) cls += ' ctx-' + st.kind;
+    if (m && m.role === 'system') {
+      const chars = textOf(m.content).length;
+      body = '<details class="sysprompt"><summary>' + (chars ? chars.toLocaleString() + ' characters' : 'changes') + '</summary>' + body + '</details>';
+    }
     return '<article class="' + cls + (p === state.target ? ' target' : '') + '" id="entry-' + esc(str(e.id)) + '">' + head(p, kind, extra) + contextNote(p, st) + body + '</article>';
   }
   function itemHtml(item) {
-    if (item.group) {
-      return '<div class="group" data-group="' + item.group[0] + '"><button class="open-group">' + item.group.length.toLocaleString() +
-        (item.group.length === 1 ? ' entry' : ' entries') + ' before this point were summarised by a compaction and not sent to the model: show them</button></div>';
+    if (item.boundary !== undefined) {
+      const c = E[item.boundary];
+      return '<div class="ctx-boundary" role="separator"><span>The model’s context starts here.</span> What is above was summarised by the ' +
+        '<a class="ref" href="#entry-' + encodeURIComponent(str(c.id)) + '">compaction</a>' + (num(c.tokensBefore) ? ' of ' + num(c.tokensBefore).toLocaleString() + ' tokens' : '') +
+        '; the model saw that summary instead.</div>';
     }
     return entryHtml(item.p);
   }
@@ -667,23 +681,18 @@
       const m = msgOf(E[p]);
       if (m && m.role === 'assistant') for (const b of blocks(m.content)) if (b.type === 'toolCall' && results.has(b.id)) called.add(results.get(b.id));
     }
-    let group = null;
-    for (const p of state.path) {
-      if (called.has(p)) continue;
-      const st = ctx.get(p);
-      if (st && st.kind === 'compacted' && !openGroups.has(st.by)) {
-        if (!group) { group = []; items.push({ group, by: st.by }); }
-        group.push(p);
-        continue;
-      }
-      group = null;
-      items.push({ p });
-    }
+    // The whole branch is shown in place; one thin line marks where the model's context starts.
+    let last = -1;
+    state.path.forEach((p, i) => { const st = ctx.get(p); if (st && st.kind === 'compacted') last = i; });
+    state.path.forEach((p, i) => {
+      if (!called.has(p)) items.push({ p });
+      if (i === last) items.push({ boundary: ctx.get(p).by });
+    });
   }
   function itemIndexOf(p) {
     for (let i = 0; i < items.length; i++) {
       const it = items[i];
-      if (it.p === p || (it.group && it.group.includes(p))) return i;
+      if (it.p === p) return i;
     }
     // A tool result is drawn inside its call: look for the message that made the call.
     const m = msgOf(E[p]);
@@ -699,10 +708,11 @@
   function renderWindow(lo, hi) {
     win = { lo, hi };
     const leaf = state.leaf;
-    let html = '<div class="branch-bar">' + (leaf < 0 ? 'No branch: the session has no leaf.' :
-      'Branch of ' + state.path.length.toLocaleString() + (state.path.length === 1 ? ' entry' : ' entries') + ' ending at ' + linkTo(leaf) +
-      (leaf === DEFAULT_LEAF ? ', the session’s leaf' : ' (the session’s leaf is ' + (DEFAULT_LEAF >= 0 ? linkTo(DEFAULT_LEAF) : 'none') + ')')) +
-      '</div><div id="top-sentinel"></div>';
+    const size = state.path.length.toLocaleString() + (state.path.length === 1 ? ' entry' : ' entries');
+    const bar = leaf < 0 ? 'This session has no messages yet.'
+      : leaf !== DEFAULT_LEAF ? 'Another branch of the conversation (' + size + '). <button class="action" data-act="latest">Back to where the session was left</button>'
+      : BRANCH_POINTS ? 'The conversation as the session was left (' + size + '). The tree shows the other branches.' : '';
+    let html = (bar ? '<div class="branch-bar">' + bar + '</div>' : '') + '<div id="top-sentinel"></div>';
     for (let i = lo; i < hi; i++) html += itemHtml(items[i]);
     html += '<div id="bottom-sentinel"></div>';
     list().innerHTML = html;
@@ -755,15 +765,12 @@
       state.path = leaf >= 0 ? pathTo(leaf) : [];
       state.onPath = new Set(state.path);
       ctx = contextOf(state.path);
-      openGroups = new Set();
       buildItems();
       if (state.filter !== 'all' || state.query) buildRows(); // the leaf is always shown
     }
     const at = target >= 0 ? itemIndexOf(target) : -1;
     if (at >= 0) {
-      const it = items[at];
-      if (it.group) { openGroups.add(it.by); buildItems(); }
-      const i = itemIndexOf(target);
+      const i = at;
       renderWindow(Math.max(0, i - 20), Math.min(items.length, i + 40));
       const el = document.getElementById('entry-' + str(E[target].id));
       if (el) {
@@ -860,14 +867,19 @@
     const models = [...s.models.entries()].map(([k, n]) => esc(k) + ' <span class="muted">×' + n + '</span>').join(', ');
     const tools = [...s.tools.entries()].sort((a, b) => b[1] - a[1]).map(([k, n]) => esc(k) + ' <span class="muted">×' + n + '</span>').join(', ');
     const row = (k, v) => '<dt>' + k + '</dt><dd>' + v + '</dd>';
+    const when = HEADER ? fmtDate(HEADER.timestamp) : '';
+    const summary = [when, s.user ? s.user.toLocaleString() + (s.user === 1 ? ' prompt' : ' prompts') : '',
+      s.calls ? s.calls.toLocaleString() + (s.calls === 1 ? ' tool call' : ' tool calls') : '', s.cost ? '$' + s.cost.toFixed(2) : ''].filter(Boolean).join(' · ');
     $('#top').innerHTML =
-      '<div class="title-row"><h1>' + esc(DATA.title) + '</h1><span class="grow"></span>' +
+      '<div class="title-row"><button class="action" data-act="tree" id="tree-button" aria-controls="sidebar" title="Show or hide the session tree">☰ Tree</button>' +
+      '<h1>' + esc(DATA.title) + '</h1><span class="grow"></span>' +
+      '<button class="toggle" data-act="model" title="Show only what the model saw at the end of this branch (M)">What the model saw</button>' +
       '<button class="toggle" data-act="thinking" title="Show or hide thinking (T)">Thinking</button>' +
       '<button class="toggle" data-act="tools" title="Expand or collapse tool output (O)">Tool output</button>' +
       '<button class="toggle" data-act="hidden" title="Show hidden and settings entries (H)">Hidden</button>' +
       '<button class="toggle" data-act="theme" title="Light, dark or the system’s colours">Theme</button>' +
       '<button class="action" data-act="download" title="Download the session as JSONL">↓ JSONL</button></div>' +
-      '<dl class="stats">' +
+      '<details class="about"><summary>' + esc(summary || 'Session details') + '</summary><dl class="stats">' +
       row('Session', '<code>' + esc(HEADER ? str(HEADER.id) : '') + '</code>') +
       row('Directory', '<code>' + esc(HEADER ? shortPath(HEADER.cwd) : '') + '</code>') +
       row('Created', esc(HEADER ? fmtTime(HEADER.timestamp) : '')) +
@@ -877,8 +889,8 @@
       row('Tokens', esc(tokens.join(' ') || '0') + (s.extraTokens ? ' <span class="muted">+ ' + fmtTokens(s.extraTokens) + ' outside the conversation</span>' : '')) +
       row('Cost', '$' + s.cost.toFixed(3) + (s.extraCost ? ' <span class="muted">+ $' + s.extraCost.toFixed(3) + ' outside the conversation (summaries, usage entries)</span>' : '')) +
       row('Entries', N.toLocaleString() + ' <span class="muted">(' + ROOTS.length + (ROOTS.length === 1 ? ' root' : ' roots') + ', ' +
-        E.reduce((n, _, p) => n + (KIDS[p] && KIDS[p].length > 1 ? 1 : 0), 0) + ' branch points)</span>') +
-      '</dl><div class="hint">T thinking · O tool output · H hidden entries · / search · Esc back to the session’s leaf</div>';
+        BRANCH_POINTS + (BRANCH_POINTS === 1 ? ' branch point)' : ' branch points)') + '</span>') +
+      '</dl><div class="hint">M what the model saw · T thinking · O tool output · H hidden entries · / search · ↑ ↓ in the tree · Esc back to the session’s leaf</div></details>';
     syncToggles();
   }
   function syncToggles() {
@@ -887,6 +899,7 @@
     set('thinking', !b.contains('hide-thinking'));
     set('tools', b.contains('tools-open'));
     set('hidden', !b.contains('hide-hidden'));
+    set('model', b.contains('model-view'));
     const theme = document.documentElement.dataset.theme || 'auto';
     set('theme', theme !== 'auto', 'Theme: ' + theme);
   }
@@ -914,6 +927,9 @@
     if (name === 'thinking') b.toggle('hide-thinking');
     else if (name === 'tools') { b.toggle('tools-open'); for (const el of document.querySelectorAll('.long.open')) el.classList.remove('open'); }
     else if (name === 'hidden') b.toggle('hide-hidden');
+    else if (name === 'model') b.toggle('model-view');
+    else if (name === 'tree') b.toggle('tree-open');
+    else if (name === 'latest') navigate(DEFAULT_LEAF, -1, 'top');
     else if (name === 'theme') {
       const order = ['auto', 'light', 'dark'];
       setTheme(order[(order.indexOf(document.documentElement.dataset.theme || 'auto') + 1) % 3]);
@@ -959,18 +975,6 @@
       if (more) { more.parentElement.classList.toggle('open'); return; }
       const stub = t.closest('.thinking-stub');
       if (stub) { stub.parentElement.classList.toggle('open'); return; }
-      const group = t.closest('.open-group');
-      if (group) {
-        const first = +group.parentElement.dataset.group;
-        const st = ctx.get(first);
-        if (st) openGroups.add(st.by);
-        buildItems();
-        const i = itemIndexOf(first);
-        renderWindow(Math.max(0, i - 5), Math.min(items.length, i + CHUNK));
-        const el = document.getElementById('entry-' + str(E[first].id));
-        if (el) el.scrollIntoView({ block: 'start' });
-        return;
-      }
       const img = t.closest('img.img');
       if (img) { const box = $('#lightbox'); box.querySelector('img').src = img.src; box.hidden = false; return; }
       if (t.closest('#lightbox')) { $('#lightbox').hidden = true; }
@@ -989,6 +993,7 @@
       if (key === 't') act('thinking');
       else if (key === 'o') act('tools');
       else if (key === 'h') act('hidden');
+      else if (key === 'm') act('model');
       else if (key === '/') { ev.preventDefault(); $('#search').focus(); }
       else return;
       ev.preventDefault();
