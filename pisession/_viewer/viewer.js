@@ -399,14 +399,16 @@
     return '<div class="head"><span class="kind">' + esc(kind) + '</span>' + (extra || '') +
       (label ? '<span class="label">' + esc(label) + '</span>' : '') +
       '<span class="grow"></span><time title="' + esc(fmtTime(ts)) + '">' + esc(fmtClock(ts)) + '</time>' +
-      '<a class="permalink" href="#entry-' + encodeURIComponent(str(e && e.id)) + '" title="Link to this entry">#</a></div>';
+      '<a class="permalink" href="#entry-' + encodeURIComponent(str(e && e.id)) + '" title="Link to this entry">#</a>' +
+      '<button class="copy" data-copy="link" data-p="' + p + '" title="Copy a link to this entry">Copy link</button></div>';
   }
   function longText(text, lang, lines) {
     text = String(text).replace(/\t/g, '   ');
     const count = text.split('\n').length;
     const body = lang ? highlight(text, lang) : esc(text);
-    if (count <= lines) return '<pre class="out">' + body + '</pre>';
-    return '<div class="long" style="--lines:' + lines + '"><pre class="out">' + body + '</pre>' +
+    const copy = '<button class="copy" data-copy="code" title="Copy">Copy</button>';
+    if (count <= lines) return '<div class="codebox">' + copy + '<pre class="out">' + body + '</pre></div>';
+    return '<div class="codebox long" style="--lines:' + lines + '">' + copy + '<pre class="out">' + body + '</pre>' +
       '<button class="more">… ' + (count - lines) + ' more lines</button></div>';
   }
   function contentHtml(content, md) {
@@ -757,7 +759,24 @@
   }
 
   // ---------------------------------------------------------------------------------- navigation
-  function navigate(leaf, target, how) {
+  // The address bar follows navigation: #entry-<id>, with &leaf=<id> when the entry is shown on
+  // another branch than its newest, or #leaf=<id> for a branch without a target. 'push' adds a
+  // history step (so Back returns), 'replace' rewrites the current one.
+  function addressOf(leaf, target) {
+    const id = (p) => encodeURIComponent(str(E[p] && E[p].id));
+    if (target >= 0) return '#entry-' + id(target) + (leaf !== newestLeaf(target) ? '&leaf=' + id(leaf) : '');
+    return leaf !== DEFAULT_LEAF && leaf >= 0 ? '#leaf=' + id(leaf) : '';
+  }
+  function syncAddress(mode) {
+    if (mode !== 'push' && mode !== 'replace') return;
+    const want = addressOf(state.leaf, state.target);
+    if (want === location.hash || (!want && !location.hash && !location.search)) return;
+    const url = location.pathname + (want || '');
+    try {
+      if (mode === 'push') history.pushState(null, '', url); else history.replaceState(null, '', url);
+    } catch (e) { /* some file: pages refuse history changes: the page still works */ }
+  }
+  function navigate(leaf, target, how, mode) {
     const changed = leaf !== state.leaf || !state.path.length;
     state.leaf = leaf;
     state.target = target;
@@ -787,15 +806,21 @@
     }
     drawTree(true);
     if (target >= 0) revealRow(target);
+    syncAddress(mode === undefined ? 'push' : mode);
   }
-  function openHash() {
-    const m = /^#entry-(.+)$/.exec(location.hash);
-    if (!m) return false;
-    let id;
-    try { id = decodeURIComponent(m[1]); } catch (e) { return false; }
-    const p = POS.get(id);
+  function openHash(mode) {
+    const m = /^#(?:entry-([^&]*))?(?:&?leaf=([^&]*))?$/.exec(location.hash);
+    if (!m || (m[1] === undefined && m[2] === undefined)) return false;
+    let id, leafId;
+    try { id = m[1] !== undefined ? decodeURIComponent(m[1]) : undefined; leafId = m[2] !== undefined ? decodeURIComponent(m[2]) : undefined; } catch (e) { return false; }
+    const p = id !== undefined ? POS.get(id) : -1;
     if (p === undefined) return false;
-    navigate(state.onPath.has(p) ? state.leaf : newestLeaf(p), p, 'center');
+    let leaf = leafId !== undefined ? POS.get(leafId) : undefined;
+    if (leaf !== undefined && p >= 0 && !pathTo(leaf).includes(p)) leaf = undefined;
+    if (leaf === undefined) leaf = p < 0 ? DEFAULT_LEAF : state.onPath.has(p) ? state.leaf : newestLeaf(p);
+    if (p >= 0 && leaf === state.leaf && p === state.target && document.getElementById('entry-' + str(E[p].id))) return true;
+    if (p < 0 && leaf === state.leaf && state.target < 0) return true;
+    navigate(leaf, p, 'center', mode || 'none');
     return true;
   }
 
@@ -807,7 +832,7 @@
     const target = POS.get(params.get('targetId') || '');
     if (leaf === undefined && target === undefined) return false;
     const to = leaf !== undefined ? leaf : newestLeaf(target);
-    navigate(to, target !== undefined && pathTo(to).includes(target) ? target : -1, 'center');
+    navigate(to, target !== undefined && pathTo(to).includes(target) ? target : -1, 'center', 'none');
     return true;
   }
 
@@ -971,6 +996,8 @@
       const t = ev.target;
       const button = t.closest('[data-act]');
       if (button) { act(button.dataset.act); return; }
+      const copy = t.closest('button.copy');
+      if (copy) { copyFrom(copy); return; }
       const more = t.closest('.long .more');
       if (more) { more.parentElement.classList.toggle('open'); return; }
       const stub = t.closest('.thinking-stub');
@@ -979,7 +1006,13 @@
       if (img) { const box = $('#lightbox'); box.querySelector('img').src = img.src; box.hidden = false; return; }
       if (t.closest('#lightbox')) { $('#lightbox').hidden = true; }
     });
-    window.addEventListener('hashchange', openHash);
+    // A link followed in the page, Back or Forward: show what the address names.
+    const fromAddress = () => {
+      if (openHash('replace') || location.hash || openPiLink()) return;
+      if (state.leaf !== DEFAULT_LEAF || state.target >= 0) navigate(DEFAULT_LEAF, -1, 'top', 'none');
+    };
+    window.addEventListener('hashchange', fromAddress);
+    window.addEventListener('popstate', fromAddress);
     document.addEventListener('keydown', (ev) => {
       const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement && document.activeElement.tagName);
       if (ev.key === 'Escape') {
@@ -997,6 +1030,41 @@
       else if (key === '/') { ev.preventDefault(); $('#search').focus(); }
       else return;
       ev.preventDefault();
+    });
+  }
+
+  // ---------------------------------------------------------------------------------- copy
+  function copyText(text) {
+    const fallback = () => {
+      const area = document.createElement('textarea');
+      area.value = text;
+      area.setAttribute('readonly', '');
+      area.style.position = 'fixed'; area.style.opacity = '0';
+      document.body.appendChild(area);
+      area.select();
+      let ok = false;
+      try { ok = document.execCommand('copy'); } catch (e) { ok = false; }
+      area.remove();
+      return ok;
+    };
+    if (navigator.clipboard && navigator.clipboard.writeText) return navigator.clipboard.writeText(text).then(() => true, fallback);
+    return Promise.resolve(fallback());
+  }
+  function copyFrom(button) {
+    let text = '';
+    if (button.dataset.copy === 'link') {
+      const p = +button.dataset.p;
+      const leaf = state.onPath.has(p) ? state.leaf : newestLeaf(p);
+      text = location.href.replace(/[?#].*$/s, '') + addressOf(leaf, p);
+    } else {
+      const pre = button.parentElement.querySelector('pre');
+      text = pre ? pre.textContent : '';
+    }
+    copyText(text).then((ok) => {
+      const was = button.textContent;
+      button.textContent = ok ? 'Copied' : 'Copy failed';
+      button.classList.add('done');
+      setTimeout(() => { button.textContent = was; button.classList.remove('done'); }, 1200);
     });
   }
 

@@ -9,7 +9,8 @@
 // {"do": "wait", "ms": 100}, {"do": "waitFor", "js": "..."} (until truthy),
 // {"do": "screenshot", "path": "..."}, {"do": "dark", "on": true}, {"do": "downloads", "dir": "..."}.
 // Optional plan keys: "ready" (an expression true once the page is ready; default: the viewer's
-// own flag), "query" and "hash" (added to the page's URL), "width", "height".
+// own flag), "query" and "hash" (added to the page's URL), "width", "height", "clipboard" (true:
+// the page may read and write the clipboard), "media" ("print" to lay the screen out as printed).
 import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,6 +34,9 @@ const browser = await puppeteer.launch({
 });
 const out = { values: [], consoleErrors: [], pageErrors: [], requests: [] };
 try {
+  if (plan.clipboard) {
+    await browser.defaultBrowserContext().overridePermissions('file://', ['clipboard-read', 'clipboard-write', 'clipboard-sanitized-write']);
+  }
   const page = await browser.newPage();
   await page.setViewport({ width: plan.width || 1400, height: plan.height || 900 });
   page.on('console', (msg) => { if (msg.type() === 'error' || msg.type() === 'warn') out.consoleErrors.push(msg.text()); });

@@ -4,9 +4,10 @@ a phone's screen, printing, and the tree by keyboard (headless Chromium, see tes
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
-from test_viewer_browser import clean, drive, export, js
+from test_viewer_browser import CASES, SHOWN, clean, drive, export, js
 
 from pisession import SessionManager
 from pisession.cli.demo import write_demo_session
@@ -50,3 +51,106 @@ def test_first_screen_holds_the_first_user_message(tmp_path: Path) -> None:
     assert visible and 0 <= top < height - 40  # its head and first line are on the first screen
     assert boundaries == 1  # the demo has a compaction: one line where the model's context starts
     assert jargon is False
+
+
+def branched(folder: Path) -> tuple[SessionManager, Path]:
+    source = folder / "branched.jsonl"
+    shutil.copy(CASES / "branched_labels.jsonl", source)
+    manager = SessionManager.open(source)
+    return manager, export(manager, folder)
+
+
+STATE = "[location.hash, window.pisessionViewer.state.leaf, window.pisessionViewer.state.target]"
+
+
+def test_the_address_follows_navigation_back_works_and_reopens_the_view(tmp_path: Path) -> None:
+    manager, page = branched(tmp_path)
+    pos = {e["id"]: i for i, e in enumerate(manager.snapshot().wire_entries())}
+    root_answer, alternative, alt_leaf = "dd4bd8b5", "8c234d49", "0b3cd03a"
+    main_leaf = pos[manager.get_leaf_id() or ""]
+    out = drive(
+        page,
+        [
+            js(STATE),
+            {"do": "click", "sel": f'#tree .row[data-p="{pos[alternative]}"]'},
+            js(STATE),
+            # The shared root answer, shown on the main branch (its newest is the alternative one).
+            js(f"window.pisessionViewer.navigate({main_leaf}, {pos[root_answer]}, 'center')"),
+            js(STATE),
+            js("(history.back(), new Promise(r => setTimeout(r, 300)))"),
+            js(STATE),
+            js("(history.back(), new Promise(r => setTimeout(r, 300)))"),
+            js(STATE),
+        ],
+    )
+    clean(out)
+    start, clicked, _, shared, _, back_once, _, back_twice = out["values"]
+    assert start == ["", main_leaf, -1]
+    assert clicked == [f"#entry-{alternative}", pos[alt_leaf], pos[alternative]]
+    main_id = manager.get_leaf_id()
+    assert shared == [f"#entry-{root_answer}&leaf={main_id}", main_leaf, pos[root_answer]]
+    assert back_once == clicked
+    assert back_twice == start
+    # The copied address opens the same entry on the same branch.
+    out = drive(page, [js(STATE), js(SHOWN)], hash=shared[0])
+    clean(out)
+    (reopened, shown) = out["values"]
+    assert reopened == shared
+    assert "b1e592c6" in shown and alternative not in shown
+    # Pi's own links still open.
+    out = drive(page, [js(STATE)], query=f"?leafId={alt_leaf}&targetId={root_answer}")
+    clean(out)
+    assert out["values"][0][1:] == [pos[alt_leaf], pos[root_answer]]
+
+
+def test_copy_buttons_copy(tmp_path: Path) -> None:
+    manager = SessionManager.in_memory("/p")
+    manager.append_message(
+        {"role": "user", "content": "Run this:\n\n```python\nprint('hi')\n```", "timestamp": 1}
+    )
+    call = {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "ls"}}
+    manager.append_message(
+        {
+            "role": "assistant",
+            "content": [call],
+            "api": "a",
+            "provider": "p",
+            "model": "m",
+            "stopReason": "toolUse",
+            "timestamp": 2,
+        }
+    )
+    manager.append_message(
+        {
+            "role": "toolResult",
+            "toolCallId": "c1",
+            "toolName": "bash",
+            "isError": False,
+            "timestamp": 3,
+            "content": [{"type": "text", "text": "a.txt\nb.txt"}],
+        }
+    )
+    first = first_user_id(manager)
+    page = export(manager, tmp_path)
+    read = "navigator.clipboard.readText()"
+    out = drive(
+        page,
+        [
+            {"do": "click", "sel": ".md .codebox button.copy"},
+            {"do": "wait", "ms": 200},
+            js(read),
+            {"do": "click", "sel": ".tool .codebox button.copy"},
+            {"do": "wait", "ms": 200},
+            js(read),
+            {"do": "click", "sel": f"#entry-{first} .head button.copy"},
+            {"do": "wait", "ms": 200},
+            js(read),
+            js("location.href.replace(/[?#].*$/s, '')"),
+        ],
+        clipboard=True,
+    )
+    clean(out)
+    code, output, link, base = out["values"]
+    assert code == "print('hi')"
+    assert output == "a.txt\nb.txt"
+    assert link == f"{base}#entry-{first}"
