@@ -953,7 +953,7 @@
     else if (name === 'tools') { b.toggle('tools-open'); for (const el of document.querySelectorAll('.long.open')) el.classList.remove('open'); }
     else if (name === 'hidden') b.toggle('hide-hidden');
     else if (name === 'model') b.toggle('model-view');
-    else if (name === 'tree') b.toggle('tree-open');
+    else if (name === 'tree') { b.toggle('tree-open'); if (b.contains('tree-open')) revealRow(state.target >= 0 ? state.target : state.leaf); }
     else if (name === 'latest') navigate(DEFAULT_LEAF, -1, 'top');
     else if (name === 'theme') {
       const order = ['auto', 'light', 'dark'];
@@ -990,6 +990,7 @@
       const row = ev.target.closest('.row');
       if (!row || String(window.getSelection() || '')) return;
       const p = +row.dataset.p;
+      document.body.classList.remove('tree-open'); // the drawer, on a phone
       navigate(newestLeaf(p), p, 'center');
     });
     document.addEventListener('click', (ev) => {
@@ -1018,6 +1019,7 @@
       if (ev.key === 'Escape') {
         if (typing) { $('#search').value = ''; $('#search').dispatchEvent(new Event('input')); $('#search').blur(); }
         $('#lightbox').hidden = true;
+        if (document.body.classList.contains('tree-open')) { document.body.classList.remove('tree-open'); return; }
         if (!typing) navigate(DEFAULT_LEAF, -1, 'bottom');
         return;
       }

@@ -154,3 +154,39 @@ def test_copy_buttons_copy(tmp_path: Path) -> None:
     assert code == "print('hi')"
     assert output == "a.txt\nb.txt"
     assert link == f"{base}#entry-{first}"
+
+
+SCROLLERS = (
+    "[...document.querySelectorAll('*')].filter(el => { const s = getComputedStyle(el);"
+    " const r = el.getBoundingClientRect();"
+    " return /(auto|scroll)/.test(s.overflowY) && el.scrollHeight > el.clientHeight + 1"
+    " && r.right > 0 && r.left < innerWidth && r.width > 0; }).map(el => el.id || el.className)"
+)
+
+
+def test_a_phone_shows_the_first_message_first_and_the_tree_as_a_drawer(tmp_path: Path) -> None:
+    manager, page = demo(tmp_path)
+    first = first_user_id(manager)
+    sidebar = "Math.round(document.querySelector('#sidebar').getBoundingClientRect().right)"
+    out = drive(
+        page,
+        [
+            js(ON_SCREEN.format(json.dumps(first))),
+            js(SCROLLERS),
+            js("document.documentElement.scrollHeight <= innerHeight"),
+            js(sidebar),
+            {"do": "click", "sel": "#tree-button"},
+            {"do": "wait", "ms": 400},
+            js(sidebar),
+            js("document.querySelectorAll('#tree .row').length"),
+        ],
+        width=375,
+        height=667,
+    )
+    clean(out)
+    (top, height, visible), scrollers, page_fits, closed, opened, rows = out["values"]
+    assert visible and 0 <= top < height - 40
+    assert scrollers == ["content"]  # one scroll area
+    assert page_fits is True
+    assert closed <= 0 < opened <= 375
+    assert rows > 0
