@@ -1013,6 +1013,10 @@
       if (state.leaf !== DEFAULT_LEAF || state.target >= 0) navigate(DEFAULT_LEAF, -1, 'top', 'none');
     };
     window.addEventListener('hashchange', fromAddress);
+    // Printing draws every message of the branch first (the screen draws a window of them).
+    const printAll = () => { if (win.lo > 0 || win.hi < items.length) { const top = $('#content').scrollTop; renderWindow(0, items.length); $('#content').scrollTop = top; } };
+    window.addEventListener('beforeprint', printAll);
+    if (window.matchMedia) { const print = window.matchMedia('print'); if (print.addEventListener) print.addEventListener('change', (ev) => { if (ev.matches) printAll(); }); }
     window.addEventListener('popstate', fromAddress);
     document.addEventListener('keydown', (ev) => {
       const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement && document.activeElement.tagName);

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 from test_viewer_browser import CASES, SHOWN, clean, drive, export, js
+from viewer_sessions import big_session
 
 from pisession import SessionManager
 from pisession.cli.demo import write_demo_session
@@ -190,3 +191,43 @@ def test_a_phone_shows_the_first_message_first_and_the_tree_as_a_drawer(tmp_path
     assert page_fits is True
     assert closed <= 0 < opened <= 375
     assert rows > 0
+
+
+def test_printing_gives_the_pages_the_content_needs(tmp_path: Path) -> None:
+    page = export(SessionManager.in_memory(entries=big_session(55)), tmp_path)
+    out = drive(
+        page,
+        [
+            {"do": "media", "type": "print"},
+            {"do": "wait", "ms": 200},
+            js("getComputedStyle(document.querySelector('#sidebar')).display"),
+            # The printed layout's height at A4's printable width (8.27 in less Chrome's margins).
+            js(
+                "(() => { document.body.style.width = '730px';"
+                " const h = document.documentElement.scrollHeight;"
+                " document.body.style.width = ''; return h; })()"
+            ),
+            {"do": "media", "type": None},
+            {"do": "pdf"},
+        ],
+    )
+    clean(out)
+    sidebar, height, pages = out["values"]
+    assert sidebar == "none"
+    needed = height // 1123  # an A4 page is 1123 CSS px tall: at least this many full pages
+    assert needed >= 3
+    assert needed <= pages <= needed * 2 + 2
+
+
+def test_printing_draws_every_message_of_the_branch(tmp_path: Path) -> None:
+    manager = SessionManager.in_memory(entries=big_session(300))
+    page = export(manager, tmp_path)
+    last = manager.get_leaf_id()
+    count = "document.querySelectorAll('#messages .entry').length"
+    drawn = f"[{count}, !!document.getElementById('entry-{last}')]"
+    out = drive(page, [js(drawn), {"do": "pdf"}, js(drawn), js("window.pisessionViewer.items().length")])
+    clean(out)
+    (before, _), pages, (after, drew_last), items = out["values"]
+    assert before < items  # the screen draws a window of the branch
+    assert after == items and drew_last is True
+    assert pages > 1
