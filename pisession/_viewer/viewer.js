@@ -314,7 +314,13 @@
     $('#tree-inner').style.height = rows.length * ROW + 'px';
     drawTree(true);
   }
-  const ROW = 22;
+  const ROW = 19;
+  // Deep trees: past 8 levels the indentation shows its depth as a number and its last 4 levels.
+  const MAX_INDENT = 8 * 3;
+  function shownPrefix(prefix) {
+    return prefix.length <= MAX_INDENT ? prefix : '┆' + prefix.length / 3 + ' ' + prefix.slice(-4 * 3);
+  }
+  let cursor = -1;           // the tree row the arrow keys are on (rows are focusable)
   const treeBox = () => $('#tree');
   let drawn = { from: -1, to: -1 };
   function drawTree(force) {
@@ -328,14 +334,48 @@
       const [p, prefix] = rows[i];
       const t = treeText(p);
       const label = labelOf(p);
-      const cls = 'row' + (state.onPath.has(p) ? ' on-path' : '') + (p === state.target ? ' current' : '') + (p === state.leaf ? ' leaf' : '');
-      html += '<div class="' + cls + '" data-p="' + p + '" style="top:' + i * ROW + 'px" title="' + esc(t.text) + '">' +
-        '<span class="prefix">' + esc(prefix) + '</span><span class="dot">' + (state.onPath.has(p) ? '•' : ' ') + '</span>' +
+      const cls = 'row' + (state.onPath.has(p) ? ' on-path' : '') + (p === state.target ? ' current' : '') + (p === state.leaf ? ' leaf' : '') + (i === cursor ? ' cursor' : '');
+      const forks = KIDS[p] && KIDS[p].length > 1 ? '<span class="fork" title="' + KIDS[p].length + ' branches start here">⑂' + KIDS[p].length + '</span>' : '';
+      html += '<div class="' + cls + '" role="treeitem" tabindex="-1" data-i="' + i + '" data-p="' + p + '" style="top:' + i * ROW + 'px" title="' + esc(t.text) + '">' +
+        '<span class="prefix">' + esc(shownPrefix(prefix)) + '</span><span class="dot">' + (state.onPath.has(p) ? '•' : ' ') + '</span>' + forks +
         (label ? '<span class="label">' + esc(label) + '</span>' : '') +
         (t.role ? '<span class="who k-' + t.cls + '">' + t.role + ':</span> ' : '') +
         '<span class="t' + (t.role ? '' : ' k-' + t.cls) + '">' + esc(t.text) + '</span></div>';
     }
+    const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest('#tree');
     $('#tree-inner').innerHTML = html;
+    if (focused) focusCursor();
+  }
+  function focusCursor() {
+    const el = cursor >= 0 ? document.querySelector('#tree .row[data-i="' + cursor + '"]') : null;
+    if (el) el.focus({ preventScroll: true }); else treeBox().focus({ preventScroll: true });
+  }
+  function moveCursor(i) {
+    if (!rows.length) return;
+    cursor = Math.max(0, Math.min(rows.length - 1, i));
+    const box = treeBox(), top = cursor * ROW;
+    if (top < box.scrollTop) box.scrollTop = top;
+    else if (top + ROW > box.scrollTop + box.clientHeight) box.scrollTop = top + ROW - box.clientHeight;
+    drawTree(true);
+    focusCursor();
+  }
+  function treeKey(ev) {
+    if (cursor < 0 || cursor >= rows.length) {
+      const at = rowOf.get(state.target >= 0 ? state.target : state.leaf);
+      cursor = at === undefined ? 0 : at;
+    }
+    const page = Math.max(1, Math.floor(treeBox().clientHeight / ROW) - 1);
+    const step = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page }[ev.key];
+    if (step !== undefined) moveCursor(cursor + step);
+    else if (ev.key === 'Home') moveCursor(0);
+    else if (ev.key === 'End') moveCursor(rows.length - 1);
+    else if ((ev.key === 'Enter' || ev.key === ' ') && rows[cursor]) {
+      const p = rows[cursor][0];
+      navigate(newestLeaf(p), p, 'center');
+      focusCursor();
+    } else return;
+    ev.preventDefault();
+    ev.stopPropagation();
   }
   function revealRow(p) {
     const i = rowOf.get(p);
@@ -985,11 +1025,13 @@
         revealRow(state.target >= 0 ? state.target : state.leaf);
       });
     }
+    treeBox().addEventListener('keydown', treeKey);
     treeBox().addEventListener('scroll', () => requestAnimationFrame(() => drawTree(false)));
     $('#tree-inner').addEventListener('click', (ev) => {
       const row = ev.target.closest('.row');
       if (!row || String(window.getSelection() || '')) return;
       const p = +row.dataset.p;
+      cursor = +row.dataset.i;
       document.body.classList.remove('tree-open'); // the drawer, on a phone
       navigate(newestLeaf(p), p, 'center');
     });

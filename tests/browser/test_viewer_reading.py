@@ -231,3 +231,50 @@ def test_printing_draws_every_message_of_the_branch(tmp_path: Path) -> None:
     assert before < items  # the screen draws a window of the branch
     assert after == items and drew_last is True
     assert pages > 1
+
+
+def test_arrow_keys_move_through_the_tree(tmp_path: Path) -> None:
+    _, page = branched(tmp_path)
+    focused = (
+        "(() => { const el = document.activeElement;"
+        " return [el.classList.contains('row') ? +el.dataset.i : null, el.classList.contains('cursor')]; })()"
+    )
+    out = drive(
+        page,
+        [
+            {"do": "click", "sel": '#tree .row[data-i="0"]'},
+            {"do": "key", "key": "ArrowDown"},
+            {"do": "key", "key": "ArrowDown"},
+            js(focused),
+            {"do": "key", "key": "ArrowUp"},
+            js(focused),
+            {"do": "key", "key": "Enter"},
+            js("[window.pisessionViewer.state.target, window.pisessionViewer.rows()[1][0]]"),
+            {"do": "key", "key": "End"},
+            js(focused),
+            js("window.pisessionViewer.rows().length"),
+        ],
+    )
+    clean(out)
+    down, up, (target, second), end, count = out["values"]
+    assert down == [2, True]
+    assert up == [1, True]
+    assert target == second
+    assert end == [count - 1, True]
+
+
+def test_deep_trees_keep_a_readable_row(tmp_path: Path) -> None:
+    manager = SessionManager.in_memory("/p")
+    at = manager.append_message({"role": "user", "content": "start", "timestamp": 1})
+    for level in range(40):  # a branch point inside a branch point, 40 deep
+        manager.append_message({"role": "user", "content": f"side {level}", "timestamp": 2})
+        manager.branch(at)
+        at = manager.append_message({"role": "user", "content": f"deeper {level}", "timestamp": 3})
+    page = export(manager, tmp_path)
+    out = drive(
+        page,
+        [js("Math.max(...[...document.querySelectorAll('#tree .prefix')].map(p => p.textContent.length))")],
+        width=1280,
+    )
+    clean(out)
+    assert out["values"][0] <= 20
