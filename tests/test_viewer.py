@@ -3,9 +3,11 @@ fetching nothing. What it does in a browser is tested in tests/browser/."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shutil
+import zlib
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -119,7 +121,7 @@ def test_page_fetches_nothing() -> None:
 def test_assets_can_be_inlined() -> None:
     assert "</script" not in _script().lower()
     assert "</style" not in _asset("viewer.css").lower()
-    holes = ["SCRIPTHASH", "TITLE", "CSS", "DATA", "JS"]
+    holes = ["SCRIPTHASH", "TITLE", "CSS", "KIND", "DATA", "JS"]
     assert re.findall(r"\{\{([A-Z]+)\}\}", _asset("page.html")) == holes
 
 
@@ -208,3 +210,18 @@ def test_empty_session() -> None:
     manager = SessionManager.in_memory("/p")
     data = embedded(render_viewer(manager))
     assert data["entries"] == [] and data["leaf"] == -1 and data["header"]["cwd"] == "/p"
+
+
+def test_a_large_session_is_embedded_compressed() -> None:
+    manager = hostile_session()
+    plain = render_viewer(manager)
+    packed = render_viewer(manager, compress=True)
+    ((attrs, text),) = [(a, t) for a, t in scripts(packed) if a.get("id") == "pisession-data"]
+    assert attrs.get("type") == "application/x-pisession-zlib-base64"
+    assert json.loads(zlib.decompress(base64.b64decode(text))) == embedded(plain)
+    # By default only past COMPRESS_ABOVE bytes of JSON.
+    assert 'type="application/json"' in plain
+    big = SessionManager.in_memory("/p")
+    big.append_message({"role": "user", "content": "words " * 200_000, "timestamp": 1})
+    big_page = render_viewer(big)
+    assert "application/x-pisession-zlib-base64" in big_page and len(big_page) < 200_000 + len(plain)

@@ -20,6 +20,7 @@ import functools
 import hashlib
 import json
 import re
+import zlib
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
@@ -35,6 +36,9 @@ except ImportError:  # pragma: no cover - orjson is a dependency, but pisession 
     _orjson = None  # type: ignore[assignment]
 
 __all__ = ["embed_json", "render_viewer"]
+
+# Past this much JSON the page embeds the session compressed (docs/performance.md).
+COMPRESS_ABOVE = 1_000_000
 
 # Inside <script> the HTML parser ends the element at "</script" and treats "<!--" specially;
 # U+2028/2029 are escaped too so the text is safe wherever it is pasted. These characters occur
@@ -179,19 +183,28 @@ def _html_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def render_viewer(manager: SessionManager, *, title: str | None = None) -> str:
+def _packed(data: bytes) -> str:
+    # zlib format, which the page's DecompressionStream("deflate") reads; base64 needs no escaping.
+    return base64.b64encode(zlib.compress(data, 6)).decode("ascii")
+
+
+def render_viewer(manager: SessionManager, *, title: str | None = None, compress: bool | None = None) -> str:
     """The whole session as one self-contained interactive HTML page::
 
         html = render_viewer(SessionManager.open("session.jsonl"))
 
-    ``title`` defaults to the session's name, else its first user message.
+    ``title`` defaults to the session's name, else its first user message. ``compress`` embeds
+    the session compressed (the page unpacks it); by default only past ``COMPRESS_ABOVE`` bytes.
     """
     data = _session_data(manager, title)
     script = _script()
+    raw = embed_json(data)
+    packed = compress if compress is not None else len(raw) > COMPRESS_ABOVE
     fills = {
         "TITLE": _html_text(data["title"]),
         "CSS": _asset("viewer.css"),
-        "DATA": embed_json(data),
+        "KIND": "application/x-pisession-zlib-base64" if packed else "application/json",
+        "DATA": _packed(raw.encode("utf-8")) if packed else raw,
         "JS": script,
         "SCRIPTHASH": _script_hash(script),
     }

@@ -2,9 +2,28 @@
 // text only ever reaches the page through esc() or the Markdown renderer, which escapes first.
 (function () {
   'use strict';
+  // The session is embedded as JSON, or (larger sessions) as zlib-compressed JSON in base64,
+  // unpacked with the browser's own DecompressionStream: nothing is fetched either way.
+  const el = document.getElementById('pisession-data');
+  if (el.type === 'application/json') { viewer(JSON.parse(el.textContent)); return; }
+  let bytes;
+  try {
+    const text = atob(el.textContent.trim());
+    bytes = new Uint8Array(text.length);
+    for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+  } catch (e) { bytes = null; }
+  if (!bytes || typeof DecompressionStream !== 'function') {
+    document.body.insertAdjacentHTML('afterbegin', '<p class="noscript">This browser cannot unpack the session embedded in this page (it needs DecompressionStream).</p>');
+    return;
+  }
+  new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'))).text()
+    .then((text) => viewer(JSON.parse(text)));
+})();
+
+function viewer(DATA) {
+  'use strict';
 
   // ---------------------------------------------------------------------------------- data
-  const DATA = JSON.parse(document.getElementById('pisession-data').textContent);
   const E = DATA.entries;
   const N = E.length;
   const PARENT = DATA.parent;
@@ -1137,4 +1156,4 @@
   // Exposed for tests and for scripting the page from the console.
   window.pisessionViewer = { markdown, highlight, navigate, state, rows: () => rows, items: () => items, positionOf: (id) => POS.get(id) };
   start();
-})();
+}

@@ -7,10 +7,11 @@ import json
 import shutil
 from pathlib import Path
 
-from test_viewer_browser import CASES, SHOWN, clean, drive, export, js
+from test_viewer_browser import CASES, HOSTILE, SHOWN, clean, drive, export, js
 from viewer_sessions import big_session
 
 from pisession import SessionManager
+from pisession._viewer import render_viewer
 from pisession.cli.demo import write_demo_session
 
 
@@ -278,3 +279,27 @@ def test_deep_trees_keep_a_readable_row(tmp_path: Path) -> None:
     )
     clean(out)
     assert out["values"][0] <= 20
+
+
+def test_a_compressed_page_shows_the_same(tmp_path: Path) -> None:
+    manager, _ = branched(tmp_path)
+    page = tmp_path / "packed.html"
+    page.write_text(render_viewer(manager, compress=True), encoding="utf-8")
+    seen = [js(SHOWN), js("window.pisessionViewer.rows().length")]
+    packed = drive(page, seen)
+    plain = drive(export(manager, tmp_path), seen)
+    clean(packed)
+    assert packed["values"] == plain["values"] and packed["values"][0]
+
+
+def test_no_payload_runs_from_a_compressed_page(tmp_path: Path) -> None:
+    manager = SessionManager.in_memory("/p")
+    for text in HOSTILE:
+        manager.append_message({"role": "user", "content": text, "timestamp": 1})
+    page = tmp_path / "packed.html"
+    page.write_text(render_viewer(manager, compress=True), encoding="utf-8")
+    out = drive(
+        page, [js("window.__pwned === undefined"), js("document.querySelectorAll('#messages script').length")]
+    )
+    clean(out)
+    assert out["values"] == [True, 0]
