@@ -303,3 +303,80 @@ def test_no_payload_runs_from_a_compressed_page(tmp_path: Path) -> None:
     )
     clean(out)
     assert out["values"] == [True, 0]
+
+
+FIRST_LINE_CHARS = (
+    "(() => { const p = document.querySelector('.m-user .md p'); const t = p.firstChild;"
+    " const r = document.createRange(); let top = null;"
+    " for (let i = 0; i < t.length; i++) { r.setStart(t, i); r.setEnd(t, i + 1);"
+    " const y = r.getClientRects()[0].top; if (top === null) top = y; else if (y > top + 2) return i; }"
+    " return t.length; })()"
+)
+OUTPUT = (
+    "(() => { const pre = document.querySelector('.tool .long pre'); const s = getComputedStyle(pre);"
+    " const lines = (pre.clientHeight - parseFloat(s.paddingTop) - parseFloat(s.paddingBottom))"
+    " / parseFloat(s.lineHeight);"
+    " return [Math.round(lines * 100) / 100, pre.scrollWidth > pre.clientWidth]; })()"
+)
+
+
+def test_readable_measure_rows_and_output(tmp_path: Path) -> None:
+    manager = SessionManager.in_memory("/p")
+    words = " ".join(f"word{i}" for i in range(400))
+    manager.append_message({"role": "user", "content": words, "timestamp": 1})
+    call = {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "cat log"}}
+    manager.append_message(
+        {
+            "role": "assistant",
+            "content": [call],
+            "api": "a",
+            "provider": "p",
+            "model": "m",
+            "stopReason": "toolUse",
+            "timestamp": 2,
+        }
+    )
+    output = "\n".join(("x" * 400 if i % 3 == 0 else f"line {i}") for i in range(40))
+    manager.append_message(
+        {
+            "role": "toolResult",
+            "toolCallId": "c1",
+            "toolName": "bash",
+            "isError": False,
+            "timestamp": 3,
+            "content": [{"type": "text", "text": output}],
+        }
+    )
+    page = export(manager, tmp_path)
+    out = drive(
+        page,
+        [
+            js(FIRST_LINE_CHARS),
+            js("document.querySelector('#tree .row').offsetHeight"),
+            js(OUTPUT),
+        ],
+        width=1600,
+        height=900,
+    )
+    clean(out)
+    chars, row, (lines, scrolls) = out["values"]
+    assert 70 <= chars <= 110  # a measure of about 80-100 characters, even on a wide screen
+    assert row <= 20
+    assert lines == 8  # cut after whole lines, not mid-line
+    assert scrolls is True  # long lines scroll sideways rather than being clipped
+
+
+def test_cards_are_not_washed_out_nor_repeat_the_date(tmp_path: Path) -> None:
+    manager, page = demo(tmp_path)
+    out = drive(
+        page,
+        [
+            js("[...document.querySelectorAll('.ctx-compacted')].map(e => getComputedStyle(e).opacity)"),
+            js("[...document.querySelectorAll('#messages .head time')].map(t => t.textContent)"),
+        ],
+    )
+    clean(out)
+    opacities, times = out["values"]
+    assert opacities and set(opacities) == {"1"}
+    year = str(manager.get_header().timestamp)[:4]  # type: ignore[union-attr]
+    assert times and not any(year in t for t in times)
