@@ -135,3 +135,38 @@ def test_a_400_kb_adversarial_message_renders(tmp_path: Path) -> None:
     shown, took_ms = out["values"]
     assert shown is True
     assert took_ms < 10_000  # a hang detector, not a timing: linear work takes well under a second
+
+
+MARKDOWN_PAYLOADS = [
+    "<javascript:alert(1)>",
+    "[a](<javascript:alert(1)>)",
+    "[a](&#106;avascript:alert(1))",
+    "[a](jav&#x09;ascript:alert(1))",
+    "[r]\n\n[r]: javascript:alert(1)",
+    "[a](vbscript:msgbox(1)) [b](data:text/html;base64,PHNjcmlwdD4=) [c](file:///etc/passwd)",
+    "![x](javascript:alert(1)) ![y](https://example.com/t.png)",
+    "<script>alert(1)</script>\n\n<iframe src=x></iframe>\n\n<img src=x onerror=alert(1)>",
+    '```"><script>alert(1)</script>\ncode\n```',
+    "<svg onload=alert(1)> *<b onmouseover=alert(1)>x</b>*",
+    '[a](https://example.com "t\\" onmouseover=alert(1) x=\\"")',
+    "javascript:alert(1) www.example.com mailto:a@b.c",
+]
+
+
+def test_markdown_payloads_make_no_active_markup(tmp_path: Path) -> None:
+    page = export(SessionManager.in_memory("/p"), tmp_path)
+    check = (
+        "(md => { const d = document.createElement('div'); d.innerHTML = window.pisessionViewer.markdown(md);"
+        " const bad = [...d.querySelectorAll('*')].filter(e =>"
+        " /^(script|iframe|img|svg|object|embed|style)$/i.test(e.tagName)"
+        " || [...e.attributes].some(a => /^on/i.test(a.name)));"
+        " const hrefs = [...d.querySelectorAll('[href]')].map(a => a.getAttribute('href'));"
+        " return [bad.length, hrefs]; })"
+    )
+    out = drive(page, [js(f"{check}({json.dumps(md)})") for md in MARKDOWN_PAYLOADS])
+    clean(out)
+    for md, (bad, hrefs) in zip(MARKDOWN_PAYLOADS, out["values"], strict=True):
+        assert bad == 0, md
+        for href in hrefs:
+            scheme = re.match(r"\s*([A-Za-z][A-Za-z0-9+.-]*):", href)
+            assert scheme is None or scheme.group(1).lower() in ("http", "https", "mailto"), (md, href)
