@@ -144,6 +144,16 @@ function viewer(DATA) {
     if (!href.startsWith('#')) { tokens[i].attrSet('rel', 'noopener noreferrer'); tokens[i].attrSet('target', '_blank'); }
     return linkOpen(tokens, i, options, env, self);
   };
+  // GFM task list items ("- [ ] to do", "- [x] done") show a box, as text: the page has no inputs.
+  MD.core.ruler.after('inline', 'task-boxes', (st) => {
+    const t = st.tokens;
+    for (let i = 2; i < t.length; i++) {
+      if (t[i].type !== 'inline' || t[i - 1].type !== 'paragraph_open' || t[i - 2].type !== 'list_item_open') continue;
+      const first = t[i].children && t[i].children[0];
+      const m = first && first.type === 'text' ? /^\[([ xX])\][ \t]/.exec(first.content) : null;
+      if (m) first.content = (m[1] === ' ' ? '☐ ' : '☑ ') + first.content.slice(m[0].length);
+    }
+  });
   function codeBlock(code, lang) {
     return '<div class="codebox"><button class="copy" data-copy="code" title="Copy">Copy</button><pre class="code"><code>' + highlight(code, lang) + '</code></pre></div>';
   }

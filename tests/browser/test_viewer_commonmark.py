@@ -60,6 +60,11 @@ SPEC = [
         "<p><del>Hi</del> Hello, <del>there</del> world!</p>",
     ),
     (
+        "task list items, as text boxes (GFM 279)",
+        "- [ ] foo\n- [x] bar",
+        "<ul><li>☐ foo</li><li>☑ bar</li></ul>",
+    ),
+    (
         "backslash escapes (CommonMark 12)",
         "\\*not emphasized*\n\\[not a link](/foo)",
         "<p>*not emphasized*\n[not a link](/foo)</p>",
