@@ -364,7 +364,7 @@ function viewer(DATA) {
       const t = treeText(p);
       const label = labelOf(p);
       const cls = 'row' + (state.onPath.has(p) ? ' on-path' : '') + (p === state.target ? ' current' : '') + (p === state.leaf ? ' leaf' : '') + (i === cursor ? ' cursor' : '');
-      const forks = KIDS[p] && KIDS[p].length > 1 ? '<span class="fork" title="' + KIDS[p].length + ' branches start here">⑂' + KIDS[p].length + '</span>' : '';
+      const forks = KIDS[p] && KIDS[p].length > 1 ? '<span class="fork" title="' + KIDS[p].length + ' branches start here">↳' + KIDS[p].length + '</span>' : '';
       html += '<div class="' + cls + '" role="treeitem" tabindex="-1" data-i="' + i + '" data-p="' + p + '" style="top:' + i * ROW + 'px" title="' + esc(t.text) + '">' +
         '<span class="prefix">' + esc(shownPrefix(prefix)) + '</span><span class="dot">' + (state.onPath.has(p) ? '•' : ' ') + '</span>' + forks +
         (label ? '<span class="label">' + esc(label) + '</span>' : '') +
@@ -734,9 +734,9 @@ function viewer(DATA) {
   function itemHtml(item) {
     if (item.boundary !== undefined) {
       const c = E[item.boundary];
-      return '<div class="ctx-boundary" role="separator"><span>The model’s context starts here.</span> What is above was summarised by the ' +
-        '<a class="ref" href="#entry-' + encodeURIComponent(str(c.id)) + '">compaction</a>' + (num(c.tokensBefore) ? ' of ' + num(c.tokensBefore).toLocaleString() + ' tokens' : '') +
-        '; the model saw that summary instead.</div>';
+      return '<div class="ctx-boundary" role="separator"><p><b>The model’s context starts here.</b> What is above was summarised by the ' +
+        '<a href="#entry-' + encodeURIComponent(str(c.id)) + '">compaction</a>' + (num(c.tokensBefore) ? ' of ' + num(c.tokensBefore).toLocaleString() + ' tokens' : '') +
+        '; the model saw that summary instead.</p></div>';
     }
     return entryHtml(item.p);
   }
