@@ -175,3 +175,23 @@ def test_markdown_payloads_make_no_active_markup(tmp_path: Path) -> None:
         for href in hrefs:
             scheme = re.match(r"\s*([A-Za-z][A-Za-z0-9+.-]*):", href)
             assert scheme is None or scheme.group(1).lower() in ("http", "https", "mailto"), (md, href)
+
+
+# Each a 400 KB message built to make a regex renderer backtrack (as h/hostile's Node test had
+# them): an opening mark with no closer, a label or a title that never closes.
+SIZE = 400_000
+ADVERSARIAL = {"**a ": "<strong>", "__a ": "<strong>", "~~a ": "<s>", "[": "<a ", '[a](b "x ': "<a "}
+
+
+def test_adversarial_messages_render_and_marks_spanning_one_still_pair(tmp_path: Path) -> None:
+    page = export(SessionManager.in_memory("/p"), tmp_path)
+    render = "window.pisessionViewer.markdown({}.repeat({}))"
+    steps = [js(render.format(json.dumps(unit), SIZE // len(unit))) for unit in ADVERSARIAL]
+    steps.append(js(f"window.pisessionViewer.markdown('**' + 'a '.repeat({SIZE // 2}) + 'b**')"))
+    out = drive(page, steps)
+    clean(out)
+    *adversarial, whole = out["values"]
+    for (unit, tag), html in zip(ADVERSARIAL.items(), adversarial, strict=True):
+        assert tag not in html, unit
+        assert len(html) >= SIZE  # every character is still there, escaped
+    assert whole.count("<strong>") == 1
