@@ -225,3 +225,13 @@ def test_a_large_session_is_embedded_compressed() -> None:
     big.append_message({"role": "user", "content": "words " * 200_000, "timestamp": 1})
     big_page = render_viewer(big)
     assert "application/x-pisession-zlib-base64" in big_page and len(big_page) < 200_000 + len(plain)
+
+
+def test_vendored_libraries_ship_with_their_licences() -> None:
+    # hatchling ships every file under pisession/, so these reach the wheel beside the code.
+    for script, licence, words in (
+        ("markdown-it.min.js", "LICENSE.markdown-it", "Permission is hereby granted, free of charge"),
+        ("highlight.min.js", "LICENSE.highlight.js", "Redistribution and use in source and binary forms"),
+    ):
+        assert f"vendor/{script}" in _VENDOR
+        assert words in _asset(f"vendor/{licence}")
