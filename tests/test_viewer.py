@@ -3,9 +3,11 @@ fetching nothing. What it does in a browser is tested in tests/browser/."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shutil
+import zlib
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,7 @@ from typing import Any
 import pytest
 
 from pisession import SessionManager, TreeNode
-from pisession._viewer import _asset, embed_json, render_viewer
+from pisession._viewer import _VENDOR, _asset, _script, _script_hash, embed_json, render_viewer
 
 CASES = Path(__file__).parent / "conformance" / "cases"
 
@@ -105,16 +107,22 @@ def test_page_fetches_nothing() -> None:
     assert "default-src 'none'" in head and "connect-src 'none'" in head
     without_data = re.sub(r'(<script id="pisession-data"[^>]*>).*?(</script>)', r"\1\2", page, flags=re.S)
     assert not re.search(
-        r"<link\b|@import|\b(src|href)\s*=\s*[\"']?(https?:)?//|url\(\s*[\"']?(https?:)?//", without_data
+        r"<link\b|\b(src|href)\s*=\s*[\"']?(https?:)?//|url\(\s*[\"']?(https?:)?//", without_data
     )
-    script = _asset("viewer.js")
+    assert "@import" not in _asset("viewer.css")  # (highlight.js names Objective-C's @import: not CSS)
+    script = _script()
+    assert "vendor/markdown-it.min.js" in _VENDOR and "markdown-it" in script and "Highlight.js" in script
     assert not re.search(r"\bfetch\(|XMLHttpRequest|WebSocket|EventSource|import\(|sendBeacon", script)
+    # Nor does it evaluate text as code, so the policy allows the one script by its hash alone.
+    assert not re.search(r"\beval\(|new Function\b|\bFunction\(", script)
+    assert f"script-src '{_script_hash(script)}'" in head and "unsafe" not in head.split("style-src")[0]
 
 
 def test_assets_can_be_inlined() -> None:
-    assert "</script" not in _asset("viewer.js").lower()
+    assert "</script" not in _script().lower()
     assert "</style" not in _asset("viewer.css").lower()
-    assert re.findall(r"\{\{([A-Z]+)\}\}", _asset("page.html")) == ["TITLE", "CSS", "DATA", "JS"]
+    holes = ["SCRIPTHASH", "TITLE", "CSS", "KIND", "DATA", "JS"]
+    assert re.findall(r"\{\{([A-Z]+)\}\}", _asset("page.html")) == holes
 
 
 def _shape(roots: list[TreeNode] | tuple[TreeNode, ...], wire: list[dict[str, Any]]) -> dict[int, list[int]]:
@@ -202,3 +210,28 @@ def test_empty_session() -> None:
     manager = SessionManager.in_memory("/p")
     data = embedded(render_viewer(manager))
     assert data["entries"] == [] and data["leaf"] == -1 and data["header"]["cwd"] == "/p"
+
+
+def test_a_large_session_is_embedded_compressed() -> None:
+    manager = hostile_session()
+    plain = render_viewer(manager)
+    packed = render_viewer(manager, compress=True)
+    ((attrs, text),) = [(a, t) for a, t in scripts(packed) if a.get("id") == "pisession-data"]
+    assert attrs.get("type") == "application/x-pisession-zlib-base64"
+    assert json.loads(zlib.decompress(base64.b64decode(text))) == embedded(plain)
+    # By default only past COMPRESS_ABOVE bytes of JSON.
+    assert 'type="application/json"' in plain
+    big = SessionManager.in_memory("/p")
+    big.append_message({"role": "user", "content": "words " * 200_000, "timestamp": 1})
+    big_page = render_viewer(big)
+    assert "application/x-pisession-zlib-base64" in big_page and len(big_page) < 200_000 + len(plain)
+
+
+def test_vendored_libraries_ship_with_their_licences() -> None:
+    # hatchling ships every file under pisession/, so these reach the wheel beside the code.
+    for script, licence, words in (
+        ("markdown-it.min.js", "LICENSE.markdown-it", "Permission is hereby granted, free of charge"),
+        ("highlight.min.js", "LICENSE.highlight.js", "Redistribution and use in source and binary forms"),
+    ):
+        assert f"vendor/{script}" in _VENDOR
+        assert words in _asset(f"vendor/{licence}")

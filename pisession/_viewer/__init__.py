@@ -1,23 +1,28 @@
 """The interactive HTML viewer: one self-contained page for a whole session.
 
 ``render_viewer`` embeds the session (header, every entry, the tree's shape, labels, the leaf) as
-JSON in a ``<script type="application/json">`` element and inlines the page's own CSS and
-JavaScript (``viewer.css``, ``viewer.js``, ``page.html`` beside this module): the file works
-offline and fetches nothing. The page builds everything in the browser, lazily: the sidebar tree
-is virtualised and only the messages of the branch being read are rendered, a screenful at a
-time, so a 20,000-entry session opens fast (docs/performance.md).
+JSON in a ``<script type="application/json">`` element (past ``COMPRESS_ABOVE`` bytes of JSON,
+zlib-compressed in base64, which the page unpacks with ``DecompressionStream``) and inlines the
+page's own CSS and JavaScript (``viewer.css``, ``viewer.js``, ``page.html`` beside this module,
+and markdown-it and highlight.js from ``vendor/``): the file works offline and fetches nothing.
+The page builds everything in the browser, lazily: the sidebar tree is virtualised and only the
+messages of the branch being read are rendered, a screenful at a time, so a 20,000-entry session
+opens fast (docs/performance.md).
 
 The tree's shape comes from :meth:`SessionManager.get_tree` (children sorted by time, orphans as
 roots, no cycles), so the page never walks ``parentId`` links itself. Session text reaches the
-page only as JSON data and is escaped by the page's own renderer (``viewer.js``): raw HTML in a
-session is shown, never run.
+page only as JSON data and is escaped by the page's renderer (``viewer.js``; markdown-it with raw
+HTML off): raw HTML in a session is shown, never run. The policy allows the one script by hash.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
+import hashlib
 import json
 import re
+import zlib
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
@@ -33,6 +38,9 @@ except ImportError:  # pragma: no cover - orjson is a dependency, but pisession 
     _orjson = None  # type: ignore[assignment]
 
 __all__ = ["embed_json", "render_viewer"]
+
+# Past this much JSON the page embeds the session compressed (docs/performance.md).
+COMPRESS_ABOVE = 1_000_000
 
 # Inside <script> the HTML parser ends the element at "</script" and treats "<!--" specially;
 # U+2028/2029 are escaped too so the text is safe wherever it is pasted. These characters occur
@@ -78,6 +86,24 @@ def embed_json(value: object) -> str:
 @functools.cache
 def _asset(name: str) -> str:
     return resources.files(__name__).joinpath(name).read_text(encoding="utf-8")
+
+
+# Vendored, each with its licence beside it in vendor/: markdown-it (MIT) renders Markdown as
+# CommonMark with GFM tables and strikethrough, highlight.js's common build (BSD-3-Clause) colours
+# code. Neither uses eval or new Function, so the page's policy allows its one script by hash.
+_VENDOR = ("vendor/markdown-it.min.js", "vendor/highlight.min.js")
+
+
+@functools.cache
+def _script() -> str:
+    return "\n".join([*(_asset(name) for name in _VENDOR), _asset("viewer.js")])
+
+
+@functools.cache
+def _script_hash(script: str) -> str:
+    # The template writes the script as "<script>\n{{JS}}\n</script>": its text is what is hashed.
+    digest = hashlib.sha256(("\n" + script + "\n").encode("utf-8")).digest()
+    return "sha256-" + base64.b64encode(digest).decode("ascii")
 
 
 def _text_of(content: Any) -> str:
@@ -159,19 +185,31 @@ def _html_text(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
 
 
-def render_viewer(manager: SessionManager, *, title: str | None = None) -> str:
+def _packed(data: bytes) -> str:
+    # zlib format, which the page's DecompressionStream("deflate") reads; base64 needs no escaping.
+    # Level 1: on Pi's 20,000-entry file 0.3 s for 6.5 MB, where level 6 took 1.1 s for 5.4 MB.
+    return base64.b64encode(zlib.compress(data, 1)).decode("ascii")
+
+
+def render_viewer(manager: SessionManager, *, title: str | None = None, compress: bool | None = None) -> str:
     """The whole session as one self-contained interactive HTML page::
 
         html = render_viewer(SessionManager.open("session.jsonl"))
 
-    ``title`` defaults to the session's name, else its first user message.
+    ``title`` defaults to the session's name, else its first user message. ``compress`` embeds
+    the session compressed (the page unpacks it); by default only past ``COMPRESS_ABOVE`` bytes.
     """
     data = _session_data(manager, title)
+    script = _script()
+    raw = embed_json(data)
+    packed = compress if compress is not None else len(raw) > COMPRESS_ABOVE
     fills = {
         "TITLE": _html_text(data["title"]),
         "CSS": _asset("viewer.css"),
-        "DATA": embed_json(data),
-        "JS": _asset("viewer.js"),
+        "KIND": "application/x-pisession-zlib-base64" if packed else "application/json",
+        "DATA": _packed(raw.encode("utf-8")) if packed else raw,
+        "JS": script,
+        "SCRIPTHASH": _script_hash(script),
     }
     # One pass over the template, so text filled in is never searched for more placeholders.
     return re.sub(r"\{\{([A-Z]+)\}\}", lambda m: fills[m.group(1)], _asset("page.html"))

@@ -2,9 +2,28 @@
 // text only ever reaches the page through esc() or the Markdown renderer, which escapes first.
 (function () {
   'use strict';
+  // The session is embedded as JSON, or (larger sessions) as zlib-compressed JSON in base64,
+  // unpacked with the browser's own DecompressionStream: nothing is fetched either way.
+  const el = document.getElementById('pisession-data');
+  if (el.type === 'application/json') { viewer(JSON.parse(el.textContent)); return; }
+  let bytes;
+  try {
+    const text = atob(el.textContent.trim());
+    bytes = new Uint8Array(text.length);
+    for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+  } catch (e) { bytes = null; }
+  if (!bytes || typeof DecompressionStream !== 'function') {
+    document.body.insertAdjacentHTML('afterbegin', '<p class="noscript">This browser cannot unpack the session embedded in this page (it needs DecompressionStream).</p>');
+    return;
+  }
+  new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'))).text()
+    .then((text) => viewer(JSON.parse(text)));
+})();
+
+function viewer(DATA) {
+  'use strict';
 
   // ---------------------------------------------------------------------------------- data
-  const DATA = JSON.parse(document.getElementById('pisession-data').textContent);
   const E = DATA.entries;
   const N = E.length;
   const PARENT = DATA.parent;
@@ -23,6 +42,7 @@
   const POS = new Map();
   E.forEach((e, p) => POS.set(String(e && e.id), p));
   const labelOf = (p) => LABELS[p];
+  const BRANCH_POINTS = E.reduce((n, _, p) => n + (KIDS[p] && KIDS[p].length > 1 ? 1 : 0), 0);
 
   // Tool calls by id, for the tree's one-line descriptions of tool results.
   let callIndex = null;
@@ -56,6 +76,14 @@
     if (n < 1e6) return Math.round(n / 1000) + 'k';
     return (n / 1e6).toFixed(1) + 'M';
   }
+  function fmtDate(ts) {
+    const d = new Date(typeof ts === 'number' ? ts : String(ts || ''));
+    return isNaN(d.getTime()) ? '' : d.toLocaleDateString(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
+  }
+  function fmtClock(ts) {
+    const d = new Date(typeof ts === 'number' ? ts : String(ts || ''));
+    return isNaN(d.getTime()) ? '' : d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
+  }
   function fmtTime(ts) {
     const d = new Date(typeof ts === 'number' ? ts : String(ts || ''));
     return isNaN(d.getTime()) ? '' : d.toLocaleString();
@@ -74,189 +102,63 @@
   }
 
   // ---------------------------------------------------------------------------------- highlighter
-  const KW = {
-    js: 'async await break case catch class const continue debugger default delete do else export extends false finally for from function if import in instanceof let new null of return static super switch this throw true try typeof undefined var void while yield interface type enum implements private public protected readonly as',
-    py: 'and as assert async await break class continue def del elif else except False finally for from global if import in is lambda None nonlocal not or pass raise return self True try while with yield match case',
-    sh: 'if then else elif fi for while until do done case esac function in return export local set unset echo cd exit source',
-    c: 'auto break case char const continue default do double else enum extern float for goto if int long register return short signed sizeof static struct switch typedef union unsigned void volatile while bool true false nullptr class public private protected virtual template typename namespace using new delete this include define',
-    rs: 'as async await break const continue crate dyn else enum extern false fn for if impl in let loop match mod move mut pub ref return self Self static struct super trait true type unsafe use where while Some None Ok Err',
-    go: 'break case chan const continue default defer else fallthrough for func go goto if import interface map package range return select struct switch type var nil true false',
-    java: 'abstract boolean break byte case catch char class const continue default do double else enum extends final finally float for if implements import instanceof int interface long new null package private protected public return short static super switch this throw throws true false try void while',
-    rb: 'begin break case class def do else elsif end ensure false for if in module next nil not or redo rescue retry return self super then true undef unless until when while yield require',
-    sql: 'select from where insert into values update set delete create table drop alter index join left right inner outer on and or not null as group by order having limit primary key',
-    css: '',
-    json: 'true false null',
-    yaml: 'true false null yes no',
-  };
-  const LANG = {
-    js: 'js', mjs: 'js', cjs: 'js', jsx: 'js', ts: 'js', tsx: 'js', javascript: 'js', typescript: 'js',
-    py: 'py', python: 'py', sh: 'sh', bash: 'sh', zsh: 'sh', shell: 'sh', console: 'sh',
-    c: 'c', h: 'c', cpp: 'c', cc: 'c', hpp: 'c', cs: 'java', csharp: 'java', java: 'java', kt: 'java', swift: 'java',
-    rs: 'rs', rust: 'rs', go: 'go', rb: 'rb', ruby: 'rb', sql: 'sql', css: 'css', scss: 'css',
-    json: 'json', jsonl: 'json', yaml: 'yaml', yml: 'yaml', toml: 'yaml',
-  };
-  const KWSETS = {};
+  // highlight.js's common build (vendor/highlight.min.js): its output escapes the code it is given.
+  const HLJS = window.hljs;
+  const EXT = { h: 'c', hpp: 'cpp', cc: 'cpp', mjs: 'javascript', cjs: 'javascript', jsonl: 'json', htm: 'xml', html: 'xml', svg: 'xml', toml: 'ini', kts: 'kotlin', patch: 'diff', console: 'bash', zsh: 'bash' };
   function langOf(name) {
     name = String(name || '').toLowerCase();
     const ext = name.includes('.') || name.includes('/') ? name.split('/').pop().split('.').pop() : name;
-    return LANG[ext] || null;
+    const lang = EXT[ext] || ext;
+    return lang && HLJS && HLJS.getLanguage(lang) ? lang : null;
   }
   function highlight(code, lang) {
-    lang = LANG[lang] || lang;
-    if (!lang || !(lang in KW) || code.length > 200000) return esc(code);
-    const hash = lang === 'py' || lang === 'sh' || lang === 'rb' || lang === 'yaml';
-    const parts = [
-      hash ? '#[^\\n]*' : lang === 'sql' ? '--[^\\n]*' : lang === 'json' ? '(?!)' : '\\/\\/[^\\n]*|\\/\\*[\\s\\S]*?\\*\\/',
-      lang === 'py' ? '"""[\\s\\S]*?"""|\'\'\'[\\s\\S]*?\'\'\'|"(?:\\\\.|[^"\\\\\\n])*"|\'(?:\\\\.|[^\'\\\\\\n])*\''
-        : '"(?:\\\\.|[^"\\\\\\n])*"|\'(?:\\\\.|[^\'\\\\\\n])*\'' + (lang === 'js' || lang === 'go' ? '|`(?:\\\\.|[^`\\\\])*`' : ''),
-      '\\b\\d[\\d_]*(?:\\.\\d+)?(?:[eE][+-]?\\d+)?\\b|\\b0[xX][0-9a-fA-F]+\\b',
-      '[A-Za-z_$][\\w$]*',
-    ];
-    const re = new RegExp('(' + parts.join(')|(') + ')', 'g');
-    const kws = KWSETS[lang] || (KWSETS[lang] = new Set(KW[lang].split(' ')));
-    let out = '', last = 0, m;
-    while ((m = re.exec(code)) !== null) {
-      if (m[0] === '') { re.lastIndex++; continue; }
-      out += esc(code.slice(last, m.index));
-      last = re.lastIndex;
-      const cls = m[1] ? 'c' : m[2] ? 's' : m[3] ? 'n' : kws.has(m[4]) ? 'k' : m[4] && code[re.lastIndex] === '(' ? 'f' : '';
-      out += cls ? '<span class="hl-' + cls + '">' + esc(m[0]) + '</span>' : esc(m[0]);
-    }
-    return out + esc(code.slice(last));
+    code = String(code);
+    lang = langOf(lang);
+    if (!lang || code.length > 200000) return esc(code);
+    try { return HLJS.highlight(code, { language: lang, ignoreIllegals: true }).value; } catch (e) { return esc(code); }
   }
 
   // ---------------------------------------------------------------------------------- markdown
-  // A small CommonMark-ish renderer: every piece of text is escaped before any tag is added,
-  // links keep only safe schemes, and images become links (the page fetches nothing).
-  function safeUrl(raw) {
-    const url = raw.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&')
-      .replace(/[\u0000-\u0020\u007f-\u009f]/g, '');
-    const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url);
-    if (scheme && !/^(https?|mailto)$/i.test(scheme[1])) return null;
-    return url;
-  }
-  function inline(text) {
-    const held = [];
-    const hold = (html) => '\u0000' + (held.push(html) - 1) + '\u0000';
-    let s = text.replace(/\u0000/g, '\ufffd');
-    s = s.replace(/(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/g, (_, f, code) => hold('<code>' + esc(code.replace(/^ (.*) $/s, '$1')) + '</code>'));
-    s = s.replace(/\\([!-/:-@[-`{-~])/g, (_, c) => hold(esc(c)));
-    s = esc(s);
-    s = s.replace(/(!?)\[([^\]\u0000]*)\]\(\s*([^\s()]+)(?:\s+&quot;([^"]*?)&quot;)?\s*\)/g, (all, bang, label, href, title) => {
-      const url = safeUrl(href);
-      const shown = bang ? '🖼 ' + (label || 'image') : label;
-      if (url === null) return hold(shown);
-      const away = url.startsWith('#') ? '' : ' rel="noopener noreferrer" target="_blank"';
-      return hold('<a href="' + esc(url) + '"' + (title ? ' title="' + title + '"' : '') + away + '>') + shown + hold('</a>');
-    });
-    // Autolinks, <https://...> or bare; the text is escaped here, so stop at an escaped < or >.
-    s = s.replace(/&lt;((?:https?|mailto):(?:(?!&gt;|&lt;)[^\s\u0000])+)&gt;|\b(https?:\/\/(?:(?!&gt;|&lt;|&quot;|&#39;)[^\s\u0000])*(?:(?!&gt;|&lt;|&quot;|&#39;)[^\s.,;:!?)\]\u0000]))/g, (all, a, b) => {
-      const url = safeUrl(a || b);
-      return url === null ? all : hold('<a href="' + esc(url) + '" rel="noopener noreferrer" target="_blank">' + esc(url) + '</a>');
-    });
-    s = s.replace(/\*\*(?=\S)([\s\S]*?\S)\*\*|__(?=\S)([\s\S]*?\S)__(?![A-Za-z0-9])/g, (_, a, b) => '<strong>' + (a || b) + '</strong>');
-    s = s.replace(/\*(?=[^\s*])([^*]*?[^\s*])\*|(^|[^A-Za-z0-9_])_(?=[^\s_])([^_]*?[^\s_])_(?![A-Za-z0-9])/g,
-      (_, a, pre, b) => a !== undefined ? '<em>' + a + '</em>' : pre + '<em>' + b + '</em>');
-    s = s.replace(/~~(?=\S)([\s\S]*?\S)~~/g, '<del>$1</del>');
-    s = s.replace(/\n/g, '<br>');
-    return s.replace(/\u0000(\d+)\u0000/g, (_, i) => held[+i]);
-  }
-  const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^\s`]*)[^`]*$/;
-  const HR = /^ {0,3}([-*_])(?:\s*\1){2,}\s*$/;
-  const HEADING = /^ {0,3}(#{1,6})(?:\s+(.*?))?(?:\s+#+)?\s*$/;
-  const ITEM = /^( {0,3})([-*+]|\d{1,9}[.)])(\s+|$)(.*)$/;
-  const TABLE_RULE = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
-  function startsBlock(line) {
-    return FENCE.test(line) || HR.test(line) || HEADING.test(line) || /^ {0,3}>/.test(line) || ITEM.test(line);
-  }
-  function cells(line) {
-    let s = line.trim();
-    if (s.startsWith('|')) s = s.slice(1);
-    if (s.endsWith('|') && !s.endsWith('\\|')) s = s.slice(0, -1);
-    return s.split(/(?<!\\)\|/).map((c) => c.trim());
-  }
-  function markdown(src, depth) {
-    depth = depth || 0;
-    if (depth > 20) return '<p>' + inline(src) + '</p>';
-    const lines = String(src).replace(/\r\n?/g, '\n').split('\n');
-    let out = '', i = 0;
-    while (i < lines.length) {
-      const line = lines[i];
-      let m;
-      if (!line.trim()) { i++; continue; }
-      if ((m = FENCE.exec(line))) {
-        const fence = m[1], lang = m[2], body = [];
-        i++;
-        while (i < lines.length && !(lines[i].trim().startsWith(fence[0].repeat(fence.length)) && /^\s*[`~]+\s*$/.test(lines[i]))) body.push(lines[i++]);
-        i++;
-        out += '<pre class="code"><code>' + highlight(body.join('\n'), langOf(lang) || lang.toLowerCase()) + '</code></pre>';
-        continue;
-      }
-      if (HR.test(line)) { out += '<hr>'; i++; continue; }
-      if ((m = HEADING.exec(line))) { const n = m[1].length; out += '<h' + n + '>' + inline(m[2] || '') + '</h' + n + '>'; i++; continue; }
-      if (/^ {0,3}>/.test(line)) {
-        const body = [];
-        while (i < lines.length && lines[i].trim() && /^ {0,3}>/.test(lines[i])) body.push(lines[i++].replace(/^ {0,3}> ?/, ''));
-        out += '<blockquote>' + markdown(body.join('\n'), depth + 1) + '</blockquote>';
-        continue;
-      }
-      if ((m = ITEM.exec(line))) {
-        const ordered = /\d/.test(m[2]);
-        const start = ordered ? parseInt(m[2], 10) : 1;
-        const items = [];
-        while (i < lines.length) {
-          const im = ITEM.exec(lines[i]);
-          if (!im || /\d/.test(im[2]) !== ordered) break;
-          const indent = im[1].length + im[2].length + Math.max(1, Math.min(im[3].length, 4));
-          const body = [im[4]];
-          i++;
-          while (i < lines.length) {
-            const l = lines[i];
-            if (!l.trim()) {
-              if (i + 1 < lines.length && /^\s/.test(lines[i + 1]) && lines[i + 1].trim()) { body.push(''); i++; continue; }
-              break;
-            }
-            if (ITEM.exec(l) && l.search(/\S/) < indent) break;
-            if (l.search(/\S/) < indent && startsBlock(l)) break;
-            body.push(l.slice(Math.min(indent, l.search(/\S/))));
-            i++;
-          }
-          items.push(body);
-        }
-        out += ordered ? '<ol' + (start !== 1 ? ' start="' + start + '"' : '') + '>' : '<ul>';
-        for (const body of items) {
-          let text = body.join('\n');
-          let box = '';
-          const task = /^\[([ xX])\]\s+/.exec(text);
-          if (task) { box = task[1] === ' ' ? '☐ ' : '☑ '; text = text.slice(task[0].length); }
-          const simple = !/\n\s*\n/.test(text) && !text.split('\n').slice(1).some(startsBlock);
-          out += '<li>' + box + (simple ? inline(text) : markdown(text, depth + 1)) + '</li>';
-        }
-        out += ordered ? '</ol>' : '</ul>';
-        continue;
-      }
-      if (line.includes('|') && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1]) && lines[i + 1].includes('-')) {
-        const head = cells(line);
-        const aligns = cells(lines[i + 1]).map((c) => (/^:-+:$/.test(c) ? 'center' : /-:$/.test(c) ? 'right' : /^:-/.test(c) ? 'left' : ''));
-        i += 2;
-        let t = '<div class="table"><table><thead><tr>';
-        head.forEach((c, k) => { t += '<th' + (aligns[k] ? ' style="text-align:' + aligns[k] + '"' : '') + '>' + inline(c) + '</th>'; });
-        t += '</tr></thead><tbody>';
-        while (i < lines.length && lines[i].trim() && lines[i].includes('|')) {
-          const row = cells(lines[i++]);
-          t += '<tr>';
-          head.forEach((_, k) => { t += '<td' + (aligns[k] ? ' style="text-align:' + aligns[k] + '"' : '') + '>' + inline(row[k] || '') + '</td>'; });
-          t += '</tr>';
-        }
-        out += t + '</tbody></table></div>';
-        continue;
-      }
-      const para = [line];
-      i++;
-      while (i < lines.length && lines[i].trim() && !startsBlock(lines[i])) para.push(lines[i++]);
-      out += '<p>' + inline(para.join('\n')) + '</p>';
+  // markdown-it (vendor/markdown-it.min.js), CommonMark with GFM tables and strikethrough. Raw
+  // HTML in a message is shown as text (html: false), links keep only safe schemes, and images
+  // become links (the page fetches nothing).
+  const MD = window.markdownit({ html: false, linkify: true, typographer: false, highlight: null });
+  MD.validateLink = function (url) {
+    const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(String(url).trim());
+    return !scheme || /^(https?|mailto)$/i.test(scheme[1]);
+  };
+  MD.renderer.rules.fence = function (tokens, i) {
+    const t = tokens[i];
+    const lang = String(t.info || '').trim().split(/\s+/)[0];
+    return codeBlock(t.content.replace(/\n$/, ''), lang);
+  };
+  MD.renderer.rules.code_block = function (tokens, i) { return codeBlock(tokens[i].content.replace(/\n$/, ''), ''); };
+  MD.renderer.rules.image = function (tokens, i) {
+    const t = tokens[i];
+    const src = t.attrGet('src') || '';
+    return '<a href="' + esc(src) + '" rel="noopener noreferrer" target="_blank">🖼 ' + esc(t.content || 'image') + '</a>';
+  };
+  const linkOpen = MD.renderer.rules.link_open || function (tokens, i, options, env, self) { return self.renderToken(tokens, i, options); };
+  MD.renderer.rules.link_open = function (tokens, i, options, env, self) {
+    const href = tokens[i].attrGet('href') || '';
+    if (!href.startsWith('#')) { tokens[i].attrSet('rel', 'noopener noreferrer'); tokens[i].attrSet('target', '_blank'); }
+    return linkOpen(tokens, i, options, env, self);
+  };
+  // GFM task list items ("- [ ] to do", "- [x] done") show a box, as text: the page has no inputs.
+  MD.core.ruler.after('inline', 'task-boxes', (st) => {
+    const t = st.tokens;
+    for (let i = 2; i < t.length; i++) {
+      if (t[i].type !== 'inline' || t[i - 1].type !== 'paragraph_open' || t[i - 2].type !== 'list_item_open') continue;
+      const first = t[i].children && t[i].children[0];
+      const m = first && first.type === 'text' ? /^\[([ xX])\][ \t]/.exec(first.content) : null;
+      if (m) first.content = (m[1] === ' ' ? '☐ ' : '☑ ') + first.content.slice(m[0].length);
     }
-    return out;
+  });
+  function codeBlock(code, lang) {
+    return '<div class="codebox"><button class="copy" data-copy="code" title="Copy">Copy</button><pre class="code"><code>' + highlight(code, lang) + '</code></pre></div>';
+  }
+  function markdown(src) {
+    try { return MD.render(String(src)); } catch (e) { return '<pre class="out">' + esc(src) + '</pre>'; }
   }
 
   // ---------------------------------------------------------------------------------- tree text
@@ -441,7 +343,13 @@
     $('#tree-inner').style.height = rows.length * ROW + 'px';
     drawTree(true);
   }
-  const ROW = 22;
+  const ROW = 19;
+  // Deep trees: past 8 levels the indentation shows its depth as a number and its last 4 levels.
+  const MAX_INDENT = 8 * 3;
+  function shownPrefix(prefix) {
+    return prefix.length <= MAX_INDENT ? prefix : '┆' + prefix.length / 3 + ' ' + prefix.slice(-4 * 3);
+  }
+  let cursor = -1;           // the tree row the arrow keys are on (rows are focusable)
   const treeBox = () => $('#tree');
   let drawn = { from: -1, to: -1 };
   function drawTree(force) {
@@ -455,14 +363,48 @@
       const [p, prefix] = rows[i];
       const t = treeText(p);
       const label = labelOf(p);
-      const cls = 'row' + (state.onPath.has(p) ? ' on-path' : '') + (p === state.target ? ' current' : '') + (p === state.leaf ? ' leaf' : '');
-      html += '<div class="' + cls + '" data-p="' + p + '" style="top:' + i * ROW + 'px" title="' + esc(t.text) + '">' +
-        '<span class="prefix">' + esc(prefix) + '</span><span class="dot">' + (state.onPath.has(p) ? '•' : ' ') + '</span>' +
+      const cls = 'row' + (state.onPath.has(p) ? ' on-path' : '') + (p === state.target ? ' current' : '') + (p === state.leaf ? ' leaf' : '') + (i === cursor ? ' cursor' : '');
+      const forks = KIDS[p] && KIDS[p].length > 1 ? '<span class="fork" title="' + KIDS[p].length + ' branches start here">↳' + KIDS[p].length + '</span>' : '';
+      html += '<div class="' + cls + '" role="treeitem" tabindex="-1" data-i="' + i + '" data-p="' + p + '" style="top:' + i * ROW + 'px" title="' + esc(t.text) + '">' +
+        '<span class="prefix">' + esc(shownPrefix(prefix)) + '</span><span class="dot">' + (state.onPath.has(p) ? '•' : ' ') + '</span>' + forks +
         (label ? '<span class="label">' + esc(label) + '</span>' : '') +
         (t.role ? '<span class="who k-' + t.cls + '">' + t.role + ':</span> ' : '') +
         '<span class="t' + (t.role ? '' : ' k-' + t.cls) + '">' + esc(t.text) + '</span></div>';
     }
+    const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest('#tree');
     $('#tree-inner').innerHTML = html;
+    if (focused) focusCursor();
+  }
+  function focusCursor() {
+    const el = cursor >= 0 ? document.querySelector('#tree .row[data-i="' + cursor + '"]') : null;
+    if (el) el.focus({ preventScroll: true }); else treeBox().focus({ preventScroll: true });
+  }
+  function moveCursor(i) {
+    if (!rows.length) return;
+    cursor = Math.max(0, Math.min(rows.length - 1, i));
+    const box = treeBox(), top = cursor * ROW;
+    if (top < box.scrollTop) box.scrollTop = top;
+    else if (top + ROW > box.scrollTop + box.clientHeight) box.scrollTop = top + ROW - box.clientHeight;
+    drawTree(true);
+    focusCursor();
+  }
+  function treeKey(ev) {
+    if (cursor < 0 || cursor >= rows.length) {
+      const at = rowOf.get(state.target >= 0 ? state.target : state.leaf);
+      cursor = at === undefined ? 0 : at;
+    }
+    const page = Math.max(1, Math.floor(treeBox().clientHeight / ROW) - 1);
+    const step = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page }[ev.key];
+    if (step !== undefined) moveCursor(cursor + step);
+    else if (ev.key === 'Home') moveCursor(0);
+    else if (ev.key === 'End') moveCursor(rows.length - 1);
+    else if ((ev.key === 'Enter' || ev.key === ' ') && rows[cursor]) {
+      const p = rows[cursor][0];
+      navigate(newestLeaf(p), p, 'center');
+      focusCursor();
+    } else return;
+    ev.preventDefault();
+    ev.stopPropagation();
   }
   function revealRow(p) {
     const i = rowOf.get(p);
@@ -511,8 +453,7 @@
   // ---------------------------------------------------------------------------------- messages
   let ctx = new Map();
   let results = new Map();   // toolCallId -> position of its result on the path
-  let items = [];            // what the message list shows: {p} or {group: [positions]}
-  let openGroups = new Set();
+  let items = [];            // what the message list shows: {p}, or {boundary: compaction} where the model's context starts
   let win = { lo: 0, hi: 0 };
   const CHUNK = 60;
 
@@ -526,15 +467,17 @@
     const ts = e && e.timestamp;
     return '<div class="head"><span class="kind">' + esc(kind) + '</span>' + (extra || '') +
       (label ? '<span class="label">' + esc(label) + '</span>' : '') +
-      '<span class="grow"></span><time>' + esc(fmtTime(ts)) + '</time>' +
-      '<a class="permalink" href="#entry-' + encodeURIComponent(str(e && e.id)) + '" title="Link to this entry">#</a></div>';
+      '<span class="grow"></span><time title="' + esc(fmtTime(ts)) + '">' + esc(fmtClock(ts)) + '</time>' +
+      '<a class="permalink" href="#entry-' + encodeURIComponent(str(e && e.id)) + '" title="Link to this entry">#</a>' +
+      '<button class="copy" data-copy="link" data-p="' + p + '" title="Copy a link to this entry">Copy link</button></div>';
   }
   function longText(text, lang, lines) {
     text = String(text).replace(/\t/g, '   ');
     const count = text.split('\n').length;
     const body = lang ? highlight(text, lang) : esc(text);
-    if (count <= lines) return '<pre class="out">' + body + '</pre>';
-    return '<div class="long" style="--lines:' + lines + '"><pre class="out">' + body + '</pre>' +
+    const copy = '<button class="copy" data-copy="code" title="Copy">Copy</button>';
+    if (count <= lines) return '<div class="codebox">' + copy + '<pre class="out">' + body + '</pre></div>';
+    return '<div class="codebox long" style="--lines:' + lines + '">' + copy + '<pre class="out">' + body + '</pre>' +
       '<button class="more">… ' + (count - lines) + ' more lines</button></div>';
   }
   function contentHtml(content, md) {
@@ -705,7 +648,7 @@
     return '<pre class="out">' + esc(json(m)) + '</pre>';
   }
   function contextNote(p, st) {
-    if (!st) return '';
+    if (!st || st.kind === 'compacted') return ''; // one boundary line marks these (itemHtml)
     const what = {
       compacted: 'Not in the model’s context: summarised by the compaction ',
       folded: 'Folded into the system prompt kept by the compaction ',
@@ -782,12 +725,18 @@
       }
     }
     if (st) cls += ' ctx-' + st.kind;
+    if (m && m.role === 'system') {
+      const chars = textOf(m.content).length;
+      body = '<details class="sysprompt"><summary>' + (chars ? chars.toLocaleString() + ' characters' : 'changes') + '</summary>' + body + '</details>';
+    }
     return '<article class="' + cls + (p === state.target ? ' target' : '') + '" id="entry-' + esc(str(e.id)) + '">' + head(p, kind, extra) + contextNote(p, st) + body + '</article>';
   }
   function itemHtml(item) {
-    if (item.group) {
-      return '<div class="group" data-group="' + item.group[0] + '"><button class="open-group">' + item.group.length.toLocaleString() +
-        (item.group.length === 1 ? ' entry' : ' entries') + ' before this point were summarised by a compaction and not sent to the model: show them</button></div>';
+    if (item.boundary !== undefined) {
+      const c = E[item.boundary];
+      return '<div class="ctx-boundary" role="separator"><p><b>The model’s context starts here.</b> What is above was summarised by the ' +
+        '<a href="#entry-' + encodeURIComponent(str(c.id)) + '">compaction</a>' + (num(c.tokensBefore) ? ' of ' + num(c.tokensBefore).toLocaleString() + ' tokens' : '') +
+        '; the model saw that summary instead.</p></div>';
     }
     return entryHtml(item.p);
   }
@@ -803,23 +752,18 @@
       const m = msgOf(E[p]);
       if (m && m.role === 'assistant') for (const b of blocks(m.content)) if (b.type === 'toolCall' && results.has(b.id)) called.add(results.get(b.id));
     }
-    let group = null;
-    for (const p of state.path) {
-      if (called.has(p)) continue;
-      const st = ctx.get(p);
-      if (st && st.kind === 'compacted' && !openGroups.has(st.by)) {
-        if (!group) { group = []; items.push({ group, by: st.by }); }
-        group.push(p);
-        continue;
-      }
-      group = null;
-      items.push({ p });
-    }
+    // The whole branch is shown in place; one thin line marks where the model's context starts.
+    let last = -1;
+    state.path.forEach((p, i) => { const st = ctx.get(p); if (st && st.kind === 'compacted') last = i; });
+    state.path.forEach((p, i) => {
+      if (!called.has(p)) items.push({ p });
+      if (i === last) items.push({ boundary: ctx.get(p).by });
+    });
   }
   function itemIndexOf(p) {
     for (let i = 0; i < items.length; i++) {
       const it = items[i];
-      if (it.p === p || (it.group && it.group.includes(p))) return i;
+      if (it.p === p) return i;
     }
     // A tool result is drawn inside its call: look for the message that made the call.
     const m = msgOf(E[p]);
@@ -835,10 +779,11 @@
   function renderWindow(lo, hi) {
     win = { lo, hi };
     const leaf = state.leaf;
-    let html = '<div class="branch-bar">' + (leaf < 0 ? 'No branch: the session has no leaf.' :
-      'Branch of ' + state.path.length.toLocaleString() + (state.path.length === 1 ? ' entry' : ' entries') + ' ending at ' + linkTo(leaf) +
-      (leaf === DEFAULT_LEAF ? ', the session’s leaf' : ' (the session’s leaf is ' + (DEFAULT_LEAF >= 0 ? linkTo(DEFAULT_LEAF) : 'none') + ')')) +
-      '</div><div id="top-sentinel"></div>';
+    const size = state.path.length.toLocaleString() + (state.path.length === 1 ? ' entry' : ' entries');
+    const bar = leaf < 0 ? 'This session has no messages yet.'
+      : leaf !== DEFAULT_LEAF ? 'Another branch of the conversation (' + size + '). <button class="action" data-act="latest">Back to where the session was left</button>'
+      : BRANCH_POINTS ? 'The conversation as the session was left (' + size + '). The tree shows the other branches.' : '';
+    let html = (bar ? '<div class="branch-bar">' + bar + '</div>' : '') + '<div id="top-sentinel"></div>';
     for (let i = lo; i < hi; i++) html += itemHtml(items[i]);
     html += '<div id="bottom-sentinel"></div>';
     list().innerHTML = html;
@@ -883,7 +828,24 @@
   }
 
   // ---------------------------------------------------------------------------------- navigation
-  function navigate(leaf, target, how) {
+  // The address bar follows navigation: #entry-<id>, with &leaf=<id> when the entry is shown on
+  // another branch than its newest, or #leaf=<id> for a branch without a target. 'push' adds a
+  // history step (so Back returns), 'replace' rewrites the current one.
+  function addressOf(leaf, target) {
+    const id = (p) => encodeURIComponent(str(E[p] && E[p].id));
+    if (target >= 0) return '#entry-' + id(target) + (leaf !== newestLeaf(target) ? '&leaf=' + id(leaf) : '');
+    return leaf !== DEFAULT_LEAF && leaf >= 0 ? '#leaf=' + id(leaf) : '';
+  }
+  function syncAddress(mode) {
+    if (mode !== 'push' && mode !== 'replace') return;
+    const want = addressOf(state.leaf, state.target);
+    if (want === location.hash || (!want && !location.hash && !location.search)) return;
+    const url = location.pathname + (want || '');
+    try {
+      if (mode === 'push') history.pushState(null, '', url); else history.replaceState(null, '', url);
+    } catch (e) { /* some file: pages refuse history changes: the page still works */ }
+  }
+  function navigate(leaf, target, how, mode) {
     const changed = leaf !== state.leaf || !state.path.length;
     state.leaf = leaf;
     state.target = target;
@@ -891,15 +853,12 @@
       state.path = leaf >= 0 ? pathTo(leaf) : [];
       state.onPath = new Set(state.path);
       ctx = contextOf(state.path);
-      openGroups = new Set();
       buildItems();
       if (state.filter !== 'all' || state.query) buildRows(); // the leaf is always shown
     }
     const at = target >= 0 ? itemIndexOf(target) : -1;
     if (at >= 0) {
-      const it = items[at];
-      if (it.group) { openGroups.add(it.by); buildItems(); }
-      const i = itemIndexOf(target);
+      const i = at;
       renderWindow(Math.max(0, i - 20), Math.min(items.length, i + 40));
       const el = document.getElementById('entry-' + str(E[target].id));
       if (el) {
@@ -916,15 +875,21 @@
     }
     drawTree(true);
     if (target >= 0) revealRow(target);
+    syncAddress(mode === undefined ? 'push' : mode);
   }
-  function openHash() {
-    const m = /^#entry-(.+)$/.exec(location.hash);
-    if (!m) return false;
-    let id;
-    try { id = decodeURIComponent(m[1]); } catch (e) { return false; }
-    const p = POS.get(id);
+  function openHash(mode) {
+    const m = /^#(?:entry-([^&]*))?(?:&?leaf=([^&]*))?$/.exec(location.hash);
+    if (!m || (m[1] === undefined && m[2] === undefined)) return false;
+    let id, leafId;
+    try { id = m[1] !== undefined ? decodeURIComponent(m[1]) : undefined; leafId = m[2] !== undefined ? decodeURIComponent(m[2]) : undefined; } catch (e) { return false; }
+    const p = id !== undefined ? POS.get(id) : -1;
     if (p === undefined) return false;
-    navigate(state.onPath.has(p) ? state.leaf : newestLeaf(p), p, 'center');
+    let leaf = leafId !== undefined ? POS.get(leafId) : undefined;
+    if (leaf !== undefined && p >= 0 && !pathTo(leaf).includes(p)) leaf = undefined;
+    if (leaf === undefined) leaf = p < 0 ? DEFAULT_LEAF : state.onPath.has(p) ? state.leaf : newestLeaf(p);
+    if (p >= 0 && leaf === state.leaf && p === state.target && document.getElementById('entry-' + str(E[p].id))) return true;
+    if (p < 0 && leaf === state.leaf && state.target < 0) return true;
+    navigate(leaf, p, 'center', mode || 'none');
     return true;
   }
 
@@ -936,7 +901,7 @@
     const target = POS.get(params.get('targetId') || '');
     if (leaf === undefined && target === undefined) return false;
     const to = leaf !== undefined ? leaf : newestLeaf(target);
-    navigate(to, target !== undefined && pathTo(to).includes(target) ? target : -1, 'center');
+    navigate(to, target !== undefined && pathTo(to).includes(target) ? target : -1, 'center', 'none');
     return true;
   }
 
@@ -996,14 +961,19 @@
     const models = [...s.models.entries()].map(([k, n]) => esc(k) + ' <span class="muted">×' + n + '</span>').join(', ');
     const tools = [...s.tools.entries()].sort((a, b) => b[1] - a[1]).map(([k, n]) => esc(k) + ' <span class="muted">×' + n + '</span>').join(', ');
     const row = (k, v) => '<dt>' + k + '</dt><dd>' + v + '</dd>';
+    const when = HEADER ? fmtDate(HEADER.timestamp) : '';
+    const summary = [when, s.user ? s.user.toLocaleString() + (s.user === 1 ? ' prompt' : ' prompts') : '',
+      s.calls ? s.calls.toLocaleString() + (s.calls === 1 ? ' tool call' : ' tool calls') : '', s.cost ? '$' + s.cost.toFixed(2) : ''].filter(Boolean).join(' · ');
     $('#top').innerHTML =
-      '<div class="title-row"><h1>' + esc(DATA.title) + '</h1><span class="grow"></span>' +
+      '<div class="title-row"><button class="action" data-act="tree" id="tree-button" aria-controls="sidebar" title="Show or hide the session tree">☰ Tree</button>' +
+      '<h1>' + esc(DATA.title) + '</h1><span class="grow"></span>' +
+      '<button class="toggle" data-act="model" title="Show only what the model saw at the end of this branch (M)">What the model saw</button>' +
       '<button class="toggle" data-act="thinking" title="Show or hide thinking (T)">Thinking</button>' +
       '<button class="toggle" data-act="tools" title="Expand or collapse tool output (O)">Tool output</button>' +
       '<button class="toggle" data-act="hidden" title="Show hidden and settings entries (H)">Hidden</button>' +
       '<button class="toggle" data-act="theme" title="Light, dark or the system’s colours">Theme</button>' +
       '<button class="action" data-act="download" title="Download the session as JSONL">↓ JSONL</button></div>' +
-      '<dl class="stats">' +
+      '<details class="about"><summary>' + esc(summary || 'Session details') + '</summary><dl class="stats">' +
       row('Session', '<code>' + esc(HEADER ? str(HEADER.id) : '') + '</code>') +
       row('Directory', '<code>' + esc(HEADER ? shortPath(HEADER.cwd) : '') + '</code>') +
       row('Created', esc(HEADER ? fmtTime(HEADER.timestamp) : '')) +
@@ -1013,8 +983,8 @@
       row('Tokens', esc(tokens.join(' ') || '0') + (s.extraTokens ? ' <span class="muted">+ ' + fmtTokens(s.extraTokens) + ' outside the conversation</span>' : '')) +
       row('Cost', '$' + s.cost.toFixed(3) + (s.extraCost ? ' <span class="muted">+ $' + s.extraCost.toFixed(3) + ' outside the conversation (summaries, usage entries)</span>' : '')) +
       row('Entries', N.toLocaleString() + ' <span class="muted">(' + ROOTS.length + (ROOTS.length === 1 ? ' root' : ' roots') + ', ' +
-        E.reduce((n, _, p) => n + (KIDS[p] && KIDS[p].length > 1 ? 1 : 0), 0) + ' branch points)</span>') +
-      '</dl><div class="hint">T thinking · O tool output · H hidden entries · / search · Esc back to the session’s leaf</div>';
+        BRANCH_POINTS + (BRANCH_POINTS === 1 ? ' branch point)' : ' branch points)') + '</span>') +
+      '</dl><div class="hint">M what the model saw · T thinking · O tool output · H hidden entries · / search · ↑ ↓ in the tree · Esc back to the session’s leaf</div></details>';
     syncToggles();
   }
   function syncToggles() {
@@ -1023,6 +993,7 @@
     set('thinking', !b.contains('hide-thinking'));
     set('tools', b.contains('tools-open'));
     set('hidden', !b.contains('hide-hidden'));
+    set('model', b.contains('model-view'));
     const theme = document.documentElement.dataset.theme || 'auto';
     set('theme', theme !== 'auto', 'Theme: ' + theme);
   }
@@ -1050,6 +1021,9 @@
     if (name === 'thinking') b.toggle('hide-thinking');
     else if (name === 'tools') { b.toggle('tools-open'); for (const el of document.querySelectorAll('.long.open')) el.classList.remove('open'); }
     else if (name === 'hidden') b.toggle('hide-hidden');
+    else if (name === 'model') b.toggle('model-view');
+    else if (name === 'tree') { b.toggle('tree-open'); if (b.contains('tree-open')) revealRow(state.target >= 0 ? state.target : state.leaf); }
+    else if (name === 'latest') navigate(DEFAULT_LEAF, -1, 'top');
     else if (name === 'theme') {
       const order = ['auto', 'light', 'dark'];
       setTheme(order[(order.indexOf(document.documentElement.dataset.theme || 'auto') + 1) % 3]);
@@ -1080,43 +1054,47 @@
         revealRow(state.target >= 0 ? state.target : state.leaf);
       });
     }
+    treeBox().addEventListener('keydown', treeKey);
     treeBox().addEventListener('scroll', () => requestAnimationFrame(() => drawTree(false)));
     $('#tree-inner').addEventListener('click', (ev) => {
       const row = ev.target.closest('.row');
       if (!row || String(window.getSelection() || '')) return;
       const p = +row.dataset.p;
+      cursor = +row.dataset.i;
+      document.body.classList.remove('tree-open'); // the drawer, on a phone
       navigate(newestLeaf(p), p, 'center');
     });
     document.addEventListener('click', (ev) => {
       const t = ev.target;
       const button = t.closest('[data-act]');
       if (button) { act(button.dataset.act); return; }
+      const copy = t.closest('button.copy');
+      if (copy) { copyFrom(copy); return; }
       const more = t.closest('.long .more');
       if (more) { more.parentElement.classList.toggle('open'); return; }
       const stub = t.closest('.thinking-stub');
       if (stub) { stub.parentElement.classList.toggle('open'); return; }
-      const group = t.closest('.open-group');
-      if (group) {
-        const first = +group.parentElement.dataset.group;
-        const st = ctx.get(first);
-        if (st) openGroups.add(st.by);
-        buildItems();
-        const i = itemIndexOf(first);
-        renderWindow(Math.max(0, i - 5), Math.min(items.length, i + CHUNK));
-        const el = document.getElementById('entry-' + str(E[first].id));
-        if (el) el.scrollIntoView({ block: 'start' });
-        return;
-      }
       const img = t.closest('img.img');
       if (img) { const box = $('#lightbox'); box.querySelector('img').src = img.src; box.hidden = false; return; }
       if (t.closest('#lightbox')) { $('#lightbox').hidden = true; }
     });
-    window.addEventListener('hashchange', openHash);
+    // A link followed in the page, Back or Forward: show what the address names.
+    const fromAddress = () => {
+      if (openHash('replace') || location.hash || openPiLink()) return;
+      if (state.leaf !== DEFAULT_LEAF || state.target >= 0) navigate(DEFAULT_LEAF, -1, 'top', 'none');
+    };
+    window.addEventListener('hashchange', fromAddress);
+    // Printing draws every message of the branch first (the screen draws a window of them).
+    const printAll = () => { if (win.lo > 0 || win.hi < items.length) { const top = $('#content').scrollTop; renderWindow(0, items.length); $('#content').scrollTop = top; } };
+    window.addEventListener('beforeprint', printAll);
+    if (window.matchMedia) { const print = window.matchMedia('print'); if (print.addEventListener) print.addEventListener('change', (ev) => { if (ev.matches) printAll(); }); }
+    window.addEventListener('popstate', fromAddress);
     document.addEventListener('keydown', (ev) => {
       const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement && document.activeElement.tagName);
       if (ev.key === 'Escape') {
         if (typing) { $('#search').value = ''; $('#search').dispatchEvent(new Event('input')); $('#search').blur(); }
         $('#lightbox').hidden = true;
+        if (document.body.classList.contains('tree-open')) { document.body.classList.remove('tree-open'); return; }
         if (!typing) navigate(DEFAULT_LEAF, -1, 'bottom');
         return;
       }
@@ -1125,9 +1103,45 @@
       if (key === 't') act('thinking');
       else if (key === 'o') act('tools');
       else if (key === 'h') act('hidden');
+      else if (key === 'm') act('model');
       else if (key === '/') { ev.preventDefault(); $('#search').focus(); }
       else return;
       ev.preventDefault();
+    });
+  }
+
+  // ---------------------------------------------------------------------------------- copy
+  function copyText(text) {
+    const fallback = () => {
+      const area = document.createElement('textarea');
+      area.value = text;
+      area.setAttribute('readonly', '');
+      area.style.position = 'fixed'; area.style.opacity = '0';
+      document.body.appendChild(area);
+      area.select();
+      let ok = false;
+      try { ok = document.execCommand('copy'); } catch (e) { ok = false; }
+      area.remove();
+      return ok;
+    };
+    if (navigator.clipboard && navigator.clipboard.writeText) return navigator.clipboard.writeText(text).then(() => true, fallback);
+    return Promise.resolve(fallback());
+  }
+  function copyFrom(button) {
+    let text = '';
+    if (button.dataset.copy === 'link') {
+      const p = +button.dataset.p;
+      const leaf = state.onPath.has(p) ? state.leaf : newestLeaf(p);
+      text = location.href.replace(/[?#].*$/s, '') + addressOf(leaf, p);
+    } else {
+      const pre = button.parentElement.querySelector('pre');
+      text = pre ? pre.textContent : '';
+    }
+    copyText(text).then((ok) => {
+      const was = button.textContent;
+      button.textContent = ok ? 'Copied' : 'Copy failed';
+      button.classList.add('done');
+      setTimeout(() => { button.textContent = was; button.classList.remove('done'); }, 1200);
     });
   }
 
@@ -1152,4 +1166,4 @@
   // Exposed for tests and for scripting the page from the console.
   window.pisessionViewer = { markdown, highlight, navigate, state, rows: () => rows, items: () => items, positionOf: (id) => POS.get(id) };
   start();
-})();
+}

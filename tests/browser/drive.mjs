@@ -7,9 +7,12 @@
 // Steps: {"do": "eval", "js": "..."} (an expression; its value is recorded, promises awaited),
 // {"do": "click", "sel": "..."}, {"do": "type", "sel": "...", "text": "..."}, {"do": "key", "key": "t"},
 // {"do": "wait", "ms": 100}, {"do": "waitFor", "js": "..."} (until truthy),
-// {"do": "screenshot", "path": "..."}, {"do": "dark", "on": true}, {"do": "downloads", "dir": "..."}.
+// {"do": "screenshot", "path": "..."}, {"do": "dark", "on": true}, {"do": "downloads", "dir": "..."},
+// {"do": "media", "type": "print"} (lay the page out as printed; null: as on screen),
+// {"do": "pdf"} (print to an A4 PDF; its page count is recorded as a value).
 // Optional plan keys: "ready" (an expression true once the page is ready; default: the viewer's
-// own flag), "query" and "hash" (added to the page's URL), "width", "height".
+// own flag), "query" and "hash" (added to the page's URL), "width", "height", "clipboard" (true:
+// the page may read and write the clipboard).
 import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,6 +36,9 @@ const browser = await puppeteer.launch({
 });
 const out = { values: [], consoleErrors: [], pageErrors: [], requests: [] };
 try {
+  if (plan.clipboard) {
+    await browser.defaultBrowserContext().overridePermissions('file://', ['clipboard-read', 'clipboard-write', 'clipboard-sanitized-write']);
+  }
   const page = await browser.newPage();
   await page.setViewport({ width: plan.width || 1400, height: plan.height || 900 });
   page.on('console', (msg) => { if (msg.type() === 'error' || msg.type() === 'warn') out.consoleErrors.push(msg.text()); });
@@ -56,7 +62,12 @@ try {
     else if (step.do === 'wait') await new Promise((r) => setTimeout(r, step.ms));
     else if (step.do === 'waitFor') await page.waitForFunction(step.js, { timeout: 30000 });
     else if (step.do === 'screenshot') await page.screenshot({ path: step.path, fullPage: false });
-    else if (step.do === 'dark') await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: step.on ? 'dark' : 'light' }]);
+    else if (step.do === 'media') await page.emulateMediaType(step.type || null);
+    else if (step.do === 'pdf') {
+      // Printed as Chrome prints (A4), pages counted from the PDF's page objects.
+      const pdf = Buffer.from(await page.pdf({ format: 'A4', printBackground: true }));
+      out.values.push((pdf.toString('latin1').match(/\/Type\s*\/Page(?![a-zA-Z])/g) || []).length);
+    } else if (step.do === 'dark') await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: step.on ? 'dark' : 'light' }]);
     else if (step.do === 'downloads') {
       const cdp = await page.createCDPSession();
       await cdp.send('Browser.setDownloadBehavior', { behavior: 'allow', downloadPath: step.dir });

@@ -257,17 +257,18 @@ def test_context_edits_and_compaction_show_what_the_model_saw(tmp_path: Path) ->
                 "Object.fromEntries([...document.querySelectorAll('.stats dt')].map(d => [d.textContent,"
                 " d.nextElementSibling.textContent]))"
             ),
-            js("document.querySelector('.group button').textContent"),
+            js("[...document.querySelectorAll('.ctx-boundary')].map(b => b.textContent)"),
             js("document.querySelectorAll('.ctx-note.replaced').length"),
             js(
                 "document.querySelector('.ctx-note.replaced').closest('.tool').querySelector('details.was').textContent"
             ),
-            {"do": "click", "sel": ".group button"},
-            js("document.querySelectorAll('.ctx-compacted').length"),
+            js("['.ctx-compacted', '.ctx-note'].map(s => document.querySelectorAll(s).length)"),
+            {"do": "click", "sel": "[data-act=model]"},
+            js("[...document.querySelectorAll('.ctx-compacted')].filter(e => e.offsetParent).length"),
         ],
     )
     clean(out)
-    stats, group, replaced, original, compacted = out["values"]
+    stats, boundaries, replaced, original, (compacted, notes), compacted_seen = out["values"]
     wire = SessionManager.open(source).snapshot().wire_entries()
     messages = [e["message"] for e in wire if e["type"] == "message"]
     answers = [m for m in messages if m["role"] == "assistant"]
@@ -282,10 +283,12 @@ def test_context_edits_and_compaction_show_what_the_model_saw(tmp_path: Path) ->
     assert stats["Messages"].startswith(
         f"{sum(m['role'] == 'user' for m in messages)} user, {len(answers)} assistant"
     )
-    assert "summarised by a compaction" in group
+    # The whole branch in place, one line where the model's context starts, no banner per entry.
+    assert len(boundaries) == 1 and "context starts here" in boundaries[0]
     assert replaced >= 1
     assert "def test_missing(client)" in original  # the original result, shown on demand
-    assert compacted >= 1
+    assert compacted >= 1 and notes < compacted
+    assert compacted_seen == 0  # "What the model saw" hides what was summarised away
 
 
 def test_twenty_thousand_entries_render(tmp_path: Path) -> None:
@@ -518,6 +521,6 @@ def test_skills_nested_calls_tool_parameters_and_pi_links(tmp_path: Path) -> Non
     shown, summary, body, spec, tool = out["values"]
     assert other not in shown
     assert "deploy" in summary and "~/skills/deploy.md" in summary
-    assert body == "<p>Steps <strong>here</strong></p>"
+    assert body.strip() == "<p>Steps <strong>here</strong></p>"
     assert "command" in spec and "required" in spec
     assert "nested calls: 1" in tool and '✓ read {"path":"a"}' in tool
