@@ -15,7 +15,10 @@ session files are::
 
 from __future__ import annotations
 
+import errno
 import os
+import re
+import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -25,7 +28,7 @@ from .._ids import Clock, SystemClock, iso_from_ms
 from .._json import dumps as _js_stringify
 from .._load import CURRENT_SESSION_VERSION
 from .._manager import SessionManager
-from .._store import replace_with_temp
+from .._store import _write_all, replace_with_temp
 from ._common import wire_branch
 from ._html import to_html as _to_html
 from ._markdown import to_markdown as _to_markdown
@@ -110,16 +113,105 @@ def to_entry_lines(manager: SessionManager, *, all_branches: bool = False) -> st
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> str:
-    """Write ``text`` (UTF-8) to ``path`` as the exports are written: a temporary file in the same
-    folder, fsync, rename over ``path``; mode 0600. Returns the absolute path."""
+    """Write ``text`` (UTF-8) to ``path`` as the exports are written; returns the absolute path.
+
+    A regular file (new or existing) is replaced atomically: a temporary file in the same
+    folder, fsync, rename; mode 0600. A symbolic link to a regular file is kept and its target
+    replaced that way. A character device or a pipe (``/dev/null``, a terminal, a FIFO) is
+    written to as shell redirection would, never replaced; so is a link to one of this
+    process's descriptors (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``), at the
+    descriptor's own position. A folder, a socket, a block device and a dangling link are
+    refused with an `OSError` naming the path.
+    """
     target = os.path.abspath(os.path.expanduser(os.fspath(path)))
     data = text.encode("utf-8", "surrogatepass")  # lone surrogates from a file are written back as read
+    descriptor = _own_descriptor(target)
+    if descriptor is not None:
+        _write_to_descriptor(descriptor, data, target)
+        return target
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        if os.path.islink(target):  # as cp does: a dangling link is not written through
+            raise OSError(errno.ENOENT, "not writing through a dangling symbolic link", target) from None
+        _replace(target, data)
+        return target
+    if stat.S_ISREG(info.st_mode):
+        _replace(os.path.realpath(target), data)  # a link stays a link: its target is replaced
+    elif stat.S_ISCHR(info.st_mode) or stat.S_ISFIFO(info.st_mode):
+        _write_in_place(target, data)
+    elif stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", target)
+    else:
+        kind = "a socket" if stat.S_ISSOCK(info.st_mode) else "a block device"
+        if not (stat.S_ISSOCK(info.st_mode) or stat.S_ISBLK(info.st_mode)):
+            kind = "something that is not a file"
+        raise OSError(errno.EINVAL, f"refusing to write an export to {kind}", target)
+    return target
+
+
+def _replace(target: str, data: bytes) -> None:
     try:
         fd, temp = tempfile.mkstemp(prefix=".pisession-export-", suffix=".tmp", dir=os.path.dirname(target))
     except OSError as error:  # name the file asked for, not the temporary one
         raise OSError(error.errno, error.strerror, target) from None
     replace_with_temp(target, data, fd, temp)  # mkstemp made it 0600; the rename keeps that mode
-    return target
+
+
+_DESCRIPTOR_NAME = re.compile(r"/proc/(?:self|thread-self|\d+(?:/task/\d+)?)/fd/(\d+)|/dev/fd/(\d+)")
+
+
+def _own_descriptor(target: str) -> int | None:
+    """The descriptor of this process that ``target`` names through links (``/dev/stdout``,
+    ``/dev/fd/1``, ``/proc/self/fd/1``), else None."""
+    own = {"self", "thread-self", str(os.getpid())}
+    path = target
+    for _ in range(40):  # the kernel's own limit on links followed
+        folder = os.path.realpath(os.path.dirname(path))
+        match = _DESCRIPTOR_NAME.fullmatch(os.path.join(folder, os.path.basename(path)))
+        if match is not None and (match.group(2) is not None or folder.split("/")[2] in own):
+            return int(match.group(1) or match.group(2))
+        if not os.path.islink(path):
+            return None
+        try:
+            link = os.readlink(path)
+        except OSError:
+            return None
+        path = os.path.join(folder, link)
+    return None
+
+
+def _write_to_descriptor(fd: int, data: bytes, target: str) -> None:
+    """Write at the descriptor's own position (an append-mode log stays appended to), as
+    ``>&N`` would; the descriptor stays open."""
+    try:
+        _write_all(fd, data)
+    except OSError as error:
+        raise _named(error, target) from None
+
+
+def _write_in_place(target: str, data: bytes) -> None:
+    """Open a device or a pipe for writing and write, as ``cp``/``tee``/``>`` would: no new
+    file, no rename, nothing created or truncated."""
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as error:
+        raise _named(error, target) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):  # swapped since the check
+            raise OSError(errno.EAGAIN, "the file changed while being opened; try again", target)
+        _write_all(fd, data)
+    except OSError as error:
+        raise _named(error, target) from None
+    finally:
+        os.close(fd)
+
+
+def _named(error: OSError, target: str) -> OSError:
+    if error.errno == errno.EPIPE:  # OSError(EPIPE) would be a BrokenPipeError: the CLI's own stdout
+        return OSError(errno.EIO, "the reader closed the pipe before the export was written", target)
+    return OSError(error.errno, error.strerror, error.filename or target)
 
 
 def write_markdown(
