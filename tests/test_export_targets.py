@@ -86,7 +86,17 @@ def test_proc_self_fd_of_a_pipe_is_written_to(session: Path) -> None:
     read_end, write_end = os.pipe()
     try:
         child = subprocess.Popen(
-            [sys.executable, "-c", CLI, "export", str(session), "--format", "jsonl", "-o", f"/proc/self/fd/{write_end}"],
+            [
+                sys.executable,
+                "-c",
+                CLI,
+                "export",
+                str(session),
+                "--format",
+                "jsonl",
+                "-o",
+                f"/proc/self/fd/{write_end}",
+            ],
             pass_fds=(write_end,),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -143,7 +153,9 @@ def test_a_link_to_a_regular_file_is_kept_and_its_target_replaced(
     assert stat.S_IMODE(real.stat().st_mode) == 0o600
 
 
-def test_a_dangling_link_is_refused(session: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_dangling_link_is_refused(
+    session: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     link = tmp_path / "dangling"
     link.symlink_to(tmp_path / "missing" / "file")
     code, _, err = _export(session, str(link), capsys)
@@ -151,7 +163,9 @@ def test_a_dangling_link_is_refused(session: Path, tmp_path: Path, capsys: pytes
     assert link.is_symlink()
 
 
-def test_a_folder_and_a_socket_are_refused(session: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_folder_and_a_socket_are_refused(
+    session: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     folder = tmp_path / "folder"
     folder.mkdir()
     code, _, err = _export(session, str(folder), capsys)
