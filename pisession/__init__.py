@@ -155,7 +155,7 @@ _LAZY: dict[str, str] = {
     ),
     **dict.fromkeys(("ProjectedEntry", "SessionProjection"), "._projection"),
     "TreeNode": "._results",
-    "UNSET": "._values",  # no need to create the model classes for the sentinel
+    **dict.fromkeys(("UNSET", "Unset"), "._values"),  # no need to create the model classes for the sentinel
 }
 
 
