@@ -39,6 +39,11 @@ class UsageTotals:
     cost: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
+        """Deprecated name of :meth:`to_wire`."""
+        _warn_to_json(self)
+        return self.to_wire()
+
+    def to_wire(self) -> dict[str, Any]:
         """The JSON shape of ``pisession stats --json`` (Pi's camelCase keys)."""
         return {
             "calls": self.calls,
@@ -70,6 +75,11 @@ class MessageCounts:
     total: int = 0
 
     def to_json(self) -> dict[str, int]:
+        """Deprecated name of :meth:`to_wire`."""
+        _warn_to_json(self)
+        return self.to_wire()
+
+    def to_wire(self) -> dict[str, int]:
         return {
             "user": self.user,
             "assistant": self.assistant,
@@ -81,7 +91,7 @@ class MessageCounts:
 
 @dataclass(frozen=True)
 class SessionStats:
-    """What ``session_stats`` returns; ``to_json()`` is what ``pisession stats --json`` prints."""
+    """What ``session_stats`` returns; ``to_wire()`` is what ``pisession stats --json`` prints."""
 
     session_id: str | None
     entries: int
@@ -93,13 +103,18 @@ class SessionStats:
     total: UsageTotals
 
     def to_json(self) -> dict[str, Any]:
+        """Deprecated name of :meth:`to_wire`."""
+        _warn_to_json(self)
+        return self.to_wire()
+
+    def to_wire(self) -> dict[str, Any]:
         return {
             "sessionId": self.session_id,
             "entries": self.entries,
-            "messages": self.messages.to_json(),
-            "byModel": [{"model": r.name, **r.usage.to_json()} for r in self.by_model],
-            "bySource": [{"source": r.name, **r.usage.to_json()} for r in self.by_source],
-            "total": self.total.to_json(),
+            "messages": self.messages.to_wire(),
+            "byModel": [{"model": r.name, **r.usage.to_wire()} for r in self.by_model],
+            "bySource": [{"source": r.name, **r.usage.to_wire()} for r in self.by_source],
+            "total": self.total.to_wire(),
         }
 
 
@@ -198,4 +213,14 @@ def session_stats(manager: SessionManager) -> SessionStats:
         by_model=tuple(UsageRow(key, row.frozen()) for key, row in models),
         by_source=tuple(UsageRow(key, row.frozen()) for key, row in by_source.items()),
         total=total.frozen(),
+    )
+
+
+def _warn_to_json(obj: object) -> None:
+    import warnings
+
+    warnings.warn(
+        f"{type(obj).__name__}.to_json() is deprecated; call to_wire(), the name every result uses",
+        DeprecationWarning,
+        stacklevel=3,
     )

@@ -38,6 +38,11 @@ class Problem:
     message: str
 
     def to_json(self) -> dict[str, Any]:
+        """Deprecated name of :meth:`to_wire`."""
+        _warn_to_json(self)
+        return self.to_wire()
+
+    def to_wire(self) -> dict[str, Any]:
         return {"severity": self.severity, "line": self.line, "message": self.message}
 
 
@@ -69,8 +74,13 @@ class ValidationReport:
         return tuple(p for p in self.problems if p.severity == "warning")
 
     def to_json(self) -> dict[str, Any]:
+        """Deprecated name of :meth:`to_wire`."""
+        _warn_to_json(self)
+        return self.to_wire()
+
+    def to_wire(self) -> dict[str, Any]:
         """The JSON object ``pisession validate --json`` prints for this file."""
-        out: dict[str, Any] = {"path": self.path, "problems": [p.to_json() for p in self.problems]}
+        out: dict[str, Any] = {"path": self.path, "problems": [p.to_wire() for p in self.problems]}
         if self.session_id is not None:
             out["sessionId"] = self.session_id
             out["version"] = self.version
@@ -266,3 +276,13 @@ def _check_references(body: list[tuple[int, dict[str, Any]]], report: _Report) -
             source = entry.get("fromId")
             if source != "root" and not exists(source):
                 add("warning", number, f"branch_summary {entry_id}: fromId {source} does not exist")
+
+
+def _warn_to_json(obj: object) -> None:
+    import warnings
+
+    warnings.warn(
+        f"{type(obj).__name__}.to_json() is deprecated; call to_wire(), the name every result uses",
+        DeprecationWarning,
+        stacklevel=3,
+    )
