@@ -14,10 +14,12 @@ entry of every branch: what was billed, compacted history included::
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ._arguments import session_manager
 from ._manager import SessionManager
 from .describe import _blocks, _num
 
@@ -148,12 +150,13 @@ class _Sum:
         )
 
 
-def session_stats(manager: SessionManager) -> SessionStats:
+def session_stats(manager: SessionManager | str | os.PathLike[str]) -> SessionStats:
     """Usage and cost of every entry of every branch, by model and by source, with message counts.
 
     Assistant messages count under ``provider/responseModel`` (else ``model``); tool results,
     compactions and branch summaries under ``Tools/summaries``; usage entries under their own model.
     """
+    manager = session_manager(manager, "session_stats")
     by_model: dict[str, _Sum] = {}
     by_source: dict[str, _Sum] = {}
     total = _Sum()

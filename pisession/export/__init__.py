@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import __version__
+from .._arguments import session_manager
 from .._ids import Clock, SystemClock, iso_from_ms
 from .._json import dumps as _js_stringify
 from .._load import CURRENT_SESSION_VERSION
@@ -48,27 +49,30 @@ __all__ = [
 ]
 
 
-def to_markdown(manager: SessionManager, *, all_branches: bool = False) -> str:
+def to_markdown(manager: SessionManager | str | os.PathLike[str], *, all_branches: bool = False) -> str:
     """The session as a Markdown document: the active branch, or every branch (``all_branches``)
     as numbered runs from each branch point; labels, context edits and compaction boundaries noted.
     """
+    manager = session_manager(manager, "to_markdown")
     return _to_markdown(manager, all_branches=all_branches, version=__version__)
 
 
-def to_html(manager: SessionManager, *, title: str | None = None) -> str:
+def to_html(manager: SessionManager | str | os.PathLike[str], *, title: str | None = None) -> str:
     """The session as an interactive viewer, as ``pi --export`` makes one: one self-contained
     page (no network fetches) holding every branch, with a tree sidebar, search, filters, tool
     output, context edits and compactions as the model saw them (docs/viewer.md). ``title``
     defaults to the session's name, else its first user message."""
+    manager = session_manager(manager, "to_html")
     from .._viewer import render_viewer  # the page's assets are read only when one is made
 
     return render_viewer(manager, title=title)
 
 
-def to_static_html(manager: SessionManager, *, all_branches: bool = False) -> str:
+def to_static_html(manager: SessionManager | str | os.PathLike[str], *, all_branches: bool = False) -> str:
     """The session as one static HTML page (inline CSS, no scripts, no network fetches): the
     active branch, or every branch (``all_branches``); every string from the session is
     HTML-escaped, images only as ``data:image/...`` URLs."""
+    manager = session_manager(manager, "to_static_html")
     return _to_html(manager, all_branches=all_branches, version=__version__)
 
 
@@ -80,13 +84,14 @@ def to_json_line(value: Any) -> str:
     return _js_stringify(value)
 
 
-def to_jsonl(manager: SessionManager, *, clock: Clock | None = None) -> str:
+def to_jsonl(manager: SessionManager | str | os.PathLike[str], *, clock: Clock | None = None) -> str:
     """Pi's ``serializeSessionBranch``: a new header (version, session id, the time now, cwd) and
     the entries from the root to the leaf, each re-parented on the one before it, as JSON lines.
 
     The result is a session file holding just the active branch (what ``pi`` exports as JSONL).
     ``clock`` (default: the system clock) gives the header's timestamp.
     """
+    manager = session_manager(manager, "to_jsonl")
     now = (clock or SystemClock()).now_ms()
     header = {
         "type": "session",
@@ -103,9 +108,10 @@ def to_jsonl(manager: SessionManager, *, clock: Clock | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_entry_lines(manager: SessionManager, *, all_branches: bool = False) -> str:
+def to_entry_lines(manager: SessionManager | str | os.PathLike[str], *, all_branches: bool = False) -> str:
     """The entries of the active branch (or of the whole file) as the file holds them, one JSON
     line each, no header: a filter over the session's lines (``pisession export --format jsonl``)."""
+    manager = session_manager(manager, "to_entry_lines")
     entries: Sequence[Mapping[str, Any]] = (
         list(manager.snapshot().wire_entries()) if all_branches else wire_branch(manager)
     )
@@ -215,24 +221,44 @@ def _named(error: OSError, target: str) -> OSError:
 
 
 def write_markdown(
-    manager: SessionManager, path: str | os.PathLike[str], *, all_branches: bool = False
+    manager: SessionManager | str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    *,
+    all_branches: bool = False,
 ) -> str:
     """Write `to_markdown` to ``path`` (0600, atomically); returns the absolute path."""
+    manager = session_manager(manager, "write_markdown")
     return write_text(path, to_markdown(manager, all_branches=all_branches))
 
 
-def write_html(manager: SessionManager, path: str | os.PathLike[str], *, title: str | None = None) -> str:
+def write_html(
+    manager: SessionManager | str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    *,
+    title: str | None = None,
+) -> str:
     """Write `to_html` (the viewer) to ``path`` (0600, atomically); returns the absolute path."""
+    manager = session_manager(manager, "write_html")
     return write_text(path, to_html(manager, title=title))
 
 
 def write_static_html(
-    manager: SessionManager, path: str | os.PathLike[str], *, all_branches: bool = False
+    manager: SessionManager | str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    *,
+    all_branches: bool = False,
 ) -> str:
     """Write `to_static_html` to ``path`` (0600, atomically); returns the absolute path."""
+    manager = session_manager(manager, "write_static_html")
     return write_text(path, to_static_html(manager, all_branches=all_branches))
 
 
-def write_jsonl(manager: SessionManager, path: str | os.PathLike[str], *, clock: Clock | None = None) -> str:
+def write_jsonl(
+    manager: SessionManager | str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    *,
+    clock: Clock | None = None,
+) -> str:
     """Write `to_jsonl` to ``path`` (0600, atomically); returns the absolute path."""
+    manager = session_manager(manager, "write_jsonl")
     return write_text(path, to_jsonl(manager, clock=clock))
