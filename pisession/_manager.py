@@ -1118,11 +1118,21 @@ class SessionManager:
         """Append a message (wire dict or model) as a child of the leaf; returns the entry id::
 
         manager.append_message({"role": "user", "content": "hello", "timestamp": 1733234400000})
+
+        The message must have a string ``role`` (a role Pi does not know is kept as it is):
+        anything else is a ``TypeError`` (not a message) or ``ValueError`` (no role), where Pi
+        would write a line that no reader takes for a message.
         """
         wire_message = _wire(message)
-        if wire_message is MISSING or wire_message is UNSET:
-            return self._append_id(
-                lambda parent, eid, ts: _entry("message", eid, parent, ts, message=wire_message)
+        if type(wire_message) is not dict:
+            raise TypeError(
+                "append_message() takes a message: a model object such as UserMessage, or a dict with a "
+                f"string 'role', not {type(message).__name__}"
+            )
+        if type(wire_message.get("role")) is not str:
+            found = "not none" if "role" not in wire_message else f"not {wire_message['role']!r:.60}"
+            raise ValueError(
+                f"append_message(): a message needs a string 'role' ('user', 'assistant', ...), {found}"
             )
 
         def build(parent: Any, eid: str, ts: str) -> WireEntry:  # _entry, unrolled: the hot path

@@ -103,3 +103,33 @@ def test_write_functions_take_a_path_too(path: Path, tmp_path: Path) -> None:
     assert "hello" in target.read_text()
     with pytest.raises(TypeError, match=r"^write_markdown\(\) takes"):
         write_markdown(3, target)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("message", "error", "says"),
+    [
+        ({"foo": 1}, ValueError, "needs a string 'role'.*not none"),
+        ({"role": None, "content": "x"}, ValueError, "not None"),
+        ({"role": 5}, ValueError, "not 5"),
+        ("hello", TypeError, "takes a message.*not str"),
+        (None, TypeError, "not NoneType"),
+        ([{"role": "user"}], TypeError, "not list"),
+    ],
+)
+def test_append_message_refuses_what_has_no_role_and_writes_nothing(
+    path: Path, message: Any, error: type[Exception], says: str
+) -> None:
+    manager = SessionManager.open(path)
+    before = path.read_bytes()
+    with pytest.raises(error, match=says):
+        manager.append_message(message)
+    assert path.read_bytes() == before and manager.get_entry_count() == 1
+    manager.close()
+
+
+def test_append_message_keeps_unknown_string_roles(path: Path) -> None:
+    manager = SessionManager.open(path)
+    entry_id = manager.append_message({"role": "hologram", "content": "x", "timestamp": 1})
+    manager.close()
+    line = json.loads(path.read_text(encoding="utf-8").splitlines()[-1])
+    assert line["id"] == entry_id and line["message"] == {"role": "hologram", "content": "x", "timestamp": 1}
