@@ -45,15 +45,38 @@ class SessionChangedError(InvalidSessionError):
 
 
 
-class EntryNotFoundError(PisessionError, KeyError):
-    """An operation named an entry id the session does not hold."""
+class _InSession(PisessionError):
+    """An error about one session's entries: ``args[0]`` is Pi's own message (``Entry X not
+    found``), ``where`` the session it happened in (its file, or ``an in-memory session``), and
+    the text is both: ``Entry X not found in /path/session.jsonl``."""
+
+    def __init__(self, message: str = "", *, where: str | None = None) -> None:
+        super().__init__(message)
+        self.where = where
 
     def __str__(self) -> str:  # KeyError quotes its message; keep Pi's plain text
-        return str(self.args[0]) if self.args else ""
+        text = str(self.args[0]) if self.args else ""
+        return text if self.where is None else f"{text} in {self.where}"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild, (type(self), self.args, self.where))
 
 
-class InvalidContextEditError(PisessionError, ValueError):
-    """A context edit failed one of Pi's checks (replacement shape, branch, target kind)."""
+def _rebuild(cls: type[_InSession], args: tuple[object, ...], where: str | None) -> _InSession:
+    error = cls.__new__(cls)
+    error.args = args
+    error.where = where
+    return error
+
+
+class EntryNotFoundError(_InSession, KeyError):
+    """An operation named an entry id the session does not hold. ``str(error)`` names the
+    session: ``Entry nope not found in /path/session.jsonl`` (``args[0]`` is Pi's message)."""
+
+
+class InvalidContextEditError(_InSession, ValueError):
+    """A context edit failed one of Pi's checks (replacement shape, branch, target kind); the
+    message names the session, as :class:`EntryNotFoundError`'s does."""
 
 
 class InvalidSessionIdError(PisessionError, ValueError):

@@ -206,6 +206,7 @@ class SessionManager:
         self._persist = persist
         self._file: SessionFile | None = None
         self._session_file: str | None = None
+        self._read_from: str | None = None  # the file read_session read (errors name it)
         self._header: WireEntry = {}
         self._index = TreeIndex()
         self._leaf_id: Any = None
@@ -473,6 +474,7 @@ class SessionManager:
         manager._index = TreeIndex.from_records(body, file.bodies)
         manager._after_index()
         project_leaf(manager._index, manager._index.resolve_leaf(manager._leaf_id))
+        manager._read_from = os.path.abspath(path)
         return manager
 
     @staticmethod
@@ -1323,20 +1325,24 @@ class SessionManager:
             and isinstance(replacement["content"], (str, list))
         ):
             raise InvalidContextEditError(
-                "Context edit replacement must be null or contain string/array content"
+                "Context edit replacement must be null or contain string/array content", where=self._where()
             )
         target = self._index.get(target_id)
         if target is None:
-            raise EntryNotFoundError(f"Entry {target_id} not found")
+            raise EntryNotFoundError(f"Entry {target_id} not found", where=self._where())
         if not any(e.get("id") == target_id for e in self._branch_wire(self._leaf_id)):
-            raise InvalidContextEditError(f"Entry {target_id} is not on the active branch")
+            raise InvalidContextEditError(
+                f"Entry {target_id} is not on the active branch", where=self._where()
+            )
         message = target.get("message")
         role = message.get("role") if isinstance(message, dict) else None
         editable = target.get("type") == "custom_message" or (
             target.get("type") == "message" and role in _EDITABLE_ROLES
         )
         if not editable:
-            raise InvalidContextEditError(f"Entry {target_id} does not contribute editable model content")
+            raise InvalidContextEditError(
+                f"Entry {target_id} does not contribute editable model content", where=self._where()
+            )
         target_role = role if target.get("type") == "message" else "custom"
         if (
             replacement is not None
@@ -1350,7 +1356,7 @@ class SessionManager:
         """Set (or, with no label or an empty one, clear) a bookmark label on an entry."""
         with self._writing():
             if target_id not in self._index:
-                raise EntryNotFoundError(f"Entry {target_id} not found")
+                raise EntryNotFoundError(f"Entry {target_id} not found", where=self._where())
 
             def build(parent: Any, eid: str, ts: str) -> WireEntry:
                 entry = _entry("label", eid, parent, ts, targetId=target_id)
@@ -1363,7 +1369,7 @@ class SessionManager:
         """Move the leaf to an earlier entry; the next append starts a new branch there."""
         with self._mutex:
             if branch_from_id not in self._index:
-                raise EntryNotFoundError(f"Entry {branch_from_id} not found")
+                raise EntryNotFoundError(f"Entry {branch_from_id} not found", where=self._where())
             self._leaf_id = branch_from_id
 
     def reset_leaf(self) -> None:
@@ -1383,7 +1389,7 @@ class SessionManager:
         being left; returns the new ``branch_summary`` entry's id."""
         with self._writing():
             if branch_from_id is not None and branch_from_id not in self._index:
-                raise EntryNotFoundError(f"Entry {branch_from_id} not found")
+                raise EntryNotFoundError(f"Entry {branch_from_id} not found", where=self._where())
             from_id = self._leaf_id if self._leaf_id is not None else "root"
             previous_leaf = self._leaf_id
             self._leaf_id = branch_from_id
@@ -1474,7 +1480,7 @@ class SessionManager:
                 self._refuse_write()
             path = self._branch_wire(leaf_id)
             if not path:
-                raise EntryNotFoundError(f"Entry {leaf_id} not found")
+                raise EntryNotFoundError(f"Entry {leaf_id} not found", where=self._where())
             previous_file = self._session_file
             kept: _WireEntries = []
             replacement: dict[Any, Any] = {}
@@ -1578,6 +1584,10 @@ class SessionManager:
 
     def get_session_file(self) -> str | None:
         return self._session_file
+
+    def _where(self) -> str:
+        """The session, as an error message names it."""
+        return self._session_file or self._read_from or "an in-memory session"
 
     def uses_default_session_dir(self) -> bool:
         return (

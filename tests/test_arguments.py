@@ -133,3 +133,27 @@ def test_append_message_keeps_unknown_string_roles(path: Path) -> None:
     manager.close()
     line = json.loads(path.read_text(encoding="utf-8").splitlines()[-1])
     assert line["id"] == entry_id and line["message"] == {"role": "hologram", "content": "x", "timestamp": 1}
+
+
+def test_entry_errors_name_the_session(path: Path) -> None:
+    import pickle
+
+    from pisession import EntryNotFoundError, InvalidContextEditError, read_session
+
+    manager = SessionManager.open(path)
+    with pytest.raises(EntryNotFoundError) as caught:
+        manager.branch("nope")
+    assert str(caught.value) == f"Entry nope not found in {path}"
+    assert caught.value.args[0] == "Entry nope not found"  # Pi's own text
+    assert isinstance(caught.value, KeyError) and caught.value.where == str(path)
+    copied = pickle.loads(pickle.dumps(caught.value))
+    assert type(copied) is EntryNotFoundError and str(copied) == str(caught.value)
+    not_on_branch = rf"^Entry aaaa0001 is not on the active branch in {path}$"
+    with pytest.raises(InvalidContextEditError, match=not_on_branch):
+        manager.reset_leaf()
+        manager.append_context_edit("aaaa0001", None)
+    with pytest.raises(EntryNotFoundError, match=rf"^Entry x not found in {path}$"):
+        read_session(path).append_label_change("x", "l")
+    with pytest.raises(EntryNotFoundError, match=r"^Entry x not found in an in-memory session$"):
+        SessionManager.in_memory("/p").create_branched_session("x")
+    manager.close()

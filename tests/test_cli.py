@@ -508,7 +508,7 @@ def test_context_at_another_leaf(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert data["messages"] == [pisession.to_wire(m) for m in expected.messages]
     assert [m["role"] for m in data["messages"]][-1] == "assistant"
     code, _, err = run(capsys, "context", str(path), "--leaf", "nope")
-    assert code == 1 and err == "pisession: error: Entry nope not found\n"
+    assert code == 1 and err == f"pisession: error: Entry nope not found in {path}\n"
 
 
 def test_context_honours_replace_in_system_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -706,7 +706,7 @@ def test_branch_needs_a_summary_and_writes_nothing_without(
     assert [e.id for e in manager.get_branch()][-2:] == ["922b8cd8", entry["id"]]
     assert manager.build_session_context().messages[-1].role == "branchSummary"
     code, _, err = run(capsys, "branch", str(path), "nope", "--summary", "x")
-    assert code == 1 and err == "pisession: error: Entry nope not found\n"
+    assert code == 1 and err == f"pisession: error: Entry nope not found in {path}\n"
 
 
 def test_edit_omits_and_replaces_in_context_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -746,7 +746,7 @@ def test_rejected_edits_leave_the_file_unchanged(
     before = path.read_bytes()
     code, out, err = run(capsys, "edit", str(path), *args)
     assert code == 1
-    assert err == f"pisession: error: {message}\n" and out == ""
+    assert err == f"pisession: error: {message} in {path}\n" and out == ""
     assert path.read_bytes() == before
 
 
