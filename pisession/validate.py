@@ -201,6 +201,7 @@ def _check(data: bytes, report: _Report) -> None:
         add("error", first_line, "not a Pi session: the first JSON object is not a session header")
         return
     version = header.get("version")
+    version_text = _version_text(header)  # before the migration below sets it
     report.session_id = header["id"]
     report.version = version
     entries = [entry for _, entry in parsed]
@@ -208,10 +209,10 @@ def _check(data: bytes, report: _Report) -> None:
         add(
             "warning",
             first_line,
-            f"old session version {version!r}: Pi migrates and rewrites the file on open",
+            f"old session version {version_text}: Pi migrates and rewrites the file on open",
         )
     elif version != CURRENT_SESSION_VERSION:
-        add("warning", first_line, f"session version {version!r} is not one Pi 1.6.0 writes")
+        add("warning", first_line, f"session version {version_text} is not one Pi 1.6.0 writes")
     body: list[tuple[int, dict[str, Any]]] = []
     for number, entry in parsed[1:]:
         if entry.get("type") == "session":
@@ -227,6 +228,14 @@ def _check(data: bytes, report: _Report) -> None:
         loop = " → ".join(str(i) for i in [*cycle, cycle[0]])
         add("error", where or None, f"parentId cycle: {loop}")
     report.entries = len(body)
+
+
+def _version_text(header: dict[str, Any]) -> str:
+    """The header's version as the report names it (Pi reads a missing or null one as 1)."""
+    if "version" not in header:
+        return "1 (no version field)"
+    version = header["version"]
+    return "1 (version null)" if version is None else _compact_json(version)
 
 
 def _check_references(body: list[tuple[int, dict[str, Any]]], report: _Report) -> None:
@@ -250,8 +259,13 @@ def _check_references(body: list[tuple[int, dict[str, Any]]], report: _Report) -
         if not isinstance(entry_id, str) or not entry_id:
             continue
         parent = entry.get("parentId", ...)
-        if parent is ...:
-            add("error", number, f"entry {entry_id} has no parentId")
+        if parent is ...:  # OpenClaw writes such entries; Pi 1.6.0 reads each as a root
+            add(
+                "warning",
+                number,
+                f"entry {entry_id} has no parentId: Pi reads it as a root (a new conversation: "
+                "what comes before it is not in its branch or context)",
+            )
         elif parent is not None and parent != entry_id and not exists(parent):
             add("error", number, f"orphan: the parent {parent} of entry {entry_id} does not exist")
         kind = entry.get("type")

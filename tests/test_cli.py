@@ -634,7 +634,7 @@ def test_validate_reports_problems_with_line_numbers(
     ("case", "warning"),
     [
         ("last_line_no_newline.jsonl", "no final newline"),
-        ("no_version.jsonl", "old session version None"),
+        ("no_version.jsonl", "old session version 1 (no version field): Pi migrates"),
         ("invalid_utf8.jsonl", "invalid UTF-8 on 10 line(s)"),
         ("future_version.jsonl", "session version 4 is not one Pi 1.6.0 writes"),
     ],
