@@ -31,6 +31,7 @@ from ._errors import (
     SessionReplacedError,
     SummarizerCommandError,
     SymlinkRefusedError,
+    UnwritableEntryError,
     WireFormatError,
 )
 
@@ -224,6 +225,7 @@ __all__ = [
     "InvalidSessionIdError",
     "SessionExistsError",
     "WireFormatError",
+    "UnwritableEntryError",
     "SymlinkRefusedError",
     "CatalogError",
     "LockTimeout",

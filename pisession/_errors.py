@@ -12,6 +12,7 @@ __all__ = [
     "InvalidSessionIdError",
     "SessionExistsError",
     "WireFormatError",
+    "UnwritableEntryError",
     "SymlinkRefusedError",
     "LockFileAccessError",
     "SessionClosedError",
@@ -90,6 +91,13 @@ class SessionExistsError(PisessionError, FileExistsError):
 
 class WireFormatError(PisessionError, ValueError):
     """A wire dict cannot be read as the model object asked for."""
+
+
+class UnwritableEntryError(PisessionError, ValueError):
+    """An entry cannot be written as a JSON line: it is nested deeper than 10,000 levels (or
+    holds itself). Pi 1.6.0 fails on such an entry too (its ``JSON.stringify`` runs out of
+    stack), so a fork, an extraction or a migration that would copy it writes nothing; opening a
+    file whose migration would is read-only (:class:`SessionNotWrittenWarning`)."""
 
 
 class SymlinkRefusedError(PisessionError, OSError):

@@ -24,6 +24,7 @@ from ._errors import (
     SessionClosedError,
     SessionReadOnlyError,
     SessionReplacedError,
+    UnwritableEntryError,
 )
 from ._index import TreeIndex
 from ._js import MISSING, bulk, hashable, iso_from_ms, js_date_ms, js_to_number, js_trim, js_truthy
@@ -567,6 +568,8 @@ class SessionManager:
                 if not unwritable(error):
                     raise
                 self._open_read_only(header, records, error)
+            except UnwritableEntryError as error:  # Pi fails to open it; pisession reads it
+                self._open_read_only(header, records, error)
             return
         if header is None:
             if os.path.getsize(self._file.path) > 0:
@@ -601,7 +604,9 @@ class SessionManager:
         assert self._file is not None
         return self._file.load_low_memory() if self._low_memory else self._file.load()
 
-    def _open_read_only(self, header: WireEntry | None, records: Iterable[Record], error: OSError) -> None:
+    def _open_read_only(
+        self, header: WireEntry | None, records: Iterable[Record], error: OSError | UnwritableEntryError
+    ) -> None:
         """Pi would have written the file on opening it; pisession cannot (or, through a symbolic
         link, will not): hold what Pi would hold in memory, write nothing, ever, and say so."""
         path = self._file.path if self._file is not None else ""
@@ -1806,7 +1811,16 @@ def _entry(entry_type: str, entry_id: str, parent: Any, timestamp: str, **fields
 
 def _line(entry: Mapping[str, Any] | Opaque) -> bytes:
     value = entry.value if type(entry) is Opaque else entry
-    return (dumps(value) + "\n").encode("utf-8", "surrogatepass")
+    try:
+        text = dumps(value)
+    except ValueError as error:  # deeper than any writer goes (or circular): JSON.stringify fails too
+        name = value.get("id") if isinstance(value, Mapping) else None
+        what = f"entry {name}" if isinstance(name, str) else "an entry"
+        raise UnwritableEntryError(
+            f"{what} cannot be written as JSON: it is nested deeper than 10,000 levels or holds "
+            "itself (Pi 1.6.0 fails on it too: Maximum call stack size exceeded)"
+        ) from error
+    return (text + "\n").encode("utf-8", "surrogatepass")
 
 
 def _session_options(session_id: str | None, parent_session: str | None) -> dict[str, Any]:
