@@ -24,12 +24,16 @@ from ._errors import (
     SymlinkRefusedError,
 )
 from ._load import (
+    MAX_LINE_BYTES,
+    SkippedLine,
     is_session_header,
     iter_file_lines,
     iter_line_lists,
+    may_parse,
     parse_line,
     scan_raw,
     scan_records,
+    skipped_line,
 )
 
 # typing for type checkers only (they take TYPE_CHECKING for true): importing it at run time
@@ -205,11 +209,14 @@ class SessionFile:
         self.session_id = header["id"]
         self.size = size
         pending = tail != b""
-        # An unfinished last line may still be growing: read it again next time.
-        self.offset = size - len(tail) if pending and not tail_parsed else size
+        # An unfinished last line may still be growing: read it again next time (unless it is
+        # one too long or malformed to ever read: never read again, and the next write starts
+        # a line of its own, as after a complete line).
+        skipped = type(tail) is SkippedLine
+        self.offset = size - len(tail) if pending and not tail_parsed and not skipped else size
         # A complete entry without its "\n" (an editor's save, a writer killed just before the
         # newline): the next append must start a new line, or it would glue onto this one.
-        self._unterminated = pending and tail_parsed
+        self._unterminated = pending and (tail_parsed or skipped)
         return pending
 
     def load_low_memory(self) -> tuple[WireEntry | None, BodyLines | list[Record], bool]:
@@ -223,7 +230,7 @@ class SessionFile:
         # Up to the size seen now: what another writer appends meanwhile is read as new later.
         size = info.st_size
         end = last_line_start(fd, size)
-        tail = os.pread(fd, size - end, end) if size > end else b""  # the text after the last "\n"
+        tail = _read_tail(fd, end, size)  # the text after the last "\n"
         header: WireEntry | None = None
         header_line = b""
         start = end
@@ -680,6 +687,17 @@ def _scan_lines(data: bytes, start: int = 0, bodies: BodyFile | None = None) -> 
                     records.append((head, line if parsed is None else None, parsed))
         at += len(line) + 1
     return records
+
+
+def _read_tail(fd: int, start: int, size: int) -> bytes:
+    """The bytes ``start`` to ``size`` of the file, a last line without its newline: as a
+    :class:`SkippedLine` when it is too long or malformed to read (never held whole)."""
+    if size - start <= 1 << 20:
+        return os.pread(fd, size - start, start)
+    first = os.pread(fd, 1 << 20, start)
+    if size - start > MAX_LINE_BYTES or not may_parse(first):
+        return skipped_line(size - start, first)
+    return os.pread(fd, size - start, start)
 
 
 def _temp_prefix(path: str) -> str:

@@ -19,7 +19,15 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
-from ._load import CURRENT_SESSION_VERSION, migrate_session_entries, open_regular, parse_line
+from ._load import (
+    CURRENT_SESSION_VERSION,
+    MAX_LINE_BYTES,
+    SkippedLine,
+    iter_file_lines,
+    migrate_session_entries,
+    open_regular,
+    parse_line,
+)
 from ._manager import SessionManager
 from .describe import _compact_json, one_line
 
@@ -117,7 +125,8 @@ def validate_file(path: str | os.PathLike[str]) -> ValidationReport:
         # Non-blocking and regular files only: a FIFO or a pipe must not block the check, and a
         # device such as /dev/zero must not be read until memory runs out.
         with open_regular(path) as handle:
-            data = handle.read()
+            # line by line: a line too long to read is skipped, never held (MAX_LINE_BYTES)
+            raw_lines = list(iter_file_lines(handle))
     except IsADirectoryError:
         report.add("error", None, f"{report.path} is a directory, not a session file")
         return report.done()
@@ -127,7 +136,7 @@ def validate_file(path: str | os.PathLike[str]) -> ValidationReport:
             return report.done()
         report.add("error", None, f"cannot read: {error.strerror or error}")
         return report.done()
-    _check(data, report)
+    _check(raw_lines, report)
     return report.done()
 
 
@@ -138,12 +147,14 @@ def validate_folder(path: str | os.PathLike[str]) -> list[ValidationReport]:
     return [validate_file(os.path.join(folder, name)) for name in names]
 
 
-def _check(data: bytes, report: _Report) -> None:
+def _check(raw_lines: list[bytes], report: _Report) -> None:
+    """``raw_lines``: the file split on ``\\n`` (the last one what follows the final newline)."""
     add = report.add
-    raw_lines = data.split(b"\n")
-    if raw_lines and raw_lines[-1] == b"":
+    blank = not any(line.strip() for line in raw_lines)
+    final_newline = raw_lines[-1] == b"" and type(raw_lines[-1]) is bytes
+    if final_newline:
         raw_lines.pop()
-    elif data:
+    elif raw_lines != [b""]:
         add(
             "warning",
             len(raw_lines),
@@ -152,6 +163,9 @@ def _check(data: bytes, report: _Report) -> None:
     parsed: list[tuple[int, dict[str, Any]]] = []
     bad_utf8: list[int] = []
     for number, raw in enumerate(raw_lines, start=1):
+        if type(raw) is SkippedLine:
+            add("error", number, _skipped_text(raw))
+            continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -177,7 +191,7 @@ def _check(data: bytes, report: _Report) -> None:
                     "error", number, f"a JSON value nested too deeply, not an object (Pi skips it): {snippet}"
                 )
         except ValueError:
-            unfinished = number == len(raw_lines) and not data.endswith(b"\n")
+            unfinished = number == len(raw_lines) and not final_newline
             what = "unfinished last line" if unfinished else "not valid JSON"
             if raw.startswith(b"\xef\xbb\xbf"):
                 what += ", starting with a byte-order mark"
@@ -193,7 +207,7 @@ def _check(data: bytes, report: _Report) -> None:
         add(
             "error",
             None,
-            "not a Pi session: " + ("the file is empty" if not data.strip() else "no JSON object in it"),
+            "not a Pi session: " + ("the file is empty" if blank else "no JSON object in it"),
         )
         return
     first_line, header = parsed[0]
@@ -228,6 +242,17 @@ def _check(data: bytes, report: _Report) -> None:
         loop = " → ".join(str(i) for i in [*cycle, cycle[0]])
         add("error", where or None, f"parentId cycle: {loop}")
     report.entries = len(body)
+
+
+def _skipped_text(line: SkippedLine) -> str:
+    snippet = one_line(line.head[:16].decode("utf-8", "replace"), 16)
+    if len(line) > MAX_LINE_BYTES:
+        return (
+            f"a line of {len(line):,} bytes, longer than pisession reads ({MAX_LINE_BYTES >> 20} MiB): "
+            "skipped unread (Pi cannot read it either: its whole file must fit one JavaScript "
+            f"string): {snippet}"
+        )
+    return f"not valid JSON (Pi skips it), {len(line):,} bytes skipped unread: {snippet}"
 
 
 def _version_text(header: dict[str, Any]) -> str:
