@@ -157,3 +157,12 @@ def test_entry_errors_name_the_session(path: Path) -> None:
     with pytest.raises(EntryNotFoundError, match=r"^Entry x not found in an in-memory session$"):
         SessionManager.in_memory("/p").create_branched_session("x")
     manager.close()
+
+
+def test_cli_entry_errors_name_the_file(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pisession.cli import main
+
+    assert main(["extract", str(path), "--leaf", "nope"]) == 1
+    assert capsys.readouterr().err == f"pisession: error: entry nope not found in {path}\n"
+    assert main(["compact", str(path), "--summary", "s", "--keep-from", "nope"]) == 1
+    assert capsys.readouterr().err == f"pisession: error: entry nope not found in {path}\n"

@@ -121,7 +121,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
     def operation(m: SessionManager) -> str:
         if not any(to_wire(e).get("id") == args.keep_from for e in m.get_branch()):
             if m.get_entry(args.keep_from) is None:
-                raise CliError(f"entry {args.keep_from} not found in {m.get_session_file()}")
+                raise CliError(f"entry {args.keep_from} not found in {m._where()}")
             raise CliError(
                 f"entry {args.keep_from} is not on the active branch: a compaction keeping it "
                 "would keep nothing"
