@@ -33,7 +33,7 @@ def session_manager(value: object, function: str) -> SessionManager:
 def _hint(value: object) -> str:
     name = type(value).__name__
     if name == "AsyncSessionManager":
-        return " (pass the path of its session file, or use a SessionManager)"
+        return " (pass its .sync manager, or the path of its session file)"
     if name == "TreeIndex":
         return " (a snapshot has no leaf: pass the manager it came from, or the file's path)"
     return ""

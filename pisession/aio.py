@@ -122,7 +122,9 @@ class _Constructor(Generic[_P]):
             except BaseException:
                 executor.shutdown(wait=False)
                 raise
-            return owner(manager, _executor=executor)
+            wrapped = owner(manager)
+            wrapped._executor = executor  # the thread that made the manager goes on serving it
+            return wrapped
 
         return construct
 
@@ -213,12 +215,10 @@ class AsyncSessionManager:
     thread has started completes (an append is written) and only its result is dropped.
     """
 
-    def __init__(
-        self, manager: SessionManager, *, _executor: concurrent.futures.ThreadPoolExecutor | None = None
-    ) -> None:
+    def __init__(self, manager: SessionManager) -> None:
         """Wrap an existing ``SessionManager`` (do not use it from other threads meanwhile)."""
         self._manager = manager
-        self._executor = _executor
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._transaction_lock = asyncio.Lock()
 
     @property

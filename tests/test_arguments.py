@@ -90,7 +90,7 @@ def test_a_snapshot_and_an_async_manager_are_explained(path: Path) -> None:
     with pytest.raises(TypeError, match="a snapshot has no leaf"):
         session_stats(manager.snapshot())  # type: ignore[arg-type]
     async_manager = AsyncSessionManager.__new__(AsyncSessionManager)
-    with pytest.raises(TypeError, match="pass the path of its session file"):
+    with pytest.raises(TypeError, match=r"pass its \.sync manager, or the path of its session file"):
         to_markdown(async_manager)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="collect_entries_for_branch_summary"):
         collect_entries_for_branch_summary(5, None, "aaaa0001")  # type: ignore[arg-type]
@@ -166,3 +166,11 @@ def test_cli_entry_errors_name_the_file(path: Path, capsys: pytest.CaptureFixtur
     assert capsys.readouterr().err == f"pisession: error: entry nope not found in {path}\n"
     assert main(["compact", str(path), "--summary", "s", "--keep-from", "nope"]) == 1
     assert capsys.readouterr().err == f"pisession: error: entry nope not found in {path}\n"
+
+
+def test_no_public_constructor_takes_a_private_parameter() -> None:
+    import inspect
+
+    from pisession.aio import AsyncSessionManager
+
+    assert [p for p in inspect.signature(AsyncSessionManager).parameters if p.startswith("_")] == []
