@@ -18,6 +18,7 @@ __all__ = [
     "SessionClosedError",
     "SessionReadOnlyError",
     "SessionNotWrittenWarning",
+    "LineTooLongWarning",
     "NothingToCompactError",
     "AlreadyCompactedError",
     "SummarizerCommandError",
@@ -157,3 +158,9 @@ class CatalogError(PisessionError):
 
     Listing never raises it: a catalog that fails falls back to reading the files.
     """
+
+
+class LineTooLongWarning(UserWarning):
+    """A session file holds a line longer than pisession reads (512 MiB): it was skipped like
+    a malformed line, never held whole. Pi cannot read such a file either (it reads the whole
+    file into one JavaScript string). ``pisession validate`` reports the line too."""

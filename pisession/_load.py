@@ -14,7 +14,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 
-from ._errors import InvalidSessionError, SessionNotWrittenWarning, SymlinkRefusedError
+from ._errors import InvalidSessionError, LineTooLongWarning, SessionNotWrittenWarning, SymlinkRefusedError
 from ._js import MISSING, js_to_number, js_trim, js_truthy
 from ._json import loads, loads_deep, loads_for
 
@@ -44,6 +44,7 @@ __all__ = [
     "open_regular",
     "Opaque",
     "read_all_entries",
+    "warn_long_lines",
 ]
 
 CURRENT_SESSION_VERSION = 3
@@ -371,15 +372,20 @@ def read_entries(path: str | os.PathLike[str]) -> tuple[list[WireEntry], bool, i
     entries: list[WireEntry] = []
     size = 0
     last = b""
+    long_lines: list[tuple[int, int]] = []
     with open_regular(path) as handle:
         parse = loads_for(os.fstat(handle.fileno()).st_size)  # a small file: no orjson import
-        for line in iter_file_lines(handle):
+        for number, line in enumerate(iter_file_lines(handle), start=1):
             size += len(line) + 1
             last = line
+            if type(line) is SkippedLine and len(line) > MAX_LINE_BYTES:
+                long_lines.append((number, len(line)))
             entry = parse_line(line, parse) if line else None
             if entry is not None:
                 entries.append(entry)
     size -= 1  # the final element carries no newline
+    if long_lines and entries and is_session_header(entries[0]):
+        warn_long_lines(os.fspath(path), long_lines)
     if not entries or not is_session_header(entries[0]):
         return [], False, size
     return entries, last != b"", size
@@ -498,6 +504,23 @@ def unwritable(error: OSError) -> bool:
     permission, a read-only file system."""
     refused = isinstance(error, (SymlinkRefusedError, PermissionError))
     return refused or error.errno in (errno.EROFS, errno.ELOOP)
+
+
+def warn_long_lines(path: str, lines: list[tuple[int, int]]) -> None:
+    """Say, as a :class:`LineTooLongWarning`, which lines (number, length) of ``path`` were
+    longer than :data:`MAX_LINE_BYTES` and skipped."""
+    frame = sys._getframe(0)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    which = ", ".join(f"line {number} ({size:,} bytes)" for number, size in lines[:3])
+    warnings.warn(
+        f"{path}: {which}{', ...' if len(lines) > 3 else ''} longer than pisession reads "
+        f"({MAX_LINE_BYTES >> 20} MiB): skipped like a malformed line (Pi cannot read the file either)",
+        LineTooLongWarning,
+        stacklevel=level,
+    )
 
 
 def warn_not_written(path: str, what: str, reason: str) -> None:

@@ -34,6 +34,7 @@ from ._load import (
     scan_raw,
     scan_records,
     skipped_line,
+    warn_long_lines,
 )
 
 # typing for type checkers only (they take TYPE_CHECKING for true): importing it at run time
@@ -160,9 +161,15 @@ class SessionFile:
         lines: list[bytes] = []
         consumed = -1  # every element but the last is followed by a newline
         batch: list[bytes] = []
+        numbered = 0
+        long_lines: list[tuple[int, int]] = []
         try:
             with os.fdopen(fd, "rb", closefd=False) as handle:
                 for batch in iter_line_lists(handle):
+                    first = batch[0]  # a skipped line begins a list (or is the last line)
+                    if type(first) is SkippedLine and len(first) > MAX_LINE_BYTES:
+                        long_lines.append((numbered + 1, len(first)))
+                    numbered += len(batch)
                     consumed += sum(map(len, batch)) + len(batch)
                     start = 0
                     while header is None and start < len(batch):
@@ -179,6 +186,8 @@ class SessionFile:
             os.close(fd)
         if header is None:
             return None, [], False
+        if long_lines:
+            warn_long_lines(self.path, long_lines)
         last = batch[-1] if batch else b""  # the text after the final newline
         pending = self._loaded(_identity(info), header, header_line, consumed, last)
         return header, ScannedLines(lines), pending

@@ -116,6 +116,10 @@ def test_read_commands_complete_under_a_memory_cap(tmp_path: Path, kind: str, fi
         result = _capped(tmp_path, *command, str(path))
         assert result.returncode == 0, (command, result.stderr[-2000:])
         assert "Traceback" not in result.stderr
+        assert result.stderr == (
+            f"pisession: warning: {path}: line 3 ({len(first) + MAX_LINE_BYTES + (64 << 20):,} bytes) longer "
+            "than pisession reads (512 MiB): skipped like a malformed line (Pi cannot read the file either)\n"
+        )
     result = _capped(tmp_path, "validate", str(path))
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "line 3: error: a line of 603,979,7" in result.stdout  # 512 MiB + 64 MiB (+1), skipped unread
