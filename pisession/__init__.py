@@ -36,6 +36,7 @@ from ._errors import (
     SummarizerCommandError,
     SymlinkRefusedError,
     UnwritableEntryError,
+    UsageQueryError,
     WireFormatError,
 )
 
@@ -166,7 +167,10 @@ _LAZY: dict[str, str] = {
 
 # The public modules, as attributes too (`pisession.export.to_html(...)` after `import pisession`).
 _SUBMODULES = frozenset(
-    ("aio", "catalog", "cli", "compaction", "describe", "export", "settings", "stats", "validate", "views")
+    (
+        "aio", "catalog", "cli", "compaction", "describe", "export", "settings", "stats", "usage",
+        "validate", "views",
+    )
 )
 
 
@@ -233,6 +237,7 @@ __all__ = [
     "SymlinkRefusedError",
     "CatalogError",
     "SettingsError",
+    "UsageQueryError",
     "LockTimeout",
     "LockFileAccessError",
     "SessionClosedError",
