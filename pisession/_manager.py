@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from ._context import WireProjection, context_positions, current_system_message, project_leaf
+from ._delivery import Delivery
 from ._errors import (
     EntryNotFoundError,
     InvalidContextEditError,
@@ -219,7 +220,7 @@ class SessionManager:
         # taken, and its file read, when the holding began.
         self._held: list[SessionLock | None] = []
         self._unconfirmed_since: tuple[TreeIndex, Any, bool] | None = None
-        self._unreported: builtins.list[int] = []  # others' entries refresh() has not returned yet
+        self._delivery = Delivery()  # others' entries refresh() and follow() have not handed over
         if persist and self._session_dir and not os.path.exists(self._session_dir):
             make_private_dirs(self._session_dir)
         if session_file:
@@ -683,6 +684,7 @@ class SessionManager:
         # of the last entry, while get_leaf_id() reports None.
         self._leaf_id = None if last is None else index.id_at(last)
         self._has_conversation = index.has_conversation()
+        self._delivery.reset(len(index))
 
     @property
     def _clock(self) -> Clock:
@@ -723,6 +725,7 @@ class SessionManager:
             header["parentSession"] = parent
         self._header = header
         self._index = TreeIndex()
+        self._delivery.reset(0)
         self._leaf_id = None
         self._flushed = False
         self._has_conversation = False
@@ -751,21 +754,30 @@ class SessionManager:
     def refresh(self, *, move_leaf: bool = False) -> builtins.list[Entry]:
         """Read entries other writers (Pi included) appended since this manager last looked.
 
-        Returns them typed, in file order. The leaf stays where it is unless ``move_leaf``.
-        A file that was replaced or shrank is read again from the start.
+        Returns them typed, in file order, each once: what :meth:`follow` handed over is not
+        returned again, and what a follow read but did not hand over is. This manager's own
+        appends are not returned (they already are in its snapshot). The leaf stays where it
+        is unless ``move_leaf``. A file that was replaced or shrank is read again from the
+        start; only the entries it holds that this manager had not seen are returned.
         """
         with self._mutex:
-            if self._closed:  # reading on would reopen the file close() let go of
-                raise SessionClosedError(f"Session manager was closed: {self._session_file or 'in memory'}")
+            self._check_open()
             self._sync()
-            positions, self._unreported = self._unreported, []
-            if move_leaf and positions:
-                self._leaf_id = self._index.id_at(positions[-1])
-            index = self._index
-            return [index.model_at(p) for p in positions if p < len(index)]
+            index, delivery = self._index, self._delivery
+            entries = []
+            while (entry := delivery.take(index, False)) is not None:
+                entries.append(entry)
+            if move_leaf and entries:
+                self._leaf_id = entries[-1].id
+            return entries
 
     def follow(
-        self, poll_interval: float = 0.25, *, stop: threading.Event | None = None, notify: bool = True
+        self,
+        poll_interval: float = 0.25,
+        *,
+        stop: threading.Event | None = None,
+        notify: bool = True,
+        include_own: bool = False,
     ) -> Iterator[Entry]:
         """Yield entries as other writers append them::
 
@@ -775,7 +787,14 @@ class SessionManager:
 
         Wakes as soon as the file changes where inotify is available (Linux; ``notify=False``
         turns it off), otherwise looks every ``poll_interval`` seconds. Runs until ``stop`` is
-        set (or forever; the watch is closed when the iteration ends); the leaf does not move.
+        set (or forever): once it is set, the follow reads the file to its end, yields what
+        was appended before, and ends. The leaf does not move; the watch is closed when the
+        iteration ends.
+
+        Each entry is handed over once, to this follow, a later one or :meth:`refresh`: leave
+        the loop early (``break``, an exception) and what was not yielded yet comes next time.
+        This manager's own appends (from another thread, or in the loop's body) are skipped
+        unless ``include_own`` is true; then those made while it follows are yielded too.
         """
         import threading
 
@@ -784,16 +803,56 @@ class SessionManager:
         event = stop or threading.Event()
         path = self._session_file
         watcher = _watch.open_watcher(path) if notify and path else None
+        token = object()
+        if include_own:
+            self._delivery.own_followers.append(token)
         try:
-            while not event.is_set():
-                yield from self.refresh()
-                if watcher is None:
+            drained = False
+            while True:
+                if not drained and event.is_set():
+                    # Stopped: read to the end once, hand over what came before, then end.
+                    drained = True
+                    with self._mutex:
+                        self._check_open()
+                        self._sync()
+                entry = self._next_entry(include_own, read=not drained)
+                if entry is not None:
+                    yield entry
+                elif drained:
+                    return
+                elif watcher is None:
                     event.wait(poll_interval)
                 else:
                     watcher.wait(event, _watch.NOTIFIED_POLL)
         finally:
+            if include_own:
+                self._delivery.own_followers.remove(token)
             if watcher is not None:
                 watcher.close()
+
+    def _next_entry(self, include_own: bool, *, read: bool) -> Entry | None:
+        """The next undelivered entry, now delivered; with ``read``, the file is read for more
+        when none is pending. One at a time, so a reader that stops takes no more than it got."""
+        with self._mutex:
+            self._check_open()
+            delivery = self._delivery
+            entry = delivery.take(self._index, include_own)
+            if entry is None and read and self._sync():
+                entry = delivery.take(self._index, include_own)
+            return entry
+
+    def _stage(self, limit: int, *, read: bool) -> bool:
+        """For an asyncio follower: type up to ``limit`` undelivered entries (reading the file
+        first with ``read``) for it to take on its own thread; True if any is waiting."""
+        with self._mutex:
+            self._check_open()
+            if read:
+                self._sync()
+            return self._delivery.stage(self._index, limit)
+
+    def _check_open(self) -> None:
+        if self._closed:  # reading on would reopen the file close() let go of
+            raise SessionClosedError(f"Session manager was closed: {self._session_file or 'in memory'}")
 
     def _leaf_is_tip(self) -> bool:
         last = self._index.last_position()
@@ -822,9 +881,7 @@ class SessionManager:
             # Lines of the file as loaded, for an index built otherwise (migrated in memory).
             read = bodies.read
             body = [(h, read(raw, h.id), None) if type(raw) is int else (h, raw, e) for h, raw, e in body]
-        before = len(self._index)
         self._index = self._index.append_records(body)
-        self._unreported.extend(range(before, len(self._index)))
         if not self._has_conversation:
             self._has_conversation = any(
                 r[0].type == "message"
@@ -855,10 +912,15 @@ class SessionManager:
                 f"Session file {previous.path} now holds another session ({header.get('id')}, not "
                 f"{self._header.get('id')}): nothing was written to it"
             )
-        count = len(self._index)
-        self._adopt_records(header, records, rewrite=False)
-        # The file was replaced: positions changed; report whatever lies past the old length.
-        self._unreported = list(range(min(count, len(self._index)), len(self._index)))
+        old, pending = self._index, self._delivery
+        self._delivery = Delivery()  # a load resets what it finds; the pending ones are kept
+        try:
+            self._adopt_records(header, records, rewrite=False)
+        finally:
+            self._delivery = pending
+        # Positions changed: what was pending stays pending, and what the old index did not
+        # hold is new (our own appends are in it).
+        pending.rebase(old, self._index)
         if not was_tip and leaf in self._index:
             self._leaf_id = leaf
 
@@ -1040,6 +1102,8 @@ class SessionManager:
         # Pi keeps the object it wrote; its JSON round trip is what Pi holds (array-index keys
         # first, numbers as doubles), so the index keeps the line and parses it when read.
         self._index = index.append_written(entry, data)
+        delivery = self._delivery
+        delivery.wrote(len(index))
         self._leaf_id = entry.get("id")
         had_conversation = self._has_conversation
         if not had_conversation:
@@ -1063,8 +1127,10 @@ class SessionManager:
                     between = file.between if verified else None
                     if between is not None:
                         self._index = index
+                        delivery.truncate(len(index))
                         self._absorb(between)
                         self._index = self._index.append_written(entry, data)
+                        delivery.wrote(len(self._index) - 1)
                     elif verified or not self._adopt_run(file.run_records):
                         self._reload_keeping_leaf(entry.get("id"))
         except InvalidSessionError:
@@ -1073,10 +1139,12 @@ class SessionManager:
                 self._forget_unconfirmed()
             else:
                 self._index, self._leaf_id, self._has_conversation = index, leaf, had_conversation
+                self._delivery.truncate(len(index))
             raise
         except BaseException:
             # An entry that was not written must not become the parent of later entries.
             self._index, self._leaf_id, self._has_conversation = index, leaf, had_conversation
+            self._delivery.truncate(len(index))
             raise
         return entry
 
@@ -1098,7 +1166,12 @@ class SessionManager:
         if len(index) - len(base) - len(theirs) != len(ours) or self._leaf_id not in index:
             return False  # not every line of ours is there: re-read
         self._index = index
-        self._unreported.extend(theirs)
+        # Our lines moved among theirs: mark them again where they landed.
+        delivery = self._delivery
+        delivery.truncate(len(base))
+        mine_now = set(range(len(base), len(index))).difference(theirs)
+        for pos in sorted(mine_now):
+            delivery.wrote(pos)
         if not self._has_conversation:
             self._has_conversation = index.has_conversation()
         return True
@@ -1107,6 +1180,7 @@ class SessionManager:
         assert self._unconfirmed_since is not None
         self._index, self._leaf_id, self._has_conversation = self._unconfirmed_since
         self._unconfirmed_since = None
+        self._delivery.truncate(len(self._index))
 
     def _flush_all(self) -> None:
         """Pi writes nothing until the first user or assistant message, then everything."""
