@@ -22,6 +22,7 @@ from ._errors import (
     InvalidContextEditError,
     InvalidSessionError,
     InvalidSessionIdError,
+    LineTooLongWarning,
     LockFileAccessError,
     NothingToCompactError,
     PisessionError,
@@ -34,6 +35,7 @@ from ._errors import (
     SettingsError,
     SummarizerCommandError,
     SymlinkRefusedError,
+    UnwritableEntryError,
     UsageQueryError,
     WireFormatError,
 )
@@ -159,7 +161,7 @@ _LAZY: dict[str, str] = {
     ),
     **dict.fromkeys(("ProjectedEntry", "SessionProjection"), "._projection"),
     "TreeNode": "._results",
-    "UNSET": "._values",  # no need to create the model classes for the sentinel
+    **dict.fromkeys(("UNSET", "Unset"), "._values"),  # no need to create the model classes for the sentinel
 }
 
 
@@ -231,6 +233,7 @@ __all__ = [
     "InvalidSessionIdError",
     "SessionExistsError",
     "WireFormatError",
+    "UnwritableEntryError",
     "SymlinkRefusedError",
     "CatalogError",
     "SettingsError",
@@ -240,6 +243,7 @@ __all__ = [
     "SessionClosedError",
     "SessionReadOnlyError",
     "SessionNotWrittenWarning",
+    "LineTooLongWarning",
     "NothingToCompactError",
     "AlreadyCompactedError",
     "SummarizerCommandError",

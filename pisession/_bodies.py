@@ -22,7 +22,7 @@ import stat
 from collections.abc import Iterator
 
 from ._errors import InvalidSessionError, SessionChangedError
-from ._load import _head_decoder, scan_raw
+from ._load import MAX_LINE_BYTES, SkippedLine, _head_decoder, may_parse, scan_raw, skipped_line
 
 # typing for type checkers only (they take TYPE_CHECKING for true): importing it at run time
 # took 8 % of `pisession tree`'s start-up.
@@ -222,6 +222,7 @@ def lines_at(fd: int, start: int, end: int, path: str) -> Iterator[tuple[int, by
     pos = start
     at = start  # where the first piece of the current line begins
     pieces: list[bytes] = []
+    gathered = 0
     while pos < end:
         chunk = os.pread(fd, min(_CHUNK, end - pos), pos)
         if not chunk:
@@ -229,18 +230,33 @@ def lines_at(fd: int, start: int, end: int, path: str) -> Iterator[tuple[int, by
         pos += len(chunk)
         lines = chunk.split(b"\n")
         rest = lines.pop()
-        if not lines:  # no newline in this megabyte
+        if not lines:  # no newline in this chunk
+            if type(pieces[0] if pieces else None) is SkippedLine:
+                gathered += len(rest)
+                continue
             pieces.append(rest)
+            gathered += len(rest)
+            if gathered > MAX_LINE_BYTES or (len(pieces) == 2 and not may_parse(pieces[0] + pieces[1])):
+                pieces[:] = [skipped_line(0, pieces[0])]  # read past, never held (MAX_LINE_BYTES)
             continue
         if pieces:
-            pieces.append(lines[0])
-            lines[0] = b"".join(pieces)
+            first = pieces[0]
+            if type(first) is SkippedLine:
+                first.size = gathered + len(lines[0])
+                lines[0] = first
+            elif gathered + len(lines[0]) > MAX_LINE_BYTES:
+                lines[0] = skipped_line(gathered + len(lines[0]), first)
+            else:
+                pieces.append(lines[0])
+                lines[0] = b"".join(pieces)
             pieces.clear()
+            gathered = 0
         for line in lines:
             yield at, line
             at += len(line) + 1
         if rest:
             pieces.append(rest)
+            gathered = len(rest)
     if pieces:
         raise InvalidSessionError(f"Session file {path} changed while it was being read")
 

@@ -22,7 +22,8 @@ How the per-class hooks work (generated once per class from its attrs fields and
   ``UNSET``); any other missing field reads as its type's empty value (``""``, ``0``, ``()``,
   ``None``, ...) and is named in the private ``_absent`` so ``to_wire`` leaves it out;
 - keys the class does not model go to ``extra`` in file order; the dict's key order goes to the
-  private ``_wire_keys`` so ``to_wire`` can restore it. Objects built in Python have no recorded
+  private ``_wire_keys`` (and ``extra.wire_order``, which ``attrs.evolve`` carries over) so
+  ``to_wire`` can restore it. Objects built in Python have no recorded
   order and come out in Pi's canonical order (the tag, then the fields as declared, then
   ``extra``); keys an ``attrs.evolve`` added go after the recorded ones;
 - a value whose JSON type does not fit is kept in ``extra`` under its wire key, and the field
@@ -88,6 +89,7 @@ from ._model import (
     UsageEntry,
     UserMessage,
 )
+from ._values import _empty_in_order
 
 __all__ = ["converter", "from_wire", "to_wire"]
 
@@ -383,7 +385,8 @@ def _make_struct(cls: type, fields: tuple[_Field, ...]) -> Decoder:
         "_UNSET": UNSET,
         "_NUMBER": _NUMBER,
         "_EMPTY": _model._EMPTY,
-        "_ReadOnlyDict": _model._ReadOnlyDict,
+        "_extra_in_order": _model._extra_in_order,
+        "_empty_in_order": _empty_in_order,
         "_fz": _freeze_any,
         "_new": object.__new__,
         "_cls": cls,
@@ -428,10 +431,10 @@ def _make_struct(cls: type, fields: tuple[_Field, ...]) -> Decoder:
         "    _set_wire_keys(o, keys)",
         "    _set_absent(o, absent)",
         "    if n == len(keys):",
-        "        _set_extra(o, _EMPTY)",
+        "        _set_extra(o, _empty_in_order(keys))",
         "    else:",
-        "        _set_extra(o, _ReadOnlyDict({k: _fz(d[k]) for k in keys"
-        " if not (k in _known and k not in shadowed)}))",
+        "        _set_extra(o, _extra_in_order({k: _fz(d[k]) for k in keys"
+        " if not (k in _known and k not in shadowed)}, keys))",
     ]
     lines += [f"    _set_{i}(o, f{i})" for i in range(len(fields))]
     lines.append("    return o")
@@ -456,6 +459,8 @@ def _make_unstruct(cls: type, fields: tuple[_Field, ...]) -> Callable[[Any], dic
         "            if k not in out:",  # a set field wins over a stale raw value
         "                out[k] = v",
         "    order = o._wire_keys",
+        "    if order is None:",  # built by attrs.evolve: the order its extra was read in
+        "        order = getattr(extra, 'wire_order', None)",
         "    if order is None or order == tuple(out):",
         "        return out",
         "    return _reorder(out, order)",

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
 import attrs
 
 from ._js import MISSING, js_date_ms, js_join_item, js_trim
-from ._load import open_regular, parse_line
+from ._load import iter_file_lines, open_regular, parse_line
 from ._paths import (
     cwd_matches,
     default_session_dir_path,
@@ -211,22 +211,32 @@ def _activity(entry: dict[str, Any], message: dict[str, Any]) -> float | None:
 
 def build_session_info(path: str) -> SessionInfo | None:
     """The picker row of one file, or None when it is not a readable session."""
+    summary = SessionSummary()
     try:
         with open_regular(path) as handle:
             stats = os.fstat(handle.fileno())
-            data = handle.read()
+            # line by line: a line too long to read is skipped, never held (MAX_LINE_BYTES)
+            if not feed_lines(summary, _split_cr(iter_file_lines(handle))):
+                return None
     except OSError:
-        return None
-    summary = SessionSummary()
-    if not feed_lines(summary, data):
         return None
     return summary.info(path, stats.st_mtime)
 
 
-def feed_lines(summary: SessionSummary, data: bytes) -> bool:
-    """Add each parsed line of ``data`` to ``summary``; False as soon as it refuses one (the
-    first entry is not a session header): the scan and the catalog read files alike."""
-    for line in _lines(data):
+def _split_cr(lines: Iterable[bytes]) -> Iterator[bytes]:
+    """:func:`_lines` of a file read line by line."""
+    for line in lines:
+        if b"\r" in line:
+            yield from line.split(b"\r")
+        else:
+            yield line
+
+
+def feed_lines(summary: SessionSummary, data: bytes | Iterable[bytes]) -> bool:
+    """Add each parsed line of ``data`` (a file's bytes, or its lines as ``_lines`` splits them)
+    to ``summary``; False as soon as it refuses one (the first entry is not a session header):
+    the scan and the catalog read files alike."""
+    for line in _lines(data) if isinstance(data, (bytes, bytearray)) else data:
         if not line:
             continue
         entry = parse_line(line)

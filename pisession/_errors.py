@@ -12,11 +12,13 @@ __all__ = [
     "InvalidSessionIdError",
     "SessionExistsError",
     "WireFormatError",
+    "UnwritableEntryError",
     "SymlinkRefusedError",
     "LockFileAccessError",
     "SessionClosedError",
     "SessionReadOnlyError",
     "SessionNotWrittenWarning",
+    "LineTooLongWarning",
     "NothingToCompactError",
     "AlreadyCompactedError",
     "SummarizerCommandError",
@@ -49,15 +51,38 @@ class SessionChangedError(InvalidSessionError):
 
 
 
-class EntryNotFoundError(PisessionError, KeyError):
-    """An operation named an entry id the session does not hold."""
+class _InSession(PisessionError):
+    """An error about one session's entries: ``args[0]`` is Pi's own message (``Entry X not
+    found``), ``where`` the session it happened in (its file, or ``an in-memory session``), and
+    the text is both: ``Entry X not found in /path/session.jsonl``."""
+
+    def __init__(self, message: str = "", *, where: str | None = None) -> None:
+        super().__init__(message)
+        self.where = where
 
     def __str__(self) -> str:  # KeyError quotes its message; keep Pi's plain text
-        return str(self.args[0]) if self.args else ""
+        text = str(self.args[0]) if self.args else ""
+        return text if self.where is None else f"{text} in {self.where}"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild, (type(self), self.args, self.where))
 
 
-class InvalidContextEditError(PisessionError, ValueError):
-    """A context edit failed one of Pi's checks (replacement shape, branch, target kind)."""
+def _rebuild(cls: type[_InSession], args: tuple[object, ...], where: str | None) -> _InSession:
+    error = cls.__new__(cls)
+    error.args = args
+    error.where = where
+    return error
+
+
+class EntryNotFoundError(_InSession, KeyError):
+    """An operation named an entry id the session does not hold. ``str(error)`` names the
+    session: ``Entry nope not found in /path/session.jsonl`` (``args[0]`` is Pi's message)."""
+
+
+class InvalidContextEditError(_InSession, ValueError):
+    """A context edit failed one of Pi's checks (replacement shape, branch, target kind); the
+    message names the session, as :class:`EntryNotFoundError`'s does."""
 
 
 class InvalidSessionIdError(PisessionError, ValueError):
@@ -71,6 +96,13 @@ class SessionExistsError(PisessionError, FileExistsError):
 
 class WireFormatError(PisessionError, ValueError):
     """A wire dict cannot be read as the model object asked for."""
+
+
+class UnwritableEntryError(PisessionError, ValueError):
+    """An entry cannot be written as a JSON line: it is nested deeper than 10,000 levels (or
+    holds itself). Pi 1.6.0 fails on such an entry too (its ``JSON.stringify`` runs out of
+    stack), so a fork, an extraction or a migration that would copy it writes nothing; opening a
+    file whose migration would is read-only (:class:`SessionNotWrittenWarning`)."""
 
 
 class SymlinkRefusedError(PisessionError, OSError):
@@ -151,3 +183,9 @@ class SettingsError(PisessionError, ValueError):
 class UsageQueryError(PisessionError, ValueError):
     """A usage report was asked for with a bad argument: an unknown grouping, a date that is not
     ``YYYY-MM-DD``, a time zone that is not a known IANA name (or no time zone data installed)."""
+
+
+class LineTooLongWarning(UserWarning):
+    """A session file holds a line longer than pisession reads (512 MiB): it was skipped like
+    a malformed line, never held whole. Pi cannot read such a file either (it reads the whole
+    file into one JavaScript string). ``pisession validate`` reports the line too."""

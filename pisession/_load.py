@@ -14,7 +14,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 
-from ._errors import InvalidSessionError, SessionNotWrittenWarning, SymlinkRefusedError
+from ._errors import InvalidSessionError, LineTooLongWarning, SessionNotWrittenWarning, SymlinkRefusedError
 from ._js import MISSING, js_to_number, js_trim, js_truthy
 from ._json import loads, loads_deep, loads_for
 
@@ -35,6 +35,8 @@ __all__ = [
     "parse_line",
     "iter_file_lines",
     "iter_line_lists",
+    "MAX_LINE_BYTES",
+    "SkippedLine",
     "head_of",
     "scan_raw",
     "scan_records",
@@ -42,6 +44,7 @@ __all__ = [
     "open_regular",
     "Opaque",
     "read_all_entries",
+    "warn_long_lines",
 ]
 
 CURRENT_SESSION_VERSION = 3
@@ -238,59 +241,110 @@ def parse_session_entries(text: str) -> list[WireEntry]:
     return entries
 
 
+MAX_LINE_BYTES = 1 << 29
+"""The longest line pisession reads: 512 MiB. Pi reads a whole session file into one string,
+which V8 cannot make longer than 2**29 - 24 characters, so a longer line is one Pi cannot read
+either; holding it would cost pisession about three times its size. Such a line is skipped like
+a malformed one without ever being held whole (see :class:`SkippedLine`)."""
+
+# What may begin a JSON text after JSON's own whitespace: a long line beginning otherwise can
+# never parse, so it is skipped as soon as that is seen (a header followed by a run of NULs).
+_JSON_WHITESPACE = b" \t\r"
+_JSON_STARTS = frozenset(b'{["-0123456789tfn')
+
+
+class SkippedLine(bytes):
+    """A line read past and not held: longer than :data:`MAX_LINE_BYTES`, or longer than a read
+    chunk and beginning with a byte no JSON text begins with. Its content is one NUL byte, so
+    every parser rejects it like a malformed line, while ``len()`` gives its length in the file
+    (byte offsets stay right); ``head`` holds its first bytes, for reports."""
+
+    size: int
+    head: bytes
+
+    def __len__(self) -> int:
+        return self.size
+
+
+def skipped_line(size: int, head: bytes) -> SkippedLine:
+    """The :class:`SkippedLine` of ``size`` bytes beginning with ``head``."""
+    line = SkippedLine(b"\0")
+    line.size = size
+    line.head = head[:80]
+    return line
+
+
+def may_parse(start: bytes) -> bool:
+    """Whether a line beginning with ``start`` may be a JSON text (a blank start: it may)."""
+    rest = start.lstrip(_JSON_WHITESPACE)
+    return not rest or rest[0] in _JSON_STARTS
+
+
 def iter_file_lines(fileobj: Any) -> Iterator[bytes]:
     """Lines of a binary file split on ``\\n`` only, each without its terminator.
 
     The last element is the text after the final ``\\n`` (possibly empty), so a caller can tell a
     missing final newline from a complete file. A line longer than a read chunk is gathered in
-    pieces and joined once (a 100 MB line costs one copy, not one per megabyte).
+    pieces and joined once (a 100 MB line costs one copy, not one per megabyte); one longer than
+    :data:`MAX_LINE_BYTES`, or one that cannot parse, is a :class:`SkippedLine`.
     """
-    pieces: list[bytes] = []
-    while True:
-        chunk = fileobj.read(_READ_CHUNK)
-        if not chunk:
-            break
-        cut = chunk.find(b"\n")
-        if cut < 0:
-            pieces.append(chunk)
-            continue
-        if pieces:
-            pieces.append(chunk[:cut])
-            yield b"".join(pieces)
-            pieces.clear()
-            chunk = chunk[cut + 1 :]
-        lines = chunk.split(b"\n")
-        tail = lines.pop()
+    for lines in iter_line_lists(fileobj):
         yield from lines
-        if tail:
-            pieces.append(tail)
-    yield b"".join(pieces)
 
 
-def iter_line_lists(fileobj: Any) -> Iterator[list[bytes]]:
+def iter_line_lists(fileobj: Any, limit: int = MAX_LINE_BYTES) -> Iterator[list[bytes]]:
     """:func:`iter_file_lines` a read chunk's lines at a time (the open path: a list per
     megabyte, not a Python step per line). Joined, the lists hold the same elements."""
-    pieces: list[bytes] = []
+    pieces: list[bytes] = []  # the line being gathered across chunks
+    gathered = 0  # its length so far
+    skipping: SkippedLine | None = None  # or the line being read past
+    verdict: bool | None = None  # whether the line gathered can begin a JSON text, once known
     while True:
         chunk = fileobj.read(_READ_CHUNK)
         if not chunk:
             break
         cut = chunk.find(b"\n")
         if cut < 0:
+            if skipping is not None:
+                skipping.size += len(chunk)
+                continue
             pieces.append(chunk)
+            gathered += len(chunk)
+            if verdict is None and len(pieces) > 1:  # a line of several chunks: can it parse?
+                for piece in pieces if len(pieces) == 2 else pieces[-1:]:
+                    rest = piece.lstrip(_JSON_WHITESPACE)
+                    if rest:
+                        verdict = rest[0] in _JSON_STARTS
+                        break
+            if gathered > limit or verdict is False:
+                skipping = skipped_line(gathered, pieces[0])
+                pieces.clear()
             continue
         head: list[bytes] = []
-        if pieces:
-            pieces.append(chunk[:cut])
-            head.append(b"".join(pieces))
+        if skipping is not None:
+            skipping.size += cut
+            head.append(skipping)
+            skipping = None
+            chunk = chunk[cut + 1 :]
+        elif pieces:
+            if gathered + cut > limit:
+                head.append(skipped_line(gathered + cut, pieces[0]))
+            else:
+                pieces.append(chunk[:cut])
+                head.append(b"".join(pieces))
             pieces.clear()
             chunk = chunk[cut + 1 :]
+        verdict = None
         lines = chunk.split(b"\n")
         tail = lines.pop()
         yield head + lines if head else lines
+        gathered = len(tail)
         if tail:
             pieces.append(tail)
-    yield [b"".join(pieces)]
+    if skipping is not None:
+        yield [skipping]
+    else:
+        yield [b"".join(pieces)]
 
 
 def open_regular(path: str | os.PathLike[str]) -> Any:
@@ -318,15 +372,20 @@ def read_entries(path: str | os.PathLike[str]) -> tuple[list[WireEntry], bool, i
     entries: list[WireEntry] = []
     size = 0
     last = b""
+    long_lines: list[tuple[int, int]] = []
     with open_regular(path) as handle:
         parse = loads_for(os.fstat(handle.fileno()).st_size)  # a small file: no orjson import
-        for line in iter_file_lines(handle):
+        for number, line in enumerate(iter_file_lines(handle), start=1):
             size += len(line) + 1
             last = line
+            if type(line) is SkippedLine and len(line) > MAX_LINE_BYTES:
+                long_lines.append((number, len(line)))
             entry = parse_line(line, parse) if line else None
             if entry is not None:
                 entries.append(entry)
     size -= 1  # the final element carries no newline
+    if long_lines and entries and is_session_header(entries[0]):
+        warn_long_lines(os.fspath(path), long_lines)
     if not entries or not is_session_header(entries[0]):
         return [], False, size
     return entries, last != b"", size
@@ -445,6 +504,23 @@ def unwritable(error: OSError) -> bool:
     permission, a read-only file system."""
     refused = isinstance(error, (SymlinkRefusedError, PermissionError))
     return refused or error.errno in (errno.EROFS, errno.ELOOP)
+
+
+def warn_long_lines(path: str, lines: list[tuple[int, int]]) -> None:
+    """Say, as a :class:`LineTooLongWarning`, which lines (number, length) of ``path`` were
+    longer than :data:`MAX_LINE_BYTES` and skipped."""
+    frame = sys._getframe(0)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    which = ", ".join(f"line {number} ({size:,} bytes)" for number, size in lines[:3])
+    warnings.warn(
+        f"{path}: {which}{', ...' if len(lines) > 3 else ''} longer than pisession reads "
+        f"({MAX_LINE_BYTES >> 20} MiB): skipped like a malformed line (Pi cannot read the file either)",
+        LineTooLongWarning,
+        stacklevel=level,
+    )
 
 
 def warn_not_written(path: str, what: str, reason: str) -> None:

@@ -25,6 +25,7 @@ from ._errors import (
     SessionClosedError,
     SessionReadOnlyError,
     SessionReplacedError,
+    UnwritableEntryError,
 )
 from ._index import TreeIndex
 from ._js import MISSING, bulk, hashable, iso_from_ms, js_date_ms, js_to_number, js_trim, js_truthy
@@ -208,6 +209,7 @@ class SessionManager:
         self._persist = persist
         self._file: SessionFile | None = None
         self._session_file: str | None = None
+        self._read_from: str | None = None  # the file read_session read (errors name it)
         self._header: WireEntry = {}
         self._index = TreeIndex()
         self._leaf_id: Any = None
@@ -528,6 +530,7 @@ class SessionManager:
         manager._index = TreeIndex.from_records(body, file.bodies)
         manager._after_index()
         project_leaf(manager._index, manager._index.resolve_leaf(manager._leaf_id))
+        manager._read_from = os.path.abspath(path)
         return manager
 
     @staticmethod
@@ -640,6 +643,8 @@ class SessionManager:
                 if not unwritable(error):
                     raise
                 self._open_read_only(header, records, error)
+            except UnwritableEntryError as error:  # Pi fails to open it; pisession reads it
+                self._open_read_only(header, records, error)
             return
         if header is None:
             if os.path.getsize(self._file.path) > 0:
@@ -674,7 +679,9 @@ class SessionManager:
         assert self._file is not None
         return self._file.load_low_memory() if self._low_memory else self._file.load()
 
-    def _open_read_only(self, header: WireEntry | None, records: Iterable[Record], error: OSError) -> None:
+    def _open_read_only(
+        self, header: WireEntry | None, records: Iterable[Record], error: OSError | UnwritableEntryError
+    ) -> None:
         """Pi would have written the file on opening it; pisession cannot (or, through a symbolic
         link, will not): hold what Pi would hold in memory, write nothing, ever, and say so."""
         path = self._file.path if self._file is not None else ""
@@ -1266,11 +1273,21 @@ class SessionManager:
         """Append a message (wire dict or model) as a child of the leaf; returns the entry id::
 
         manager.append_message({"role": "user", "content": "hello", "timestamp": 1733234400000})
+
+        The message must have a string ``role`` (a role Pi does not know is kept as it is):
+        anything else is a ``TypeError`` (not a message) or ``ValueError`` (no role), where Pi
+        would write a line that no reader takes for a message.
         """
         wire_message = _wire(message)
-        if wire_message is MISSING or wire_message is UNSET:
-            return self._append_id(
-                lambda parent, eid, ts: _entry("message", eid, parent, ts, message=wire_message)
+        if type(wire_message) is not dict:
+            raise TypeError(
+                "append_message() takes a message: a model object such as UserMessage, or a dict with a "
+                f"string 'role', not {type(message).__name__}"
+            )
+        if type(wire_message.get("role")) is not str:
+            found = "not none" if "role" not in wire_message else f"not {wire_message['role']!r:.60}"
+            raise ValueError(
+                f"append_message(): a message needs a string 'role' ('user', 'assistant', ...), {found}"
             )
 
         def build(parent: Any, eid: str, ts: str) -> WireEntry:  # _entry, unrolled: the hot path
@@ -1461,20 +1478,24 @@ class SessionManager:
             and isinstance(replacement["content"], (str, list))
         ):
             raise InvalidContextEditError(
-                "Context edit replacement must be null or contain string/array content"
+                "Context edit replacement must be null or contain string/array content", where=self._where()
             )
         target = self._index.get(target_id)
         if target is None:
-            raise EntryNotFoundError(f"Entry {target_id} not found")
+            raise EntryNotFoundError(f"Entry {target_id} not found", where=self._where())
         if not any(e.get("id") == target_id for e in self._branch_wire(self._leaf_id)):
-            raise InvalidContextEditError(f"Entry {target_id} is not on the active branch")
+            raise InvalidContextEditError(
+                f"Entry {target_id} is not on the active branch", where=self._where()
+            )
         message = target.get("message")
         role = message.get("role") if isinstance(message, dict) else None
         editable = target.get("type") == "custom_message" or (
             target.get("type") == "message" and role in _EDITABLE_ROLES
         )
         if not editable:
-            raise InvalidContextEditError(f"Entry {target_id} does not contribute editable model content")
+            raise InvalidContextEditError(
+                f"Entry {target_id} does not contribute editable model content", where=self._where()
+            )
         target_role = role if target.get("type") == "message" else "custom"
         if (
             replacement is not None
@@ -1488,7 +1509,7 @@ class SessionManager:
         """Set (or, with no label or an empty one, clear) a bookmark label on an entry."""
         with self._writing():
             if target_id not in self._index:
-                raise EntryNotFoundError(f"Entry {target_id} not found")
+                raise EntryNotFoundError(f"Entry {target_id} not found", where=self._where())
 
             def build(parent: Any, eid: str, ts: str) -> WireEntry:
                 entry = _entry("label", eid, parent, ts, targetId=target_id)
@@ -1501,7 +1522,7 @@ class SessionManager:
         """Move the leaf to an earlier entry; the next append starts a new branch there."""
         with self._mutex:
             if branch_from_id not in self._index:
-                raise EntryNotFoundError(f"Entry {branch_from_id} not found")
+                raise EntryNotFoundError(f"Entry {branch_from_id} not found", where=self._where())
             self._leaf_id = branch_from_id
 
     def reset_leaf(self) -> None:
@@ -1521,7 +1542,7 @@ class SessionManager:
         being left; returns the new ``branch_summary`` entry's id."""
         with self._writing():
             if branch_from_id is not None and branch_from_id not in self._index:
-                raise EntryNotFoundError(f"Entry {branch_from_id} not found")
+                raise EntryNotFoundError(f"Entry {branch_from_id} not found", where=self._where())
             from_id = self._leaf_id if self._leaf_id is not None else "root"
             previous_leaf = self._leaf_id
             self._leaf_id = branch_from_id
@@ -1666,7 +1687,7 @@ class SessionManager:
                 self._refuse_write()
             path = self._branch_wire(leaf_id)
             if not path:
-                raise EntryNotFoundError(f"Entry {leaf_id} not found")
+                raise EntryNotFoundError(f"Entry {leaf_id} not found", where=self._where())
             previous_file = self._session_file
             kept: _WireEntries = []
             replacement: dict[Any, Any] = {}
@@ -1770,6 +1791,10 @@ class SessionManager:
 
     def get_session_file(self) -> str | None:
         return self._session_file
+
+    def _where(self) -> str:
+        """The session, as an error message names it."""
+        return self._session_file or self._read_from or "an in-memory session"
 
     def uses_default_session_dir(self) -> bool:
         return (
@@ -1988,7 +2013,16 @@ def _entry(entry_type: str, entry_id: str, parent: Any, timestamp: str, **fields
 
 def _line(entry: Mapping[str, Any] | Opaque) -> bytes:
     value = entry.value if type(entry) is Opaque else entry
-    return (dumps(value) + "\n").encode("utf-8", "surrogatepass")
+    try:
+        text = dumps(value)
+    except ValueError as error:  # deeper than any writer goes (or circular): JSON.stringify fails too
+        name = value.get("id") if isinstance(value, Mapping) else None
+        what = f"entry {name}" if isinstance(name, str) else "an entry"
+        raise UnwritableEntryError(
+            f"{what} cannot be written as JSON: it is nested deeper than 10,000 levels or holds "
+            "itself (Pi 1.6.0 fails on it too: Maximum call stack size exceeded)"
+        ) from error
+    return (text + "\n").encode("utf-8", "surrogatepass")
 
 
 def _session_options(session_id: str | None, parent_session: str | None) -> dict[str, Any]:

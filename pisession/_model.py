@@ -31,7 +31,10 @@ import attrs
 # attrs; their classes are found here by pickle (and by the codec).
 from ._values import _EMPTY as _EMPTY
 from ._values import UNSET as UNSET
+from ._values import Unset as Unset
+from ._values import _extra_in_order as _extra_in_order
 from ._values import _ReadOnlyDict as _ReadOnlyDict
+from ._values import _ReadOnlyDictInOrder as _ReadOnlyDictInOrder
 from ._values import _ReadOnlyList as _ReadOnlyList
 from ._values import _UnsetType as _UnsetType
 from ._values import freeze_json as freeze_json
@@ -90,9 +93,6 @@ __all__ = [
 ]
 
 
-Unset = Literal[_UnsetType.UNSET]
-"""Annotation for :data:`UNSET`: ``note: str | Unset = UNSET``."""
-
 StopReason = Literal["pending", "stop", "length", "toolUse", "error", "aborted", "deferred"]
 """Stop reasons Pi 1.6.0 knows. ``AssistantMessage.stop_reason`` is a plain ``str`` so that a newer
 Pi's reasons still read as an assistant message."""
@@ -102,7 +102,7 @@ ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max
 
 
 def _read_only(value: Mapping[str, Any]) -> Mapping[str, Any]:
-    if type(value) is _ReadOnlyDict:
+    if type(value) is _ReadOnlyDict or type(value) is _ReadOnlyDictInOrder:
         return value
     return _ReadOnlyDict({k: freeze_json(v) for k, v in value.items()})
 
@@ -169,7 +169,7 @@ class _Wire:
     """
 
     extra: Mapping[str, Any] = attrs.field(default=_EMPTY, converter=_read_only)
-    _wire_keys: tuple[str, ...] | None = attrs.field(default=None, eq=False, alias="_wire_keys")
+    _wire_keys: tuple[str, ...] | None = attrs.field(default=None, eq=False, init=False)
     _absent: tuple[str, ...] = attrs.field(default=(), eq=False, init=False)
 
     def __repr__(self) -> str:

@@ -71,7 +71,9 @@ def read_session(path: str | os.PathLike[str], *, low_memory: bool = False) -> S
             return manager
     entries = read_session_entries(path)
     cwd = entries[0].get("cwd")
-    return SessionManager.in_memory(cwd if isinstance(cwd, str) and cwd else os.getcwd(), entries=entries)
+    manager = SessionManager.in_memory(cwd if isinstance(cwd, str) and cwd else os.getcwd(), entries=entries)
+    manager._read_from = os.path.abspath(path)  # errors name the file, not "an in-memory session"
+    return manager
 
 
 def read_session_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:

@@ -24,12 +24,17 @@ from ._errors import (
     SymlinkRefusedError,
 )
 from ._load import (
+    MAX_LINE_BYTES,
+    SkippedLine,
     is_session_header,
     iter_file_lines,
     iter_line_lists,
+    may_parse,
     parse_line,
     scan_raw,
     scan_records,
+    skipped_line,
+    warn_long_lines,
 )
 
 # typing for type checkers only (they take TYPE_CHECKING for true): importing it at run time
@@ -156,9 +161,15 @@ class SessionFile:
         lines: list[bytes] = []
         consumed = -1  # every element but the last is followed by a newline
         batch: list[bytes] = []
+        numbered = 0
+        long_lines: list[tuple[int, int]] = []
         try:
             with os.fdopen(fd, "rb", closefd=False) as handle:
                 for batch in iter_line_lists(handle):
+                    first = batch[0]  # a skipped line begins a list (or is the last line)
+                    if type(first) is SkippedLine and len(first) > MAX_LINE_BYTES:
+                        long_lines.append((numbered + 1, len(first)))
+                    numbered += len(batch)
                     consumed += sum(map(len, batch)) + len(batch)
                     start = 0
                     while header is None and start < len(batch):
@@ -175,6 +186,8 @@ class SessionFile:
             os.close(fd)
         if header is None:
             return None, [], False
+        if long_lines:
+            warn_long_lines(self.path, long_lines)
         last = batch[-1] if batch else b""  # the text after the final newline
         pending = self._loaded(_identity(info), header, header_line, consumed, last)
         return header, ScannedLines(lines), pending
@@ -205,11 +218,14 @@ class SessionFile:
         self.session_id = header["id"]
         self.size = size
         pending = tail != b""
-        # An unfinished last line may still be growing: read it again next time.
-        self.offset = size - len(tail) if pending and not tail_parsed else size
+        # An unfinished last line may still be growing: read it again next time (unless it is
+        # one too long or malformed to ever read: never read again, and the next write starts
+        # a line of its own, as after a complete line).
+        skipped = type(tail) is SkippedLine
+        self.offset = size - len(tail) if pending and not tail_parsed and not skipped else size
         # A complete entry without its "\n" (an editor's save, a writer killed just before the
         # newline): the next append must start a new line, or it would glue onto this one.
-        self._unterminated = pending and tail_parsed
+        self._unterminated = pending and (tail_parsed or skipped)
         return pending
 
     def load_low_memory(self) -> tuple[WireEntry | None, BodyLines | list[Record], bool]:
@@ -223,7 +239,7 @@ class SessionFile:
         # Up to the size seen now: what another writer appends meanwhile is read as new later.
         size = info.st_size
         end = last_line_start(fd, size)
-        tail = os.pread(fd, size - end, end) if size > end else b""  # the text after the last "\n"
+        tail = _read_tail(fd, end, size)  # the text after the last "\n"
         header: WireEntry | None = None
         header_line = b""
         start = end
@@ -680,6 +696,17 @@ def _scan_lines(data: bytes, start: int = 0, bodies: BodyFile | None = None) -> 
                     records.append((head, line if parsed is None else None, parsed))
         at += len(line) + 1
     return records
+
+
+def _read_tail(fd: int, start: int, size: int) -> bytes:
+    """The bytes ``start`` to ``size`` of the file, a last line without its newline: as a
+    :class:`SkippedLine` when it is too long or malformed to read (never held whole)."""
+    if size - start <= 1 << 20:
+        return os.pread(fd, size - start, start)
+    first = os.pread(fd, 1 << 20, start)
+    if size - start > MAX_LINE_BYTES or not may_parse(first):
+        return skipped_line(size - start, first)
+    return os.pread(fd, size - start, start)
 
 
 def _temp_prefix(path: str) -> str:

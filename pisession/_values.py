@@ -17,26 +17,31 @@ from collections.abc import Mapping
 # the base classes): importing it at run time took 8 % of `pisession tree`'s start-up.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Final
+    from typing import Any, Final, Literal
 
-__all__ = ["UNSET", "freeze_json"]
+__all__ = ["UNSET", "Unset", "freeze_json"]
 
 
-class _UnsetType(enum.Enum):
-    """Type of :data:`UNSET`; an enum so that ``x is UNSET`` narrows types under mypy."""
+class Unset(enum.Enum):
+    """The type of :data:`UNSET`, its one value: annotate ``note: str | Unset = UNSET``.
+
+    Both tests narrow for mypy: ``x is UNSET`` / ``x is not UNSET`` and ``isinstance(x, Unset)``.
+    ``UNSET`` is falsy (``__bool__`` is typed ``Literal[False]``), so ``if message.usage:`` also
+    leaves ``UNSET`` out of the type, as Pi's ``if (message.usage)`` leaves out ``undefined``.
+    """
 
     __module__ = "pisession._model"
 
     UNSET = "UNSET"
 
-    def __bool__(self) -> bool:
+    def __bool__(self) -> Literal[False]:
         return False
 
     def __repr__(self) -> str:
         return "UNSET"
 
 
-UNSET: Final = _UnsetType.UNSET
+UNSET: Final = Unset.UNSET
 """A field left out of the JSON (JavaScript's ``undefined``), as opposed to ``None`` (``null``).
 
 It is falsy, so ``if entry.note:`` reads like Pi's ``if (entry.note)``::
@@ -44,6 +49,9 @@ It is falsy, so ``if entry.note:`` reads like Pi's ``if (entry.note)``::
     >>> LabelEntry(id="a1b2c3d4", parent_id=None, timestamp="...", target_id="x").label
     UNSET
 """
+
+# Pickles made before the class was public name it ``pisession._model._UnsetType``.
+_UnsetType = Unset
 
 
 class _ReadOnlyDict(dict[str, "Any"]):
@@ -72,6 +80,42 @@ class _ReadOnlyDict(dict[str, "Any"]):
         import copy
 
         return {k: copy.deepcopy(v, memo) for k, v in self.items()}
+
+
+class _ReadOnlyDictInOrder(_ReadOnlyDict):
+    """The ``extra`` of an object read from a dict: also remembers that dict's key order, so
+    that ``attrs.evolve`` (which copies ``extra``) writes the changed object in the file's order."""
+
+    __module__ = "pisession._model"
+
+    __slots__ = ("wire_order",)
+
+    wire_order: tuple[str, ...]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_extra_in_order, (dict(self), self.wire_order))
+
+
+def _extra_in_order(values: dict[str, Any], order: tuple[str, ...]) -> _ReadOnlyDictInOrder:
+    extra = _ReadOnlyDictInOrder(values)
+    extra.wire_order = order
+    return extra
+
+
+_extra_in_order.__module__ = "pisession._model"
+
+# One empty ``extra`` per key order (files repeat a few orders): as cheap as the shared empty
+# dict was, and bounded, so a file of ever-new orders costs one small dict per object at most.
+_EMPTY_IN_ORDER: dict[tuple[str, ...], _ReadOnlyDictInOrder] = {}
+
+
+def _empty_in_order(order: tuple[str, ...]) -> _ReadOnlyDictInOrder:
+    extra = _EMPTY_IN_ORDER.get(order)
+    if extra is None:
+        extra = _extra_in_order({}, order)
+        if len(_EMPTY_IN_ORDER) < 4096:
+            _EMPTY_IN_ORDER[order] = extra
+    return extra
 
 
 class _ReadOnlyList(list["Any"]):

@@ -139,7 +139,9 @@ class _Constructor(Generic[_P]):
             except BaseException:
                 executor.shutdown(wait=False)
                 raise
-            return owner(manager, _executor=executor)
+            wrapped = owner(manager)
+            wrapped._executor = executor  # the thread that made the manager goes on serving it
+            return wrapped
 
         return construct
 
@@ -248,12 +250,10 @@ class AsyncSessionManager:
     started completes (an append is written) and only its result is dropped.
     """
 
-    def __init__(
-        self, manager: SessionManager, *, _executor: concurrent.futures.ThreadPoolExecutor | None = None
-    ) -> None:
+    def __init__(self, manager: SessionManager) -> None:
         """Wrap an existing ``SessionManager`` (do not use it from other threads meanwhile)."""
         self._manager = manager
-        self._executor = _executor
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._own_turn = asyncio.Lock()  # in memory: no file to share a turn with
 
     @property

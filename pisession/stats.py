@@ -14,10 +14,12 @@ entry of every branch: what was billed, compacted history included::
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ._arguments import session_manager
 from ._manager import SessionManager
 from .describe import _blocks, _num
 
@@ -39,6 +41,11 @@ class UsageTotals:
     cost: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
+        """Deprecated name of :meth:`to_wire`."""
+        _warn_to_json(self)
+        return self.to_wire()
+
+    def to_wire(self) -> dict[str, Any]:
         """The JSON shape of ``pisession stats --json`` (Pi's camelCase keys)."""
         return {
             "calls": self.calls,
@@ -70,6 +77,11 @@ class MessageCounts:
     total: int = 0
 
     def to_json(self) -> dict[str, int]:
+        """Deprecated name of :meth:`to_wire`."""
+        _warn_to_json(self)
+        return self.to_wire()
+
+    def to_wire(self) -> dict[str, int]:
         return {
             "user": self.user,
             "assistant": self.assistant,
@@ -81,7 +93,7 @@ class MessageCounts:
 
 @dataclass(frozen=True)
 class SessionStats:
-    """What ``session_stats`` returns; ``to_json()`` is what ``pisession stats --json`` prints."""
+    """What ``session_stats`` returns; ``to_wire()`` is what ``pisession stats --json`` prints."""
 
     session_id: str | None
     entries: int
@@ -93,13 +105,18 @@ class SessionStats:
     total: UsageTotals
 
     def to_json(self) -> dict[str, Any]:
+        """Deprecated name of :meth:`to_wire`."""
+        _warn_to_json(self)
+        return self.to_wire()
+
+    def to_wire(self) -> dict[str, Any]:
         return {
             "sessionId": self.session_id,
             "entries": self.entries,
-            "messages": self.messages.to_json(),
-            "byModel": [{"model": r.name, **r.usage.to_json()} for r in self.by_model],
-            "bySource": [{"source": r.name, **r.usage.to_json()} for r in self.by_source],
-            "total": self.total.to_json(),
+            "messages": self.messages.to_wire(),
+            "byModel": [{"model": r.name, **r.usage.to_wire()} for r in self.by_model],
+            "bySource": [{"source": r.name, **r.usage.to_wire()} for r in self.by_source],
+            "total": self.total.to_wire(),
         }
 
 
@@ -133,7 +150,7 @@ class _Sum:
         )
 
 
-def session_stats(manager: SessionManager) -> SessionStats:
+def session_stats(manager: SessionManager | str | os.PathLike[str]) -> SessionStats:
     """Usage and cost of every entry of every branch, by model and by source, with message counts.
 
     Assistant messages count under ``provider/responseModel`` (else ``model``); tool results,
@@ -141,6 +158,7 @@ def session_stats(manager: SessionManager) -> SessionStats:
 
     :param manager: the session to count: every entry of every branch in it, not only the active branch.
     """
+    manager = session_manager(manager, "session_stats")
     by_model: dict[str, _Sum] = {}
     by_source: dict[str, _Sum] = {}
     total = _Sum()
@@ -200,4 +218,14 @@ def session_stats(manager: SessionManager) -> SessionStats:
         by_model=tuple(UsageRow(key, row.frozen()) for key, row in models),
         by_source=tuple(UsageRow(key, row.frozen()) for key, row in by_source.items()),
         total=total.frozen(),
+    )
+
+
+def _warn_to_json(obj: object) -> None:
+    import warnings
+
+    warnings.warn(
+        f"{type(obj).__name__}.to_json() is deprecated; call to_wire(), the name every result uses",
+        DeprecationWarning,
+        stacklevel=3,
     )

@@ -19,7 +19,15 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
-from ._load import CURRENT_SESSION_VERSION, migrate_session_entries, open_regular, parse_line
+from ._load import (
+    CURRENT_SESSION_VERSION,
+    MAX_LINE_BYTES,
+    SkippedLine,
+    iter_file_lines,
+    migrate_session_entries,
+    open_regular,
+    parse_line,
+)
 from ._manager import SessionManager
 from .describe import _compact_json, one_line
 
@@ -38,6 +46,11 @@ class Problem:
     message: str
 
     def to_json(self) -> dict[str, Any]:
+        """Deprecated name of :meth:`to_wire`."""
+        _warn_to_json(self)
+        return self.to_wire()
+
+    def to_wire(self) -> dict[str, Any]:
         return {"severity": self.severity, "line": self.line, "message": self.message}
 
 
@@ -69,8 +82,13 @@ class ValidationReport:
         return tuple(p for p in self.problems if p.severity == "warning")
 
     def to_json(self) -> dict[str, Any]:
+        """Deprecated name of :meth:`to_wire`."""
+        _warn_to_json(self)
+        return self.to_wire()
+
+    def to_wire(self) -> dict[str, Any]:
         """The JSON object ``pisession validate --json`` prints for this file."""
-        out: dict[str, Any] = {"path": self.path, "problems": [p.to_json() for p in self.problems]}
+        out: dict[str, Any] = {"path": self.path, "problems": [p.to_wire() for p in self.problems]}
         if self.session_id is not None:
             out["sessionId"] = self.session_id
             out["version"] = self.version
@@ -110,7 +128,8 @@ def validate_file(path: str | os.PathLike[str]) -> ValidationReport:
         # Non-blocking and regular files only: a FIFO or a pipe must not block the check, and a
         # device such as /dev/zero must not be read until memory runs out.
         with open_regular(path) as handle:
-            data = handle.read()
+            # line by line: a line too long to read is skipped, never held (MAX_LINE_BYTES)
+            raw_lines = list(iter_file_lines(handle))
     except IsADirectoryError:
         report.add("error", None, f"{report.path} is a directory, not a session file")
         return report.done()
@@ -120,7 +139,7 @@ def validate_file(path: str | os.PathLike[str]) -> ValidationReport:
             return report.done()
         report.add("error", None, f"cannot read: {error.strerror or error}")
         return report.done()
-    _check(data, report)
+    _check(raw_lines, report)
     return report.done()
 
 
@@ -131,12 +150,14 @@ def validate_folder(path: str | os.PathLike[str]) -> list[ValidationReport]:
     return [validate_file(os.path.join(folder, name)) for name in names]
 
 
-def _check(data: bytes, report: _Report) -> None:
+def _check(raw_lines: list[bytes], report: _Report) -> None:
+    """``raw_lines``: the file split on ``\\n`` (the last one what follows the final newline)."""
     add = report.add
-    raw_lines = data.split(b"\n")
-    if raw_lines and raw_lines[-1] == b"":
+    blank = not any(line.strip() for line in raw_lines)
+    final_newline = raw_lines[-1] == b"" and type(raw_lines[-1]) is bytes
+    if final_newline:
         raw_lines.pop()
-    elif data:
+    elif raw_lines != [b""]:
         add(
             "warning",
             len(raw_lines),
@@ -145,6 +166,9 @@ def _check(data: bytes, report: _Report) -> None:
     parsed: list[tuple[int, dict[str, Any]]] = []
     bad_utf8: list[int] = []
     for number, raw in enumerate(raw_lines, start=1):
+        if type(raw) is SkippedLine:
+            add("error", number, _skipped_text(raw))
+            continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -170,7 +194,7 @@ def _check(data: bytes, report: _Report) -> None:
                     "error", number, f"a JSON value nested too deeply, not an object (Pi skips it): {snippet}"
                 )
         except ValueError:
-            unfinished = number == len(raw_lines) and not data.endswith(b"\n")
+            unfinished = number == len(raw_lines) and not final_newline
             what = "unfinished last line" if unfinished else "not valid JSON"
             if raw.startswith(b"\xef\xbb\xbf"):
                 what += ", starting with a byte-order mark"
@@ -186,7 +210,7 @@ def _check(data: bytes, report: _Report) -> None:
         add(
             "error",
             None,
-            "not a Pi session: " + ("the file is empty" if not data.strip() else "no JSON object in it"),
+            "not a Pi session: " + ("the file is empty" if blank else "no JSON object in it"),
         )
         return
     first_line, header = parsed[0]
@@ -194,6 +218,7 @@ def _check(data: bytes, report: _Report) -> None:
         add("error", first_line, "not a Pi session: the first JSON object is not a session header")
         return
     version = header.get("version")
+    version_text = _version_text(header)  # before the migration below sets it
     report.session_id = header["id"]
     report.version = version
     entries = [entry for _, entry in parsed]
@@ -201,10 +226,10 @@ def _check(data: bytes, report: _Report) -> None:
         add(
             "warning",
             first_line,
-            f"old session version {version!r}: Pi migrates and rewrites the file on open",
+            f"old session version {version_text}: Pi migrates and rewrites the file on open",
         )
     elif version != CURRENT_SESSION_VERSION:
-        add("warning", first_line, f"session version {version!r} is not one Pi 1.6.0 writes")
+        add("warning", first_line, f"session version {version_text} is not one Pi 1.6.0 writes")
     body: list[tuple[int, dict[str, Any]]] = []
     for number, entry in parsed[1:]:
         if entry.get("type") == "session":
@@ -220,6 +245,25 @@ def _check(data: bytes, report: _Report) -> None:
         loop = " → ".join(str(i) for i in [*cycle, cycle[0]])
         add("error", where or None, f"parentId cycle: {loop}")
     report.entries = len(body)
+
+
+def _skipped_text(line: SkippedLine) -> str:
+    snippet = one_line(line.head[:16].decode("utf-8", "replace"), 16)
+    if len(line) > MAX_LINE_BYTES:
+        return (
+            f"a line of {len(line):,} bytes, longer than pisession reads ({MAX_LINE_BYTES >> 20} MiB): "
+            "skipped unread (Pi cannot read it either: its whole file must fit one JavaScript "
+            f"string): {snippet}"
+        )
+    return f"not valid JSON (Pi skips it), {len(line):,} bytes skipped unread: {snippet}"
+
+
+def _version_text(header: dict[str, Any]) -> str:
+    """The header's version as the report names it (Pi reads a missing or null one as 1)."""
+    if "version" not in header:
+        return "1 (no version field)"
+    version = header["version"]
+    return "1 (version null)" if version is None else _compact_json(version)
 
 
 def _check_references(body: list[tuple[int, dict[str, Any]]], report: _Report) -> None:
@@ -243,8 +287,13 @@ def _check_references(body: list[tuple[int, dict[str, Any]]], report: _Report) -
         if not isinstance(entry_id, str) or not entry_id:
             continue
         parent = entry.get("parentId", ...)
-        if parent is ...:
-            add("error", number, f"entry {entry_id} has no parentId")
+        if parent is ...:  # OpenClaw writes such entries; Pi 1.6.0 reads each as a root
+            add(
+                "warning",
+                number,
+                f"entry {entry_id} has no parentId: Pi reads it as a root (a new conversation: "
+                "what comes before it is not in its branch or context)",
+            )
         elif parent is not None and parent != entry_id and not exists(parent):
             add("error", number, f"orphan: the parent {parent} of entry {entry_id} does not exist")
         kind = entry.get("type")
@@ -269,3 +318,13 @@ def _check_references(body: list[tuple[int, dict[str, Any]]], report: _Report) -
             source = entry.get("fromId")
             if source != "root" and not exists(source):
                 add("warning", number, f"branch_summary {entry_id}: fromId {source} does not exist")
+
+
+def _warn_to_json(obj: object) -> None:
+    import warnings
+
+    warnings.warn(
+        f"{type(obj).__name__}.to_json() is deprecated; call to_wire(), the name every result uses",
+        DeprecationWarning,
+        stacklevel=3,
+    )

@@ -14,8 +14,10 @@ size estimate (what ``pisession tree`` and ``pisession context`` print, and thei
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
+from ._arguments import session_manager
 from ._manager import SessionManager
 from ._results import TreeNode
 from ._values import UNSET
@@ -128,20 +130,27 @@ def _rows(manager: SessionManager, show_all: bool) -> Iterator[tuple[TreeNode, s
                 )
 
 
-def tree_rows(manager: SessionManager, *, show_all: bool = True) -> Iterator[TreeRow]:
+def tree_rows(
+    manager: SessionManager | str | os.PathLike[str], *, show_all: bool = True
+) -> Iterator[TreeRow]:
     """The tree in display order, without recursion: ``for row in tree_rows(manager): ...``.
 
     A run of single children stays in one column; only a branch point indents, like
     ``git log --graph``, so a 100,000-entry conversation is 100,000 aligned rows. With
     ``show_all=False`` usage entries are left out (their children move up).
     """
+    return _tree_rows(session_manager(manager, "tree_rows"), show_all)  # a wrong argument fails here
+
+
+def _tree_rows(manager: SessionManager, show_all: bool) -> Iterator[TreeRow]:
     facts = SessionFacts(manager)
     for node, prefix, depth, kids in _rows(manager, show_all):
         yield TreeRow(node, prefix, depth, tuple(kids), facts.is_active(node.wire_entry))
 
 
-def tree_data(manager: SessionManager) -> dict[str, Any]:
+def tree_data(manager: SessionManager | str | os.PathLike[str]) -> dict[str, Any]:
     """The whole tree as JSON-ready data (what ``pisession tree --json`` prints)."""
+    manager = session_manager(manager, "tree_data")
     facts = SessionFacts(manager)
     nodes = []
     for row in tree_rows(manager):
@@ -213,11 +222,12 @@ def _system_size(system: Mapping[str, Any] | None) -> int:
     return chars
 
 
-def context_data(manager: SessionManager) -> dict[str, Any]:
+def context_data(manager: SessionManager | str | os.PathLike[str]) -> dict[str, Any]:
     """What the model receives at the manager's leaf, as JSON-ready data (``pisession context
     --json``): ``leafId``, ``model``, ``thinkingLevel``, the replayed ``system`` message, the
     ``messages``, and ``totals`` with ``approxTokens`` (Pi's estimate,
     :func:`pisession.compaction.estimate_tokens`: characters / 4 per message, 1,200 per image)."""
+    manager = session_manager(manager, "context_data")
     from ._builders import get_current_system_message
     from ._codec import to_wire
 

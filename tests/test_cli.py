@@ -509,7 +509,7 @@ def test_context_at_another_leaf(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert data["messages"] == [pisession.to_wire(m) for m in expected.messages]
     assert [m["role"] for m in data["messages"]][-1] == "assistant"
     code, _, err = run(capsys, "context", str(path), "--leaf", "nope")
-    assert code == 1 and err == "pisession: error: Entry nope not found\n"
+    assert code == 1 and err == f"pisession: error: Entry nope not found in {path}\n"
 
 
 def test_context_honours_replace_in_system_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -635,7 +635,7 @@ def test_validate_reports_problems_with_line_numbers(
     ("case", "warning"),
     [
         ("last_line_no_newline.jsonl", "no final newline"),
-        ("no_version.jsonl", "old session version None"),
+        ("no_version.jsonl", "old session version 1 (no version field): Pi migrates"),
         ("invalid_utf8.jsonl", "invalid UTF-8 on 10 line(s)"),
         ("future_version.jsonl", "session version 4 is not one Pi 1.6.0 writes"),
     ],
@@ -707,7 +707,7 @@ def test_branch_needs_a_summary_and_writes_nothing_without(
     assert [e.id for e in manager.get_branch()][-2:] == ["922b8cd8", entry["id"]]
     assert manager.build_session_context().messages[-1].role == "branchSummary"
     code, _, err = run(capsys, "branch", str(path), "nope", "--summary", "x")
-    assert code == 1 and err == "pisession: error: Entry nope not found\n"
+    assert code == 1 and err == f"pisession: error: Entry nope not found in {path}\n"
 
 
 def test_edit_omits_and_replaces_in_context_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -747,7 +747,7 @@ def test_rejected_edits_leave_the_file_unchanged(
     before = path.read_bytes()
     code, out, err = run(capsys, "edit", str(path), *args)
     assert code == 1
-    assert err == f"pisession: error: {message}\n" and out == ""
+    assert err == f"pisession: error: {message} in {path}\n" and out == ""
     assert path.read_bytes() == before
 
 

@@ -322,3 +322,19 @@ def test_entries_nested_deeper_than_the_json_module_goes(
     if "--json" in argv:
         js_loads(out)  # the json module could not read it back either
     assert path.read_bytes() == DEEP_CASE.read_bytes()
+
+
+def test_validate_warns_that_pi_reads_an_entry_without_parent_id_as_a_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # OpenClaw writes entries without parentId; Pi 1.6.0 reads each as a root (checked with the
+    # oracle: the branch of the entry after it is [it, the entry after it]).
+    orphan = message("b1", None)
+    del orphan["parentId"]
+    path = write(tmp_path / "s.jsonl", HEADER, message("a1", None), orphan, message("c1", "b1"))
+    code, out, _ = run(capsys, "validate", str(path))
+    assert code == 0, out
+    assert "line 3: warning: entry b1 has no parentId: Pi reads it as a root" in out and "error" not in out
+    from pisession import read_session
+
+    assert [e.id for e in read_session(path).get_branch()] == ["b1", "c1"]

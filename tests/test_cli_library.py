@@ -69,11 +69,11 @@ def test_exports_print_the_library_text(path: Path, capsys: pytest.CaptureFixtur
 @pytest.mark.parametrize("path", SESSIONS, ids=lambda p: p.stem)
 def test_json_views_are_the_library_data(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     manager = read_session(path)
-    assert json.loads(run(capsys, "stats", str(path), "--json")) == as_json(session_stats(manager).to_json())
+    assert json.loads(run(capsys, "stats", str(path), "--json")) == as_json(session_stats(manager).to_wire())
     assert json.loads(run(capsys, "tree", str(path), "--json")) == as_json(tree_data(manager))
     assert json.loads(run(capsys, "context", str(path), "--json")) == as_json(context_data(manager))
     reports = json.loads(run(capsys, "validate", str(path), "--json"))
-    assert reports == [as_json(validate_file(path).to_json())]
+    assert reports == [as_json(validate_file(path).to_wire())]
 
 
 def test_stats_is_typed_data() -> None:
@@ -149,7 +149,7 @@ def test_validate_a_folder_is_validate_folder(tmp_path: Path, capsys: pytest.Cap
     for name in ("orphans.jsonl", "all_entry_types.jsonl"):
         (tmp_path / name).write_bytes((CASES / name).read_bytes())
     printed = json.loads(run(capsys, "validate", str(tmp_path), "--json"))
-    assert printed == [as_json(r.to_json()) for r in validate_folder(tmp_path)]
+    assert printed == [as_json(r.to_wire()) for r in validate_folder(tmp_path)]
     assert len(printed) == 2
 
 
@@ -188,3 +188,16 @@ def test_context_tokens_are_pis_estimate() -> None:
     expected = sum(estimate_tokens(m) for m in messages if m.role != "system")
     expected += estimate_tokens(system) if system is not None else 0
     assert system is not None and context_data(manager)["totals"]["approxTokens"] == expected
+
+
+@pytest.mark.parametrize("path", SESSIONS[:1], ids=lambda p: p.stem)
+def test_results_have_to_wire_and_to_json_is_a_deprecated_alias(path: Path) -> None:
+    from pisession import SessionManager, to_wire
+    from pisession.stats import session_stats
+    from pisession.validate import validate_file
+
+    for result in (session_stats(SessionManager.open(path)), validate_file(path)):
+        wire = result.to_wire()
+        assert to_wire(result) == wire
+        with pytest.warns(DeprecationWarning, match=r"to_json\(\) is deprecated; call to_wire"):
+            assert result.to_json() == wire

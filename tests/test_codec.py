@@ -586,6 +586,16 @@ def test_evolve_keeps_the_file_order_and_appends_new_keys() -> None:
     assert js(to_wire(cleared)) == js(d)
 
 
+def test_evolve_keeps_the_file_order_after_a_pickle_and_with_unknown_keys() -> None:
+    import pickle
+
+    d = {"targetId": "t", "zz": [1], "type": "label", "id": "i", "parentId": None, "timestamp": TS}
+    obj = pickle.loads(pickle.dumps(from_wire(d)))
+    assert list(to_wire(attrs.evolve(obj, target_id="u"))) == list(d)
+    # a new extra is a new object's: Pi's own key order
+    assert list(to_wire(attrs.evolve(obj, extra={}))) == ["type", "id", "parentId", "timestamp", "targetId"]
+
+
 def test_a_set_field_wins_over_a_raw_value_kept_in_extra() -> None:
     odd = from_wire({"type": "thing", "id": 5, "parentId": None})
     assert isinstance(odd, UnknownEntry)

@@ -360,7 +360,15 @@ def op_strategy(valid_types: bool) -> st.SearchStrategy[tuple[str, tuple[Any, ..
     optional = st.just(pisession.UNSET) | json_values
     contents = st.text(max_size=8) | st.lists(blocks, max_size=2) | json_values
     return st.one_of(
-        st.tuples(st.just("append_message"), st.tuples(messages | json_values)),
+        # a message without a string role is a ValueError (issue 21): well-typed means it has one
+        st.tuples(
+            st.just("append_message"),
+            st.tuples(
+                messages.filter(lambda m: isinstance(m["role"], str))
+                if valid_types
+                else messages | json_values
+            ),
+        ),
         st.tuples(st.just("append_thinking_level_change"), st.tuples(text)),
         st.tuples(st.just("append_model_change"), st.tuples(text, text)),
         st.tuples(st.just("append_usage"), st.tuples(text, text, text, json_values, st.none() | text)),

@@ -205,9 +205,11 @@ def test_objects_built_with_lists_equal_objects_built_with_tuples() -> None:
 
 
 def test_equality_ignores_the_remembered_key_order() -> None:
-    a = TextContent(text="x", _wire_keys=("type", "text"))
-    b = TextContent(text="x", _wire_keys=("text", "type"))
-    assert a == b
+    from pisession import from_wire
+
+    a = from_wire({"type": "text", "text": "x"}, TextContent)
+    b = from_wire({"text": "x", "type": "text"}, TextContent)
+    assert a == b == TextContent(text="x")
     assert a != TextContent(text="y")
     assert TextContent(text="x") != TextContent(text="x", extra={"k": 1})
 
@@ -229,7 +231,51 @@ def test_repr_leaves_out_unset_fields_and_empty_extra() -> None:
 
 
 def test_repr_hides_the_private_key_order() -> None:
-    assert "_wire_keys" not in repr(TextContent(text="x", _wire_keys=("type", "text")))
+    from pisession import from_wire
+
+    assert "_wire_keys" not in repr(from_wire({"text": "x", "type": "text"}, TextContent))
+
+
+def test_no_model_constructor_takes_a_private_parameter() -> None:
+    import inspect
+
+    import pisession._model as model
+
+    classes = [c for c in vars(model).values() if isinstance(c, type) and attrs.has(c)]
+    assert len(classes) > 30
+    for cls in classes:
+        assert [p for p in inspect.signature(cls).parameters if p.startswith("_")] == [], cls
+
+
+# A LabelEntry (label UNSET) pickled by pisession before Unset became a class (protocols 2 and 5).
+OLD_PICKLES = [
+    b"\x80\x02cpisession._model\nLabelEntry\nq\x00)\x81q\x01}q\x02(X\x05\x00\x00\x00extraq\x03cpisession._model"
+    b"\n_ReadOnlyDict\nq\x04}q\x05\x85q\x06Rq\x07X\n\x00\x00\x00_wire_keysq\x08NX\x07\x00\x00\x00_absentq\t)X"
+    b"\x02\x00\x00\x00idq\nX\x08\x00\x00\x00a1b2c3d4q\x0bX\t\x00\x00\x00parent_idq\x0cNX\t\x00\x00\x00timestampq"
+    b"\rX\x18\x00\x00\x002024-12-03T14:00:00.000Zq\x0eX\t\x00\x00\x00target_idq\x0fX\x01\x00\x00\x00xq\x10X\x05"
+    b"\x00\x00\x00labelq\x11cpisession._model\n_UnsetType\nq\x12X\x05\x00\x00\x00UNSETq\x13\x85q\x14Rq\x15ub.",
+    b"\x80\x05\x95\xf0\x00\x00\x00\x00\x00\x00\x00\x8c\x10pisession._model\x94\x8c\nLabelEntry\x94\x93\x94)\x81"
+    b"\x94}\x94(\x8c\x05extra\x94\x8c\x10pisession._model\x94\x8c\r_ReadOnlyDict\x94\x93\x94}\x94\x85\x94R\x94\x8c"
+    b"\n_wire_keys\x94N\x8c\x07_absent\x94)\x8c\x02id\x94\x8c\x08a1b2c3d4\x94\x8c\tparent_id\x94N\x8c\ttimestamp"
+    b"\x94\x8c\x182024-12-03T14:00:00.000Z\x94\x8c\ttarget_id\x94\x8c\x01x\x94\x8c\x05label\x94h\x06\x8c\n_UnsetType"
+    b"\x94\x93\x94\x8c\x05UNSET\x94\x85\x94R\x94ub.",
+]
+
+
+@pytest.mark.parametrize("data", OLD_PICKLES)
+def test_pickles_from_before_unset_was_a_class_still_load(data: bytes) -> None:
+    from pisession import Unset
+
+    entry = pickle.loads(data)
+    assert entry == LabelEntry(**BASE, target_id="x")
+    assert entry.label is UNSET and isinstance(entry.label, Unset)
+
+
+def test_unset_is_a_class_with_one_falsy_instance() -> None:
+    from pisession import Unset
+
+    assert isinstance(UNSET, Unset) and not isinstance(None, Unset) and not isinstance("UNSET", Unset)
+    assert list(Unset) == [UNSET] and not UNSET
 
 
 @pytest.mark.parametrize(

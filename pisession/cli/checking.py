@@ -56,7 +56,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
     stats = session_stats(sessions.load(sessions.resolve(args)))
     if args.json:
-        emit_json(stats.to_json())
+        emit_json(stats.to_wire())
     else:
         print_stats(stats, Style(sys.stdout))
     return 0
@@ -104,7 +104,7 @@ def print_reports(reports: list[ValidationReport], style: Style) -> None:
 def cmd_validate(args: argparse.Namespace) -> int:
     reports = [report for arg in args.session for report in _validate(args, arg)]
     if args.json:
-        emit_json([r.to_json() for r in reports])
+        emit_json([r.to_wire() for r in reports])
     else:
         print_reports(reports, Style(sys.stdout))
     return 0 if all(r.ok for r in reports) else 1

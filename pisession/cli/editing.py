@@ -137,7 +137,7 @@ def _has_conversation(entries: Iterable[Mapping[str, Any]]) -> bool:
 def cmd_extract(args: argparse.Namespace) -> int:
     def operation(m: SessionManager) -> str | None:
         if m.get_entry(args.leaf) is None:
-            raise CliError(f"entry {args.leaf} not found")
+            raise CliError(f"entry {args.leaf} not found in {m._where()}")
         if not _has_conversation(to_wire(e) for e in m.get_branch(args.leaf)):
             raise CliError(
                 f"the path to {args.leaf} holds no user or assistant message; Pi would not write "

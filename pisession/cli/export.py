@@ -56,4 +56,10 @@ def register(commands: Commands) -> None:
     )
     sub.add_argument("--format", choices=FORMATS, required=True)
     sub.add_argument("--all", action="store_true", help="every branch, not only the active one")
-    sub.add_argument("-o", "--output", metavar="FILE", help="write to FILE (mode 0600) instead of stdout")
+    sub.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write to FILE instead of stdout (`-`): a regular file is replaced atomically (mode 0600), a "
+        "device or pipe (/dev/null, a FIFO, /dev/stdout) is written to, never replaced",
+    )

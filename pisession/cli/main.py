@@ -173,6 +173,9 @@ def _main(argv: Sequence[str] | None, *, exiting: bool) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except MemoryError:
+        write_out("pisession: error: out of memory (a session too large for the memory given)\n", sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -112,7 +112,9 @@ def load(path: str, *, quiet: bool = False) -> SessionManager:
             "assigned now and change on every run (`pisession migrate` rewrites the file)"
         )
     cwd = entries[0].get("cwd")
-    return SessionManager.in_memory(cwd if isinstance(cwd, str) and cwd else os.getcwd(), entries=entries)
+    manager = SessionManager.in_memory(cwd if isinstance(cwd, str) and cwd else os.getcwd(), entries=entries)
+    manager._read_from = os.path.abspath(path)  # errors name the file
+    return manager
 
 
 def progress(stream: TextIO) -> Callable[[int, int], None] | None:

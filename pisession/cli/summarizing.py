@@ -63,7 +63,7 @@ def _navigate(args: argparse.Namespace) -> int:
         raise CliError("--summary TEXT and --summarize are alternatives: give one", 2)
     path = sessions.resolve(args)
     if sessions.load(path, quiet=True).get_entry(args.id) is None:
-        raise CliError(f"entry {args.id} not found")
+        raise CliError(f"entry {args.id} not found in {path}")
     manager = SessionManager.open(path, sessions.session_dir(args), **lock_options(args))
     try:
         reserve_tokens = args.reserve_tokens
@@ -150,7 +150,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
     def operation(m: SessionManager) -> str:
         if not any(to_wire(e).get("id") == args.keep_from for e in m.get_branch()):
             if m.get_entry(args.keep_from) is None:
-                raise CliError(f"entry {args.keep_from} not found")
+                raise CliError(f"entry {args.keep_from} not found in {m._where()}")
             raise CliError(
                 f"entry {args.keep_from} is not on the active branch: a compaction keeping it "
                 "would keep nothing"

@@ -150,7 +150,12 @@ def collect_entries_for_branch_summary(
 
         entries, ancestor = collect_entries_for_branch_summary(manager, manager.get_leaf_id(), target)
     """
-    index = manager_or_index if isinstance(manager_or_index, TreeIndex) else manager_or_index.snapshot()
+    if isinstance(manager_or_index, TreeIndex):
+        index = manager_or_index
+    else:
+        from .._arguments import session_manager  # _manager imports this module
+
+        index = session_manager(manager_or_index, "collect_entries_for_branch_summary").snapshot()
     entries, common = collect_wire(index, old_leaf_id, target_id)
     return [from_wire(e) for e in entries], common  # type: ignore[misc]
 

@@ -415,7 +415,7 @@ def navigation_steps(
             return Navigation(old_leaf_id, None, None)
         target_pos = index.position(target_id)
         if target_pos is None:
-            raise EntryNotFoundError(f"Entry {target_id} not found")
+            raise EntryNotFoundError(f"Entry {target_id} not found", where=manager._where())
         target = index.entry_at(target_pos)
         entries, _ = collect_wire(index, old_leaf_id, target_id)
 

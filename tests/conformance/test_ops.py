@@ -80,7 +80,7 @@ def run(name: str, memory: bool, directory: Path) -> tuple[SessionManager, list[
         try:
             value = call(manager, step["op"], args)
         except pisession.PisessionError as error:
-            results.append({"error": str(error)})
+            results.append({"error": str(error.args[0])})  # Pi's text; str() also names the session
         else:
             results.append({"value": wire(value, str(directory))})
     return manager, results

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from pisession import (
@@ -16,6 +17,7 @@ from pisession import (
     CustomEntry,
     CustomMessageEntry,
     Entry,
+    LabelEntry,
     MalformedEntry,
     Message,
     MessageEntry,
@@ -23,7 +25,9 @@ from pisession import (
     SessionManager,
     TextContent,
     ToolCall,
+    ToolResultMessage,
     UnknownEntry,
+    Unset,
     Usage,
     UserMessage,
 )
@@ -136,6 +140,25 @@ def header_cwd(manager: SessionManager) -> str:
     return header.cwd if header is not None else ""
 
 
+def tool_tokens(messages: Sequence[Message]) -> int:
+    total = 0
+    for message in messages:
+        if isinstance(message, ToolResultMessage) and message.usage:  # UNSET and None are falsy
+            if TYPE_CHECKING:
+                reveal_type(message.usage)  # expect: pisession._model.Usage
+            total += message.usage.total_tokens
+    return total
+
+
+def label_text(entry: LabelEntry) -> str:
+    label = entry.label
+    if isinstance(label, Unset):
+        return "(no label key)"
+    if TYPE_CHECKING:
+        reveal_type(label)  # expect: str | None
+    return label or ""
+
+
 def main(directory: str) -> None:
     manager = SessionManager.create("/work/project", directory)
     manager.append_message(UserMessage(content="Fix the failing test"))  # timestamp: now
@@ -174,6 +197,8 @@ def main(directory: str) -> None:
     assert [exhaustive(m) for m in manager.build_session_context().messages][-1] == "other"
     assert header_cwd(manager) == "/work/project"
     assert Usage.zero() == Usage()
+    assert tool_tokens(manager.build_session_context().messages) == 0
+    assert [label_text(e) for e in entries if isinstance(e, LabelEntry)] == ["checkpoint"]
     manager.close()
 
 
