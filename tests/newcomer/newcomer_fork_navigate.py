@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     target = users[-args.back]
     nav = fork.navigate_tree(target.id, summarize=summarize, label=args.label)
-    print(f"went back to {target.id}; leaf now {nav.new_leaf_id}; editor text: {nav.editor_text!r}")
+    print(f"went back to {target.id}; new branch starts at {nav.new_leaf_id}")
+    print(f"editor text: {nav.editor_text!r}")
     if nav.summary_entry is not None:
         print(f"branch summary {nav.summary_entry.id}, label {fork.get_label(nav.summary_entry.id)!r}")
     fork.append_message(pisession.UserMessage(content=f"{nav.editor_text or ''} (try a smaller change)"))
