@@ -51,23 +51,30 @@ CUSTOM_TYPE = "newcomer-backend"
 
 
 async def run(path: str, turns: int) -> tuple[list[str], list[str]]:
-    """Follow ``path`` while the writer runs; returns (user ids written, user ids reacted to)."""
+    """Follow ``path`` while the writer runs; returns (user ids written, user ids reacted to).
+
+    One manager follows, another writes: following does not move a manager's leaf, and a
+    ``refresh(move_leaf=True)`` on the follower would take entries from its follow. The writer
+    appends at the newest entry, so the session, reopened, resumes with the whole conversation.
+    """
     reacted: list[str] = []
-    async with await AsyncSessionManager.open(path) as manager:
+    async with await AsyncSessionManager.open(path) as reader, await AsyncSessionManager.open(path) as writer:
         stop = asyncio.Event()
-        writer = await asyncio.create_subprocess_exec(
+        pi = await asyncio.create_subprocess_exec(
             sys.executable, "-c", PI_WRITER, path, str(turns), stdout=asyncio.subprocess.PIPE
         )
 
-        async def stop_when_writer_exits() -> list[str]:
-            out, _ = await writer.communicate()
+        async def stop_when_pi_exits() -> list[str]:
+            out, _ = await pi.communicate()
             stop.set()  # the follow still delivers everything written before this
             return [line for line in out.decode().split() if line]
 
-        written_task = asyncio.create_task(stop_when_writer_exits())
-        async for entry in manager.follow(stop=stop):  # own appends are not yielded
+        written_task = asyncio.create_task(stop_when_pi_exits())
+        async for entry in reader.follow(stop=stop):  # the writer's entries come too: not user messages
             if isinstance(entry, pisession.MessageEntry) and isinstance(entry.message, pisession.UserMessage):
-                await manager.append_custom_entry(CUSTOM_TYPE, {"reactedTo": entry.id})
+                async with writer.transaction():
+                    await writer.refresh(move_leaf=True)
+                    await writer.append_custom_entry(CUSTOM_TYPE, {"reactedTo": entry.id})
                 reacted.append(entry.id)
         written = await written_task
     return written, reacted
@@ -90,9 +97,13 @@ def main(argv: list[str] | None = None) -> int:
     parents_ok = all(entry.parent_id is None or entry.parent_id in ids for entry in session.get_entries())
     print(f"user messages written: {len(written)}; reacted to: {len(reacted)}; custom entries: {len(stored)}")
     print(f"every user message answered once: {sorted(stored) == sorted(written)}")
+    # Reopened (as Pi resumes it), the leaf's branch holds the whole conversation.
+    on_branch = {entry.id for entry in session.get_branch()}
+    resumes_whole = all(user_id in on_branch for user_id in written)
     print(f"every parent exists: {parents_ok}")
+    print(f"resumes with every user message on its branch: {resumes_whole}")
     print(json.dumps(session.get_custom_data(CUSTOM_TYPE, {}, branch=False)))
-    return 0 if sorted(stored) == sorted(written) and parents_ok else 1
+    return 0 if sorted(stored) == sorted(written) and parents_ok and resumes_whole else 1
 
 
 if __name__ == "__main__":

@@ -81,6 +81,7 @@ def test_async_backend_answers_every_user_message_once(tmp_path: Path, writer: s
     assert result.returncode == 0, result.stdout + result.stderr
     assert "user messages written: 40; reacted to: 40; custom entries: 40" in result.stdout
     assert "every parent exists: True" in result.stdout
+    assert "resumes with every user message on its branch: True" in result.stdout
     validate(path)
 
 
