@@ -604,3 +604,13 @@ def test_without_time_zone_data_a_named_zone_says_what_to_install(
     with pytest.raises(UsageQueryError, match="tzdata"):
         usage_report("daily", timezone="Europe/Berlin")
     assert usage_report("daily", timezone="UTC").rows  # UTC needs no data
+
+
+def test_nothing_found_says_which_sessions_were_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "nothing-here"
+    empty.mkdir()
+    code, out, _ = run_cli(["usage", "--session-dir", str(empty)], capsys)
+    assert code == 0
+    assert "No usage recorded" in out and str(empty) in out

@@ -58,8 +58,8 @@ class Commands:
         where.add_argument(
             "--session-dir",
             metavar="DIR",
-            help="folder to look up session ids in (default: $PI_CODING_AGENT_SESSION_DIR, else Pi's "
-            "sessionDir setting, else Pi's default folder)",
+            help="the session folder: where sessions are listed, searched and looked up by id (default: "
+            "$PI_CODING_AGENT_SESSION_DIR, else Pi's sessionDir setting, else Pi's default folder)",
         )
         return where
 

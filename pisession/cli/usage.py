@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -126,11 +127,20 @@ def _progress(stream: TextIO) -> Callable[[int, int], None] | None:
     return report
 
 
+def _searched(cwd: str | None, session_dir: str | None) -> str:
+    """The sessions a report read, in words, for "nothing found"."""
+    from pisession import default_session_dir
+
+    root = session_dir or os.path.dirname(default_session_dir(os.getcwd()))
+    return f"the sessions of {cwd} ({root})" if cwd else f"every project's sessions ({root})"
+
+
 def cmd_usage(args: argparse.Namespace) -> int:
     from pisession.usage import usage_report
 
     from . import sessions
 
+    session_dir = sessions.session_dir(args)
     try:
         report = usage_report(
             args.group_by,
@@ -138,7 +148,7 @@ def cmd_usage(args: argparse.Namespace) -> int:
             since=args.since,
             until=args.until,
             timezone=args.timezone,
-            session_dir=sessions.session_dir(args),
+            session_dir=session_dir,
             on_progress=_progress(sys.stderr),
         )
     except UsageQueryError as error:
@@ -151,7 +161,11 @@ def cmd_usage(args: argparse.Namespace) -> int:
         emit_json(report.to_wire())
         return 0
     if not report.rows:
-        emit("No usage recorded" + (" in that period." if args.since or args.until else "."))
+        emit(
+            "No usage recorded"
+            + (" in that period" if args.since or args.until else "")
+            + f" in {_searched(args.cwd, session_dir)}."
+        )
         return 0
     for text in format_table(report, breakdown=args.breakdown, columns=terminal_columns(80)):
         emit(text)
