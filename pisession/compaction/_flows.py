@@ -18,7 +18,7 @@ import attrs
 from .._codec import to_wire
 from .._context import project_leaf
 from .._errors import AlreadyCompactedError, EntryNotFoundError, NothingToCompactError, SummarizerCommandError
-from .._js import MISSING, js_truthy
+from .._js import MISSING, js_string, js_truthy
 from .._model import UNSET, BranchSummaryEntry, CompactionEntry, Usage
 from ._branch import collect_wire, prepare_branch_wire
 from ._common import content_text
@@ -101,14 +101,15 @@ def _conversation(messages: Sequence[Mapping[str, Any]]) -> str:
 
 
 def history_prompt(
-    messages: Sequence[Mapping[str, Any]], previous_summary: str | None, custom_instructions: str | None
+    messages: Sequence[Mapping[str, Any]], previous_summary: Any, custom_instructions: str | None
 ) -> str:
-    base = UPDATE_SUMMARIZATION_PROMPT if previous_summary else SUMMARIZATION_PROMPT
+    # previous_summary is the file's value: Pi tests it for truth and writes it with String().
+    base = UPDATE_SUMMARIZATION_PROMPT if js_truthy(previous_summary) else SUMMARIZATION_PROMPT
     if custom_instructions:
         base = f"{base}\n\nAdditional focus: {custom_instructions}"
     prompt = f"<conversation>\n{_conversation(messages)}\n</conversation>\n\n"
-    if previous_summary:
-        prompt += f"<previous-summary>\n{previous_summary}\n</previous-summary>\n\n"
+    if js_truthy(previous_summary):
+        prompt += f"<previous-summary>\n{js_string(previous_summary)}\n</previous-summary>\n\n"
     return prompt + base
 
 
@@ -187,9 +188,9 @@ def summarize_compaction(
     reasoning = _reasoning(thinking_level)
     history = preparation._summarize_wire
     prefix = preparation._prefix_wire
-    previous = preparation.previous_summary
+    previous = preparation._previous_summary_wire
     if preparation.is_split_turn and prefix:
-        history_text = previous if previous is not None else "No prior history."
+        history_text = "No prior history." if previous is None or previous is MISSING else js_string(previous)
         history_usage: Any = MISSING
         if history:
             history_text, history_usage = _call(
@@ -249,7 +250,7 @@ def compact(
     entry_id = manager.append_compaction(
         summary,
         preparation.first_kept_entry_id,
-        preparation.tokens_before,
+        preparation.tokens_before,  # type: ignore[arg-type]  # NaN or a string as Pi writes them
         {"readFiles": read_files, "modifiedFiles": modified_files},
         False,
         UNSET if usage is MISSING else usage,
