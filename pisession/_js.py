@@ -31,6 +31,7 @@ __all__ = [
     "js_add",
     "js_greater",
     "js_property",
+    "js_entries",
     "MISSING",
     "bulk",
     "hashable",
@@ -193,6 +194,25 @@ def js_property(value: object, key: str) -> Any:
         if isinstance(value, list):
             return len(value)
     return MISSING
+
+
+def js_entries(value: object) -> list[tuple[str, Any]]:
+    """``Object.entries(value)``: an object's properties in JavaScript's order, an array's or a
+    string's (UTF-16 units) by index, nothing for a number or boolean. JavaScript throws on null
+    and undefined; here they have no entries."""
+    if isinstance(value, dict):
+        from ._json import _ordered_items  # JavaScript's property order
+
+        return _ordered_items(value)
+    if isinstance(value, list):
+        return [(str(i), v) for i, v in enumerate(value)]
+    if isinstance(value, str):
+        units = value.encode("utf-16-le", "surrogatepass")
+        return [
+            (str(i // 2), units[i : i + 2].decode("utf-16-le", "surrogatepass"))
+            for i in range(0, len(units), 2)
+        ]
+    return []
 
 
 def _utf16_len(text: str) -> int:

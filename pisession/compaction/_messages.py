@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._js import MISSING, js_date_ms, js_string, js_truthy
-from .._json import _ordered_items, dumps
+from .._js import MISSING, js_date_ms, js_entries, js_string, js_truthy
+from .._json import dumps
 from .._model import BranchSummaryMessage, CompactionSummaryMessage, CustomMessage, Message
 from ._common import WireMessage, content_text, js_len, messages_out, slice_head, wire, wire_list
 from ._prompts import (
@@ -102,7 +102,7 @@ def convert_to_llm_wire(messages: Iterable[Mapping[str, Any]]) -> list[WireMessa
                     }
                 )
             )
-        elif role in _PASS_THROUGH:
+        elif type(role) is str and role in _PASS_THROUGH:
             out.append(dict(m))
     return out
 
@@ -114,25 +114,8 @@ def _truncate_for_summary(text: str, max_chars: int) -> str:
     return f"{slice_head(text, max_chars)}\n\n[... {length - max_chars} more characters truncated]"
 
 
-def _js_entries(value: Any) -> list[tuple[str, Any]]:
-    """``Object.entries(value)``: an object's properties in JavaScript's order, an array's or a
-    string's (UTF-16 units) by index, nothing for a number or boolean. Pi throws on null and
-    undefined; pisession lists no arguments for them."""
-    if isinstance(value, dict):
-        return _ordered_items(value)
-    if isinstance(value, list):
-        return [(str(i), v) for i, v in enumerate(value)]
-    if isinstance(value, str):
-        units = value.encode("utf-16-le", "surrogatepass")
-        return [
-            (str(i // 2), units[i : i + 2].decode("utf-16-le", "surrogatepass"))
-            for i in range(0, len(units), 2)
-        ]
-    return []
-
-
 def _tool_call_text(block: Mapping[str, Any]) -> str:
-    items = _js_entries(block.get("arguments", MISSING))
+    items = js_entries(block.get("arguments", MISSING))
     return f"{js_string(block.get('name', MISSING))}({', '.join(f'{k}={dumps(v)}' for k, v in items)})"
 
 

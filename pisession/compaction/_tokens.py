@@ -299,9 +299,12 @@ def get_last_assistant_usage(entries: Iterable[Entry | Mapping[str, Any]]) -> Us
     wires = wire_list(entries)
     for entry in reversed(wires):
         if entry.get("type") == "message":
-            usage = assistant_usage_wire(entry.get("message"))
-            if usage is not None:
-                return from_wire(usage, Usage)
+            message = entry.get("message")
+            if assistant_usage_wire(message) is not None:
+                # Read through its message, which keeps counts of another JSON type in `extra`
+                # (a lone Usage is read strictly).
+                usage = getattr(from_wire(message, Message), "usage", None)
+                return usage if isinstance(usage, Usage) else None
     return None
 
 
