@@ -305,6 +305,10 @@ def _content_text(content: Any) -> str:
 
 
 def _as_list(value: Any) -> list[Any]:
+    """What Pi's ``for (const tool of value ?? [])`` visits: an array's items, a string's
+    characters (each a nameless tool); Pi throws on other values, here they hold nothing."""
+    if isinstance(value, str):
+        return list(value)
     return value if isinstance(value, list) else []
 
 

@@ -402,7 +402,7 @@ def format_plan(preparation: CompactionPreparation | None) -> str:
             else ""
         ),
         f"previous summary: {'yes' if preparation.previous_summary is not None else 'no'}",
-        f"read files: {', '.join(read_files) if read_files else '(none)'}",
-        f"modified files: {', '.join(modified_files) if modified_files else '(none)'}",
+        f"read files: {', '.join(map(js_string, read_files)) if read_files else '(none)'}",
+        f"modified files: {', '.join(map(js_string, modified_files)) if modified_files else '(none)'}",
     ]
     return "\n".join(lines)
