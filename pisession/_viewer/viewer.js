@@ -135,6 +135,69 @@
     if (scheme && !/^(https?|mailto)$/i.test(scheme[1])) return null;
     return url;
   }
+  // Strong and struck-through text as the global replace of /D(?=\S)([\s\S]*?\S)D/ would wrap
+  // it (D a mark, optionally not followed by notBefore), in linear time: that regex rescans to
+  // the end from every opening mark without a closer, so one message of "**a " repeated took
+  // minutes. Here the nearest closer after each position is found once, from the right.
+  function pairs(s, rules) {
+    const n = s.length;
+    const closers = rules.map(({ mark, notBefore }) => {
+      const at = new Int32Array(n + 1).fill(-1);
+      for (let k = n - 1; k >= 0; k--) {
+        const closes = /\S/.test(s[k]) && s.startsWith(mark, k + 1) && !(notBefore && notBefore.test(s.charAt(k + 1 + mark.length)));
+        at[k] = closes ? k : at[k + 1];
+      }
+      return at;
+    });
+    let out = '', last = 0, i = 0;
+    while (i < n) {
+      const r = rules.findIndex(({ mark }) => s.startsWith(mark, i) && /\S/.test(s.charAt(i + mark.length)));
+      const end = r < 0 ? -1 : closers[r][i + rules[r].mark.length];
+      if (end < 0) { i++; continue; }
+      const { mark, tag } = rules[r];
+      out += s.slice(last, i) + '<' + tag + '>' + s.slice(i + mark.length, end + 1) + '</' + tag + '>';
+      i = last = end + 1 + mark.length;
+    }
+    return out + s.slice(last);
+  }
+  // Links and images as /(!?)\[([^\]\u0000]*)\]\(\s*([^\s()]+)(?:\s+&quot;([^"]*?)&quot;)?\s*\)/g
+  // would replace them (the text is escaped, so it holds no raw quote), in linear time: the label
+  // ends at the next "]" and a title at the next &quot; followed by ")", both looked up instead
+  // of rescanned from every "[" ("[" repeated took minutes).
+  function links(s, wrap) {
+    const n = s.length;
+    const labelEnd = new Int32Array(n + 1).fill(n), closeAfter = new Int32Array(n + 1).fill(-1);
+    const titleEnd = new Int32Array(n + 2).fill(-1);
+    for (let k = n - 1; k >= 0; k--) {
+      labelEnd[k] = s[k] === ']' || s[k] === '\u0000' ? k : labelEnd[k + 1];
+      // closeAfter[k]: the end of /\s*\)/ matched at k, or -1
+      closeAfter[k] = s[k] === ')' ? k + 1 : /\s/.test(s[k]) ? closeAfter[k + 1] : -1;
+      titleEnd[k] = s.startsWith('&quot;', k) && closeAfter[k + 6] >= 0 ? k : titleEnd[k + 1];
+    }
+    let out = '', last = 0;
+    for (let i = s.indexOf('[', last); i >= 0; i = s.indexOf('[', Math.max(i + 1, last))) {
+      const close = labelEnd[i + 1];
+      if (close >= n || s[close] !== ']' || s[close + 1] !== '(') continue;
+      let k = close + 2;
+      while (k < n && /\s/.test(s[k])) k++;
+      const hrefStart = k;
+      while (k < n && !/[\s()]/.test(s[k])) k++;
+      if (k === hrefStart) continue;
+      let end = -1, title;
+      let t = k;
+      while (t < n && /\s/.test(s[t])) t++;
+      if (t > k && s.startsWith('&quot;', t) && titleEnd[t + 6] >= 0) {
+        const q = titleEnd[t + 6];
+        title = s.slice(t + 6, q);
+        end = closeAfter[q + 6];
+      } else end = closeAfter[k];
+      if (end < 0) continue;
+      const from = i > last && s[i - 1] === '!' ? i - 1 : i;
+      out += s.slice(last, from) + wrap(s.slice(from, end), from < i ? '!' : '', s.slice(i + 1, close), s.slice(hrefStart, k), title);
+      last = end;
+    }
+    return out + s.slice(last);
+  }
   function inline(text) {
     const held = [];
     const hold = (html) => '\u0000' + (held.push(html) - 1) + '\u0000';
@@ -142,7 +205,7 @@
     s = s.replace(/(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/g, (_, f, code) => hold('<code>' + esc(code.replace(/^ (.*) $/s, '$1')) + '</code>'));
     s = s.replace(/\\([!-/:-@[-`{-~])/g, (_, c) => hold(esc(c)));
     s = esc(s);
-    s = s.replace(/(!?)\[([^\]\u0000]*)\]\(\s*([^\s()]+)(?:\s+&quot;([^"]*?)&quot;)?\s*\)/g, (all, bang, label, href, title) => {
+    s = links(s, (all, bang, label, href, title) => {
       const url = safeUrl(href);
       const shown = bang ? '🖼 ' + (label || 'image') : label;
       if (url === null) return hold(shown);
@@ -154,10 +217,10 @@
       const url = safeUrl(a || b);
       return url === null ? all : hold('<a href="' + esc(url) + '" rel="noopener noreferrer" target="_blank">' + esc(url) + '</a>');
     });
-    s = s.replace(/\*\*(?=\S)([\s\S]*?\S)\*\*|__(?=\S)([\s\S]*?\S)__(?![A-Za-z0-9])/g, (_, a, b) => '<strong>' + (a || b) + '</strong>');
+    s = pairs(s, [{ mark: '**', tag: 'strong' }, { mark: '__', tag: 'strong', notBefore: /[A-Za-z0-9]/ }]);
     s = s.replace(/\*(?=[^\s*])([^*]*?[^\s*])\*|(^|[^A-Za-z0-9_])_(?=[^\s_])([^_]*?[^\s_])_(?![A-Za-z0-9])/g,
       (_, a, pre, b) => a !== undefined ? '<em>' + a + '</em>' : pre + '<em>' + b + '</em>');
-    s = s.replace(/~~(?=\S)([\s\S]*?\S)~~/g, '<del>$1</del>');
+    s = pairs(s, [{ mark: '~~', tag: 'del' }]);
     s = s.replace(/\n/g, '<br>');
     return s.replace(/\u0000(\d+)\u0000/g, (_, i) => held[+i]);
   }
