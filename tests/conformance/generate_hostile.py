@@ -1,6 +1,6 @@
 """Golden data for compaction on hostile content Pi accepts, recorded from Pi 1.6.0 (the oracle).
 
-    python tests/conformance/generate_hostile.py [--only compact,fn]   # needs node and ../shared/pi-oracle
+    python tests/conformance/generate_hostile.py [--only compact,navigate,fn]   # needs the oracle
 
 Pi reads a session without checking any types, so text that is an object, a usage count that is
 a string or tool arguments that are an array reach its compaction, where JavaScript's ``.length``,
@@ -10,6 +10,8 @@ values from a fixed seed (``cases/hostile/<name>.jsonl``) and records ``golden/h
 - ``compact.json``: ``[{case, options, result}]``, ``oracle.mjs compact`` on each case with a few
   keep budgets: Pi's preparation, the summarization requests and the lines it appended (or its
   error, a JavaScript TypeError where Pi itself crashes on a value);
+- ``navigate.json``: ``[{case, options, result}]``, ``oracle.mjs navigate`` from each case's leaf
+  to an entry a third of the way in, with the abandoned branch summarized;
 - ``fn.json``: ``[{module, name, args, result}]``, ``fn compaction:NAME`` on the cases' messages,
   entries and usages (``estimateTokens``, ``calculateContextTokens``, ``estimateContextTokens``,
   ``getLastAssistantUsage``, ``findCutPoint``, ``serializeConversation``, ``convertToLlm``).
@@ -257,6 +259,51 @@ def hostile_session(rng: random.Random, name: str) -> Session:
     return s
 
 
+def prompt_sessions() -> list[Session]:
+    """Hand-made cases for the summarization prompt: tool arguments that are not an object (Pi's
+    ``Object.entries`` lists a string's characters and an array's items), and a previous
+    compaction whose summary is not a string (Pi tests it for truth and writes it with String())."""
+    out = []
+    s = Session("prompt_arguments")
+    for turn, arguments in enumerate(
+        ["ls -la", ["a", 1, None], 5, {"2": "x", "b": 1, "1": "y"}, "😀!", None, True]
+    ):
+        s.user(f"Turn {turn}: run the tool. " + "x" * 200)
+        s.assistant(
+            {"type": "text", "text": "Calling."},
+            {"type": "toolCall", "id": f"t{turn}", "name": "bash", "arguments": arguments},
+            stop="toolUse",
+        )
+        s.tool(f"t{turn}", "bash", "done " * 40)
+        s.assistant({"type": "text", "text": "Finished. " + "y" * 300})
+    out.append(s)
+    for label, summary in [
+        ("object", {"k": "v"}),
+        ("number", 42),
+        ("zero", 0),
+        ("array", ["first", None, 2]),
+        ("null", None),
+        ("false", False),
+        ("empty", ""),
+    ]:
+        s = Session(f"prompt_previous_{label}")
+        kept = ""
+        for turn in range(3):
+            kept = s.user(f"Early {turn}. " + "e" * 300)
+            s.assistant({"type": "text", "text": "ok " * 100})
+        s.add("compaction", summary=summary, firstKeptEntryId=kept, tokensBefore=5000)
+        for turn in range(3):
+            s.user(f"Later {turn}. " + "l" * 300)
+            s.assistant(
+                {"type": "text", "text": "working " * 30},
+                {"type": "toolCall", "id": f"l{turn}", "name": "read", "arguments": {"path": f"f{turn}.py"}},
+                stop="toolUse",
+            )
+            s.tool(f"l{turn}", "read", "content " * 60)
+        out.append(s)
+    return out
+
+
 def write_session(session: Session, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{session.name}.jsonl"
@@ -299,6 +346,24 @@ def case_value(ref: Any) -> Any:
     return [e["message"] for e in entries if e["type"] == "message"]
 
 
+def navigate_options(path: Path) -> dict[str, Any]:
+    """Leave the branch for an entry a third of the way in, summarizing what is abandoned."""
+    entries = read_entries(path)
+    target = entries[len(entries) // 3]["id"]
+    return {"target": target, "summarize": True, "replies": ["BRANCH"], "clock": CLOCK}
+
+
+def record_navigate(path: Path, options: dict[str, Any], seed: str) -> dict[str, Any]:
+    result = oracle(seed, "navigate", str(path), "--options", json.dumps(options))
+    dump = result.pop("dump", None) or {}
+    result["leafId"] = dump.get("leafId")
+    if "text" in result:
+        original = path.read_text(encoding="utf-8")
+        assert result["text"].startswith(original)
+        result["appended"] = result.pop("text")[len(original) :]
+    return result
+
+
 def fn_calls(path: Path) -> list[tuple[str, str, list[Any]]]:
     """(module, function, arguments); a whole session's data is named by reference."""
     entries = read_entries(path)
@@ -325,6 +390,7 @@ def fn_calls(path: Path) -> list[tuple[str, str, list[Any]]]:
 def main() -> None:
     rng = random.Random(20261204)
     paths = [write_session(hostile_session(rng, f"hostile_{i:02d}"), CASES) for i in range(SESSIONS)]
+    paths += [write_session(session, CASES) for session in prompt_sessions()]
     runs = [(path, keep) for path in paths for keep in KEEPS]
     calls = [(path, call) for path in paths for call in fn_calls(path)]
 
@@ -333,6 +399,11 @@ def main() -> None:
         options = compact_options(keep)
         return {"case": path.stem, "options": options, "result": record_compact(path, options, f"hostile{i}")}
 
+    def run_navigate(item: tuple[int, Path]) -> dict[str, Any]:
+        i, path = item
+        options = navigate_options(path)
+        return {"case": path.stem, "options": options, "result": record_navigate(path, options, f"hnav{i}")}
+
     def run_fn(item: tuple[int, tuple[Path, tuple[str, str, list[Any]]]]) -> dict[str, Any]:
         i, (path, (module, name, args)) = item
         result = oracle(f"hfn{i}", "fn", f"{module}:{name}", json.dumps([case_value(a) for a in args]))
@@ -340,11 +411,17 @@ def main() -> None:
         return {"case": path.stem, "module": module, "name": name, "args": args, "result": result}
 
     GOLDEN.mkdir(parents=True, exist_ok=True)
-    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else ["compact", "fn"]
+    only = (
+        sys.argv[sys.argv.index("--only") + 1].split(",")
+        if "--only" in sys.argv
+        else ["compact", "navigate", "fn"]
+    )
     out: dict[str, list[dict[str, Any]]] = {}
     with ThreadPoolExecutor(2) as pool:
         if "compact" in only:
             out["compact"] = list(pool.map(run_compact, enumerate(runs)))
+        if "navigate" in only:
+            out["navigate"] = list(pool.map(run_navigate, enumerate(paths)))
         if "fn" in only:
             out["fn"] = list(pool.map(run_fn, enumerate(calls)))
     for name, data in out.items():

@@ -45,6 +45,7 @@ def _load(name: str) -> list[dict[str, Any]]:
 
 
 COMPACT = _load("compact")
+NAVIGATE = _load("navigate")
 FN = _load("fn")
 PI_REFUSALS = {
     "Already compacted": AlreadyCompactedError,
@@ -145,6 +146,38 @@ def test_compact_matches_pi_on_hostile_content(record: dict[str, Any], tmp_path:
     check_compact(copy, record["options"], record["result"])
 
 
+def check_navigate(path: Path, options: dict[str, Any], result: dict[str, Any]) -> None:
+    """pisession's tree navigation with a branch summary against the oracle's ``result``."""
+    original = path.read_text(encoding="utf-8")
+    manager = SessionManager.open(path)
+    recorder = Recorder(options.get("replies", ["SUMMARY"]))
+
+    def navigate() -> c.Navigation:
+        return manager.navigate_tree(options["target"], summarize=recorder)
+
+    if not result["ok"]:
+        # Pi threw on a value it cannot read: pisession summarizes it, or refuses with its own error.
+        try:
+            navigate()
+        except PisessionError:
+            assert path.read_text(encoding="utf-8") == original
+        return
+    nav = navigate()
+    assert our_requests(recorder) == pi_requests(result)
+    assert (nav.summary_entry.summary if nav.summary_entry else None) == result.get("summary")
+    assert nav.editor_text == result.get("editorText")
+    appended = [line for line in path.read_text(encoding="utf-8")[len(original) :].split("\n") if line]
+    theirs = [line for line in result.get("appended", "").split("\n") if line]
+    assert normalise(appended) == normalise(theirs)
+
+
+@pytest.mark.parametrize("record", NAVIGATE, ids=[r["case"] for r in NAVIGATE])
+def test_navigate_matches_pi_on_hostile_content(record: dict[str, Any], tmp_path: Path) -> None:
+    copy = tmp_path / "session.jsonl"
+    shutil.copyfile(CASES / f"{record['case']}.jsonl", copy)
+    check_navigate(copy, record["options"], record["result"])
+
+
 def _call(name: str, args: list[Any]) -> Any:
     if name == "estimateTokens":
         return c.estimate_tokens(args[0])
@@ -207,6 +240,30 @@ def test_golden_covers_the_hostile_values() -> None:
     assert any(not isinstance(r["result"]["preparation"].get("previousSummary", ""), str) for r in compacted)
     assert any(r["result"]["preparation"]["isSplitTurn"] for r in compacted)
     assert any(not r["result"]["ok"] and r["result"]["error"] not in PI_REFUSALS for r in COMPACT)
+    assert sum(r["result"]["ok"] and bool(r["result"].get("requests")) for r in NAVIGATE) >= 10
+
+
+def _requests(case: str) -> str:
+    return "\n".join(
+        req["messages"][1]["content"][0]["text"]
+        for r in COMPACT
+        if r["case"] == case and r["result"]["ok"]
+        for req in r["result"]["requests"]
+    )
+
+
+def test_golden_prompts_for_odd_arguments_and_previous_summaries() -> None:
+    """Point 10's prompt cases are in the corpus: Pi's text for string, array and number tool
+    arguments, and for previous summaries that are not strings."""
+    arguments = _requests("prompt_arguments")
+    assert 'bash(0="l", 1="s", 2=" ", 3="-", 4="l", 5="a")' in arguments
+    assert 'bash(0="a", 1=1, 2=null)' in arguments
+    assert "bash()" in arguments  # a number has no entries
+    assert 'bash(1="y", 2="x", b=1)' in arguments  # integer keys first, as JavaScript orders them
+    assert "<previous-summary>\n[object Object]\n</previous-summary>" in _requests("prompt_previous_object")
+    assert "<previous-summary>\n42\n</previous-summary>" in _requests("prompt_previous_number")
+    assert "<previous-summary>\nfirst,,2\n</previous-summary>" in _requests("prompt_previous_array")
+    assert "<previous-summary>" not in _requests("prompt_previous_zero")  # falsy: no update prompt
 
 
 # -- live, against the installed oracle -----------------------------------------------------------
