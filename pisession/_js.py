@@ -171,6 +171,8 @@ def js_add(left: object, right: object) -> Any:
 def js_greater(left: object, right: object) -> bool:
     """JavaScript's `left > right`: two strings compare by UTF-16 code units, anything else as
     numbers (NaN compares false)."""
+    if type(left) is int and type(right) is int:
+        return left > right
     a, b = _primitive(left), _primitive(right)
     if isinstance(a, str) and isinstance(b, str):
         return a.encode("utf-16-be", "surrogatepass") > b.encode("utf-16-be", "surrogatepass")

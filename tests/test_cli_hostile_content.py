@@ -24,6 +24,7 @@ COMMANDS = [
     ["export", "--format", "md", "--all", "-o", "out.md"],
     ["export", "--format", "static-html", "-o", "out.html"],
     ["compact", "--plan"],
+    ["compact", "--plan", "--json"],
     ["validate"],
 ]
 

@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 ESTIMATED_IMAGE_CHARS = 4800
+_EXACT = 2**53  # beyond this a JavaScript number is no longer every integer
 
 
 @attrs.frozen
@@ -75,7 +76,7 @@ class ContextTokenEstimate:
 
 def _ceil4(chars: Any) -> Any:
     """``Math.ceil(chars / 4)``; ``chars`` is whatever Pi's ``+=`` made of the lengths it read."""
-    if type(chars) is int:
+    if type(chars) is int and chars <= _EXACT:
         return -(-chars // 4)
     quarter = js_to_number(chars) / 4
     return js_number(math.ceil(quarter)) if math.isfinite(quarter) else quarter
@@ -98,7 +99,7 @@ def _text_and_image_chars(content: Any) -> Any:
     chars: Any = 0
     # Pi iterates anything here; an object, a number or null throws, and counts nothing here.
     for block in content if isinstance(content, list) else ():
-        kind = js_property(block, "type")
+        kind = block.get("type", MISSING) if isinstance(block, dict) else MISSING
         if kind == "text":
             text = block.get("text", MISSING)
             if type(text) is str and type(chars) is int:
@@ -126,7 +127,7 @@ def _assistant_chars(content: Any) -> Any:
     chars: Any = 0
     # A string's characters are no blocks; an object or a number throws in Pi and counts nothing.
     for block in content if isinstance(content, list) else ():
-        kind = js_property(block, "type")
+        kind = block.get("type", MISSING) if isinstance(block, dict) else MISSING
         if kind == "text" or kind == "thinking":
             value = block.get(kind, MISSING)
             if type(value) is str and type(chars) is int:
@@ -175,14 +176,22 @@ def estimate_tokens_wire(message: Mapping[str, Any]) -> Any:
 def calculate_context_tokens_wire(usage: Any) -> Any:
     """``usage.totalTokens || usage.input + usage.output + usage.cacheRead + usage.cacheWrite``,
     with JavaScript's ``||`` and ``+`` (a string count concatenates, a missing one is NaN)."""
+    if isinstance(usage, dict):
+        keys = ("totalTokens", "input", "output", "cacheRead", "cacheWrite")
+        counts = [usage.get(k, MISSING) for k in keys]
+        # What every provider writes: plain integers, where a double is exact too.
+        if all(type(v) is int and -_EXACT <= v <= _EXACT for v in counts):
+            tokens = counts[0] or counts[1] + counts[2] + counts[3] + counts[4]
+            if -_EXACT <= tokens <= _EXACT:
+                return tokens
     total = js_property(usage, "totalTokens")
     if js_truthy(total):
         # An array or object count acts as its primitive in every later `+` and `>`.
         return js_string(total) if isinstance(total, (list, dict)) else total
-    parts: Any = js_property(usage, "input")
+    total = js_property(usage, "input")
     for key in ("output", "cacheRead", "cacheWrite"):
-        parts = js_add(parts, js_property(usage, key))
-    return parts
+        total = js_add(total, js_property(usage, key))
+    return total
 
 
 def assistant_usage_wire(message: Any) -> Mapping[str, Any] | None:
@@ -251,7 +260,10 @@ def sum_tokens_wire(messages: Iterable[Mapping[str, Any]]) -> Any:
     total: Any = 0
     for message in messages:
         tokens = estimate_tokens_wire(message)
-        total = total + tokens if type(tokens) is int and type(total) is int else js_add(total, tokens)
+        if type(tokens) is int and type(total) is int and total + tokens <= _EXACT:
+            total += tokens
+        else:
+            total = js_add(total, tokens)
     return total
 
 
@@ -308,7 +320,7 @@ def get_last_assistant_usage(entries: Iterable[Entry | Mapping[str, Any]]) -> Us
     return None
 
 
-def should_compact(context_tokens: int, context_window: int, settings: CompactionSettings) -> bool:
+def should_compact(context_tokens: float | str, context_window: int, settings: CompactionSettings) -> bool:
     """Whether Pi would compact now: enabled, and the context exceeds the window minus the
     reserve::
 
@@ -316,4 +328,5 @@ def should_compact(context_tokens: int, context_window: int, settings: Compactio
     """
     if not settings.enabled:
         return False
-    return context_tokens > context_window - settings.reserve_tokens
+    # JavaScript's `>`: a token count Pi computed as a string still compares (NaN never exceeds).
+    return js_greater(context_tokens, context_window - settings.reserve_tokens)

@@ -259,6 +259,47 @@ def hostile_session(rng: random.Random, name: str) -> Session:
     return s
 
 
+_USAGE = {
+    "input": 1,
+    "output": 1,
+    "cacheRead": 0,
+    "cacheWrite": 0,
+    "totalTokens": 2,
+    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+}
+SETTINGS = {"enabled": True, "reserveTokens": 16384, "keepRecentTokens": 20000}
+
+
+def extra_calls() -> list[tuple[str, str, list[Any]]]:
+    """Single values the generated sessions may miss."""
+    calls: list[tuple[str, str, list[Any]]] = []
+    for tokens in ["190000", "abc", "", None, [190000], True, 183617, "1e6"]:
+        calls.append(("compaction", "shouldCompact", [tokens, 200000, SETTINGS]))
+    for usage in [
+        {"totalTokens": "500"},
+        {"totalTokens": 0, "input": "5", "output": 3, "cacheRead": 0, "cacheWrite": 0},
+        {"input": 1},
+        {"totalTokens": [5]},
+        {"totalTokens": True},
+        {"totalTokens": 0, "input": None, "output": [], "cacheRead": False, "cacheWrite": {}},
+    ]:
+        calls.append(("compaction", "calculateContextTokens", [usage]))
+    for message in [
+        {"role": "user", "content": [{"type": "text", "text": {"k": "v"}}]},
+        {"role": "user", "content": [{"type": "text", "text": 5}, {"type": "text", "text": "abcd"}]},
+        {"role": "user", "content": [{"type": "text", "text": {"length": "12"}}, {"type": "image"}]},
+        {"role": "user", "content": [{"type": "text", "text": ["a", "b", "c", "d", "e"]}]},
+        {"role": "assistant", "content": [{"type": "text", "text": 5}]},
+        {"role": "assistant", "content": [{"type": "toolCall", "name": {"length": "7"}, "arguments": {}}]},
+        {"role": "assistant", "content": "a string is no list of blocks"},
+        {"role": "bashExecution", "command": 5, "output": "x"},
+        {"role": "compactionSummary", "summary": [1, 2, 3, 4, 5]},
+        {"role": "system", "content": "s", "sections": ["abc", 5, "de"], "toolsAdded": "tools"},
+    ]:
+        calls.append(("compaction", "estimateTokens", [message]))
+    return calls
+
+
 def prompt_sessions() -> list[Session]:
     """Hand-made cases for the summarization prompt: tool arguments that are not an object (Pi's
     ``Object.entries`` lists a string's characters and an array's items), and a previous
@@ -276,6 +317,21 @@ def prompt_sessions() -> list[Session]:
         )
         s.tool(f"t{turn}", "bash", "done " * 40)
         s.assistant({"type": "text", "text": "Finished. " + "y" * 300})
+    out.append(s)
+    # The two files of issue 22: text that is an object or a number, and a string totalTokens.
+    s = Session("issue_text_not_string")
+    s.user("hi " * 500)
+    s.assistant({"type": "text", "text": {"k": "v"}}, usage=_USAGE)
+    s.user([{"type": "text", "text": 5}])
+    s.assistant({"type": "text", "text": "ok " * 400}, usage=_USAGE)
+    s.user("bye")
+    out.append(s)
+    s = Session("issue_total_tokens_string")
+    s.user("hi " * 500)
+    s.assistant({"type": "text", "text": "x" * 3000}, usage={**_USAGE, "totalTokens": "500"})
+    s.user("again " * 300)
+    s.assistant({"type": "text", "text": "y" * 3000}, usage={**_USAGE, "totalTokens": "500"})
+    s.user("bye")
     out.append(s)
     for label, summary in [
         ("object", {"k": "v"}),
@@ -393,6 +449,7 @@ def main() -> None:
     paths += [write_session(session, CASES) for session in prompt_sessions()]
     runs = [(path, keep) for path in paths for keep in KEEPS]
     calls = [(path, call) for path in paths for call in fn_calls(path)]
+    calls += [(paths[0], call) for call in extra_calls()]
 
     def run_compact(item: tuple[int, tuple[Path, int]]) -> dict[str, Any]:
         i, (path, keep) = item

@@ -181,6 +181,10 @@ def test_navigate_matches_pi_on_hostile_content(record: dict[str, Any], tmp_path
 def _call(name: str, args: list[Any]) -> Any:
     if name == "estimateTokens":
         return c.estimate_tokens(args[0])
+    if name == "shouldCompact":
+        raw = args[2]
+        settings = c.CompactionSettings(raw["enabled"], raw["reserveTokens"], raw["keepRecentTokens"])
+        return c.should_compact(args[0], args[1], settings)
     if name == "calculateContextTokens":
         return c.calculate_context_tokens(args[0])
     if name == "estimateContextTokens":
@@ -241,6 +245,10 @@ def test_golden_covers_the_hostile_values() -> None:
     assert any(r["result"]["preparation"]["isSplitTurn"] for r in compacted)
     assert any(not r["result"]["ok"] and r["result"]["error"] not in PI_REFUSALS for r in COMPACT)
     assert sum(r["result"]["ok"] and bool(r["result"].get("requests")) for r in NAVIGATE) >= 10
+    # The two files of the issue: Pi compacts both (one writes tokensBefore "5001", a string).
+    issue = {r["case"]: r["result"] for r in compacted if r["case"].startswith("issue_")}
+    assert set(issue) == {"issue_text_not_string", "issue_total_tokens_string"}
+    assert issue["issue_total_tokens_string"]["preparation"]["tokensBefore"] == "5001"
 
 
 def _requests(case: str) -> str:
