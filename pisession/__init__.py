@@ -15,7 +15,9 @@ import importlib
 
 from ._errors import (
     AlreadyCompactedError,
+    BranchChangedError,
     CatalogError,
+    EmptySummaryError,
     EntryNotFoundError,
     InvalidContextEditError,
     InvalidSessionError,
@@ -29,6 +31,7 @@ from ._errors import (
     SessionNotWrittenWarning,
     SessionReadOnlyError,
     SessionReplacedError,
+    SettingsError,
     SummarizerCommandError,
     SymlinkRefusedError,
     WireFormatError,
@@ -161,7 +164,7 @@ _LAZY: dict[str, str] = {
 
 # The public modules, as attributes too (`pisession.export.to_html(...)` after `import pisession`).
 _SUBMODULES = frozenset(
-    ("aio", "catalog", "cli", "compaction", "describe", "export", "stats", "validate", "views")
+    ("aio", "catalog", "cli", "compaction", "describe", "export", "settings", "stats", "validate", "views")
 )
 
 
@@ -226,6 +229,7 @@ __all__ = [
     "WireFormatError",
     "SymlinkRefusedError",
     "CatalogError",
+    "SettingsError",
     "LockTimeout",
     "LockFileAccessError",
     "SessionClosedError",
@@ -234,6 +238,8 @@ __all__ = [
     "NothingToCompactError",
     "AlreadyCompactedError",
     "SummarizerCommandError",
+    "EmptySummaryError",
+    "BranchChangedError",
     # the model (pisession._model.__all__), written out so that type checkers see them
     "UNSET",
     "Unset",

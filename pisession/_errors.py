@@ -20,7 +20,10 @@ __all__ = [
     "NothingToCompactError",
     "AlreadyCompactedError",
     "SummarizerCommandError",
+    "EmptySummaryError",
+    "BranchChangedError",
     "CatalogError",
+    "SettingsError",
 ]
 
 
@@ -121,8 +124,24 @@ class SummarizerCommandError(PisessionError):
     """A summarizer command failed, timed out or printed nothing (nothing was written)."""
 
 
+class EmptySummaryError(SummarizerCommandError):
+    """A summarizer (a callable as much as a command) gave an empty or blank summary: it is
+    refused, and nothing is written."""
+
+
+class BranchChangedError(PisessionError):
+    """Another writer kept changing the branch a compaction or tree navigation summarized while
+    its summarizer ran: every summary made was for a branch no longer there, so nothing was
+    written. Try again when the session is quiet."""
+
+
 class CatalogError(PisessionError):
     """The session catalog cannot be used (a foreign or unreadable database, a bad search query).
 
     Listing never raises it: a catalog that fails falls back to reading the files.
     """
+
+
+class SettingsError(PisessionError, ValueError):
+    """A Pi setting holds a value Pi refuses (the message is Pi's, e.g. ``Invalid
+    compaction.keepRecentTokens setting: -1. Expected a non-negative safe integer.``)."""

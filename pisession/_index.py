@@ -727,6 +727,8 @@ class TreeIndex:
         out: dict[Any, Any] = {}
         order: list[tuple[int, Any]] = []
         for target, changes in self._store.label_changes.items():
+            if type(target) is tuple:  # an object or array targetId (see _key): it labels no entry
+                continue
             change = self._label_change(target)
             if change is not None:
                 # A Map keeps a key's first insertion after its last deletion.

@@ -97,6 +97,7 @@ if TYPE_CHECKING:
     from ._discovery import SessionInfo
     from ._ids import Clock, IdSource
     from ._lock import SessionLock  # imported by the session file that takes it (_store)
+    from .compaction._check import CompactionCheck
     from .compaction._cut import CompactionPreparation
     from .compaction._flows import Navigation, Summarizer
     from .compaction._tokens import CompactionSettings
@@ -1393,15 +1394,21 @@ class SessionManager:
 
     # -- compaction and tree navigation (pisession.compaction) -----------------------------------
 
-    def plan_compaction(self, settings: CompactionSettings | None = None) -> CompactionPreparation | None:
+    def plan_compaction(
+        self, settings: CompactionSettings | None = None, *, raise_if_nothing: bool = False
+    ) -> CompactionPreparation | None:
         """What :meth:`compact` would do now (Pi's ``prepareCompaction`` on the current branch),
-        without calling a summarizer or writing; None when there is nothing to compact::
+        without calling a summarizer or writing; None when there is nothing to compact, or with
+        ``raise_if_nothing`` the reason, as :meth:`compact` raises it
+        (:class:`NothingToCompactError` or :class:`AlreadyCompactedError`)::
 
             plan = manager.plan_compaction(CompactionSettings(keep_recent_tokens=8000))
+
+        Entries other writers appended are read first, as :meth:`compact` reads them.
         """
         from .compaction import _flows as _compaction_flows  # loaded only by programs that compact
 
-        return _compaction_flows.plan(self, settings)
+        return _compaction_flows.plan(self, settings, raise_if_nothing=raise_if_nothing)
 
     def compact(
         self,
@@ -1416,12 +1423,22 @@ class SessionManager:
 
             entry = manager.compact(lambda request: my_model(request.system_prompt, request.prompt))
 
+        The plan is made on the file as it is (entries other writers appended are read first).
+        The summarizer runs without the session lock; if another writer changed the branch
+        meanwhile, the plan is made again and summarized again (up to three summaries, then
+        :class:`BranchChangedError`): the entry written is the one Pi would write for the file
+        as it is when it is written.
+
         Raises :class:`NothingToCompactError` or :class:`AlreadyCompactedError` as Pi does; an
-        exception from ``summarize`` propagates and nothing is written.
+        exception from ``summarize`` propagates and nothing is written. ``summarize`` is called
+        synchronously (an ``async def`` needs :class:`pisession.aio.AsyncSessionManager`).
         """
         from .compaction import _flows as _compaction_flows
 
-        return _compaction_flows.compact(self, summarize, settings, custom_instructions, thinking_level)
+        _compaction_flows.refuse_async(summarize)
+        return _compaction_flows.run(
+            _compaction_flows.compaction_steps(self, settings, custom_instructions, thinking_level), summarize
+        )
 
     def navigate_tree(
         self,
@@ -1441,13 +1458,19 @@ class SessionManager:
 
             nav = manager.navigate_tree(entry_id, summarize=my_summarizer, label="retry")
             print(nav.new_leaf_id, nav.editor_text)
+
+        Entries other writers appended are read first (so ``target_id`` may be one of theirs);
+        if the branch being left changes while the summarizer runs, it is summarized again (up
+        to three times, then :class:`BranchChangedError`).
         """
         from .compaction import _flows as _compaction_flows
 
-        return _compaction_flows.navigate(
+        if summarize is not None:
+            _compaction_flows.refuse_async(summarize)
+        steps = _compaction_flows.navigation_steps(
             self,
             target_id,
-            summarize=summarize,
+            summarizing=summarize is not None,
             custom_instructions=custom_instructions,
             replace_instructions=replace_instructions,
             label=label,
@@ -1455,6 +1478,38 @@ class SessionManager:
             context_window=context_window,
             reserve_tokens=reserve_tokens,
         )
+        return _compaction_flows.run(steps, summarize)
+
+    def needs_compaction(
+        self, context_window: int, settings: CompactionSettings | None = None
+    ) -> CompactionCheck:
+        """Whether Pi would compact this session on its own before the next prompt, with a model
+        of ``context_window`` tokens: Pi's automatic check at the leaf, on the last assistant
+        message of the context. Truthy when it would; ``tokens`` is the size it decided on::
+
+            check = manager.needs_compaction(200_000)
+            if check:
+                manager.compact(summarize)
+
+        As Pi, it does not count an assistant message (or a usage) from before the latest
+        compaction, so a session just compacted does not need compacting again; with context
+        edits on the branch it counts the edited context. Entries other writers appended are
+        read first, as :meth:`compact` reads them. Pi's recovery from a context-overflow error
+        of the model is not part of it.
+        """
+        from .compaction import _check
+
+        index, leaf_id = self._catch_up()
+        return _check.check(index, leaf_id, context_window, settings)
+
+    def _catch_up(self) -> tuple[TreeIndex, Any]:
+        """The index and leaf after reading what other writers appended, the leaf following
+        entries that continue from it as it does before a write: what an operation that plans a
+        write (a compaction, a navigation) must plan on."""
+        with self._mutex:
+            if not self._closed:
+                self._sync_for_check()
+            return self._index, self._leaf_id
 
     def create_branched_session(self, leaf_id: str) -> str | None:
         """Replace this manager's session with a new one holding only the path to ``leaf_id``

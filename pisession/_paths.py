@@ -42,13 +42,41 @@ def _home() -> str:
     return str(Path.home())
 
 
+def _js_normalize(path: str) -> str:
+    """Node's ``path.posix.normalize``: ``.`` and ``..`` resolved, repeated ``/`` collapsed, a
+    trailing ``/`` kept (``os.path.normpath`` drops it and keeps a leading ``//``)."""
+    if not path:
+        return "."
+    absolute = path.startswith("/")
+    parts: list[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts and parts[-1] != "..":
+                parts.pop()
+            elif not absolute:
+                parts.append("..")
+            continue
+        parts.append(part)
+    text = "/".join(parts)
+    trailing = path.endswith("/")
+    if not text:
+        return "/" if absolute else ("./" if trailing else ".")
+    if trailing:
+        text += "/"
+    return "/" + text if absolute else text
+
+
 def normalize_path(value: str | os.PathLike[str]) -> str:
-    """Pi's ``normalizePath``: expand ``~`` and ``file://`` URLs, nothing else."""
+    """Pi's ``normalizePath``: expand ``~`` (``~/x`` as Node's ``join(home, "x")``, which
+    normalises) and ``file://`` URLs, nothing else."""
     text = os.fspath(value)
     if text == "~":
         return _home()
     if text.startswith("~/"):
-        return os.path.join(_home(), text[2:])
+        rest = text[2:]
+        return _js_normalize(f"{_home()}/{rest}" if rest else _home())
     if re.match(r"file://", text):
         from urllib.parse import unquote, urlparse
 

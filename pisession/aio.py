@@ -21,14 +21,19 @@ import concurrent.futures
 import contextlib
 import contextvars
 import functools
+import inspect
 from collections.abc import AsyncIterator, Callable, Coroutine
 from types import TracebackType
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from . import _watch
 from ._manager import SessionManager
-from ._model import Entry
+from ._model import UNSET, CompactionEntry, Entry, Unset
 from ._watch import open_watcher
+
+if TYPE_CHECKING:
+    from .compaction import AsyncSummarizer, CompactionSettings, Navigation, Summarizer
+    from .compaction._flows import Steps, SummaryRequest
 
 __all__ = ["AsyncSessionManager"]
 
@@ -147,8 +152,9 @@ class _Static(Generic[_P, _R]):
 class _Transaction:
     """``async with manager.transaction():`` — see :meth:`AsyncSessionManager.transaction`."""
 
-    def __init__(self, owner: AsyncSessionManager) -> None:
+    def __init__(self, owner: AsyncSessionManager, lock_timeout: float | None | Unset) -> None:
         self._owner = owner
+        self._lock_timeout = lock_timeout
         self._sync: contextlib.AbstractContextManager[SessionManager] | None = None
         self._token: contextvars.Token[tuple[AsyncSessionManager, ...]] | None = None
         self._locked = False
@@ -159,7 +165,7 @@ class _Transaction:
             await owner._transaction_lock.acquire()
             self._locked = True
         try:
-            sync = self._sync = owner._manager.transaction()
+            sync = self._sync = owner._manager.transaction(lock_timeout=self._lock_timeout)
             entering = owner._submit(sync.__enter__)
             try:
                 await asyncio.shield(asyncio.wrap_future(entering))
@@ -265,6 +271,9 @@ class AsyncSessionManager:
     new_session = _Offloaded(SessionManager.new_session, exclusive=True)
     set_session_file = _Offloaded(SessionManager.set_session_file, exclusive=True)
     refresh = _Offloaded(SessionManager.refresh, exclusive=False)
+    # They read what others appended and may move the leaf onto it, as a write does.
+    plan_compaction = _Offloaded(SessionManager.plan_compaction, exclusive=True)
+    needs_compaction = _Offloaded(SessionManager.needs_compaction, exclusive=True)
 
     # -- reading the in-memory snapshot (plain calls) ------------------------------------------
 
@@ -293,18 +302,106 @@ class AsyncSessionManager:
     build_session_projection = _InMemory(SessionManager.build_session_projection)
     build_session_context = _InMemory(SessionManager.build_session_context)
 
+    # -- compaction and tree navigation ---------------------------------------------------------
+
+    async def compact(
+        self,
+        summarize: Summarizer | AsyncSummarizer,
+        *,
+        settings: CompactionSettings | None = None,
+        custom_instructions: str | None = None,
+        thinking_level: str | None = None,
+    ) -> CompactionEntry:
+        """:meth:`SessionManager.compact`, with a summarizer that may be an ``async def``::
+
+            async def summarize(request: SummaryRequest) -> str:
+                return await my_model(request.system_prompt, request.prompt)
+
+            entry = await manager.compact(summarize)
+
+        An ``async def`` summarizer is awaited on the event loop, a plain one runs in a thread of
+        its own; the session lock is not held meanwhile (other tasks' writes go on).
+        """
+        from .compaction import _flows
+
+        steps = _flows.compaction_steps(self._manager, settings, custom_instructions, thinking_level)
+        result: CompactionEntry = await self._drive(steps, summarize)
+        return result
+
+    async def navigate_tree(
+        self,
+        target_id: str,
+        *,
+        summarize: Summarizer | AsyncSummarizer | None = None,
+        custom_instructions: str | None = None,
+        replace_instructions: bool = False,
+        label: str | None = None,
+        thinking_level: str | None = None,
+        context_window: int = 128000,
+        reserve_tokens: int = 16384,
+    ) -> Navigation:
+        """:meth:`SessionManager.navigate_tree`, with a summarizer that may be an ``async def``
+        (awaited on the event loop, without the session lock held)::
+
+            nav = await manager.navigate_tree(entry_id, summarize=summarize, label="retry")
+        """
+        from .compaction import _flows
+
+        steps = _flows.navigation_steps(
+            self._manager,
+            target_id,
+            summarizing=summarize is not None,
+            custom_instructions=custom_instructions,
+            replace_instructions=replace_instructions,
+            label=label,
+            thinking_level=thinking_level,
+            context_window=context_window,
+            reserve_tokens=reserve_tokens,
+        )
+        result: Navigation = await self._drive(steps, summarize)
+        return result
+
+    async def _drive(self, steps: Steps[_R], summarize: Summarizer | AsyncSummarizer | None) -> _R:
+        """Run a flow's session steps on the manager's thread (each in turn with other tasks'
+        writes) and its summarizer calls here, between them, with no lock held."""
+        from .compaction._flows import advance
+
+        try:
+            done, value = await self._step(functools.partial(advance, steps, None))
+            while not done:
+                assert summarize is not None  # a flow given no summarizer asks for no summary
+                answer = await _summarize(summarize, value)
+                done, value = await self._step(functools.partial(advance, steps, answer))
+            result: _R = value
+            return result
+        finally:
+            if self._executor is None:  # closed: no step can be running
+                steps.close()
+            else:  # on the manager's thread, after any step still running there (a cancelled task's)
+                self._executor.submit(steps.close)
+
+    async def _step(self, job: Callable[[], _R]) -> _R:
+        if self in _TRANSACTIONS.get():
+            return await self._run(job)
+        async with self._transaction_lock:
+            return await self._run(job)
+
     # -- transactions, following, closing ------------------------------------------------------
 
-    def transaction(self) -> contextlib.AbstractAsyncContextManager[AsyncSessionManager]:
+    def transaction(
+        self, *, lock_timeout: float | None | Unset = UNSET
+    ) -> contextlib.AbstractAsyncContextManager[AsyncSessionManager]:
         """``async with manager.transaction():`` holds the session lock for the block and first
         reads what others appended (see :meth:`SessionManager.transaction`); other tasks' writes
         through this manager wait for it. The lock is taken on the manager's thread: the event
-        loop runs on while it waits."""
-        return _Transaction(self)
+        loop runs on while it waits. ``lock_timeout`` as for :meth:`SessionManager.transaction`."""
+        return _Transaction(self, lock_timeout)
 
-    def batch(self) -> contextlib.AbstractAsyncContextManager[AsyncSessionManager]:
+    def batch(
+        self, *, lock_timeout: float | None | Unset = UNSET
+    ) -> contextlib.AbstractAsyncContextManager[AsyncSessionManager]:
         """The same as :meth:`transaction`."""
-        return _Transaction(self)
+        return _Transaction(self, lock_timeout)
 
     async def follow(
         self,
@@ -366,6 +463,19 @@ class AsyncSessionManager:
 
     def __repr__(self) -> str:
         return f"<AsyncSessionManager {self._manager!r}>"
+
+
+async def _summarize(summarize: Summarizer | AsyncSummarizer, request: SummaryRequest) -> object:
+    """What the summarizer answers: an ``async def`` is awaited here, on the loop; a plain
+    callable runs in a thread (a model call blocks for seconds)."""
+    call = getattr(summarize, "__call__", None)  # noqa: B004 - an object with an async __call__
+    if inspect.iscoroutinefunction(summarize) or inspect.iscoroutinefunction(call):
+        result: object = summarize(request)
+    else:
+        result = await asyncio.to_thread(summarize, request)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
 
 
 async def _wait_for_any(changed: asyncio.Event, stop: asyncio.Event | None, timeout: float) -> None:

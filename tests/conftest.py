@@ -58,6 +58,15 @@ def _private_catalog(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
     monkeypatch.setenv("PISESSION_CATALOG", str(tmp_path_factory.mktemp("catalog") / "catalog.sqlite3"))
 
 
+@pytest.fixture(autouse=True)
+def _private_pi_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pi's settings (``AGENT_DIR/settings.json``: a ``sessionDir``, compaction values) on the
+    machine running the tests must not reach them: an empty agent folder (a test or a module's
+    fixture may name its own), and no session-folder variable."""
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path_factory.mktemp("pi-agent")))
+    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
+
+
 @pytest.fixture
 def clock() -> StepClock:
     return StepClock()

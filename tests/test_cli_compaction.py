@@ -170,3 +170,65 @@ def test_token_settings_must_be_whole_numbers(
 ) -> None:
     code, out, err = run(capsys, "compact", str(session), "--plan", "--keep-recent-tokens", value)
     assert code == 2 and out == "" and "not a number of tokens" in err
+
+
+@pytest.mark.parametrize(
+    ("case", "keep", "why"),
+    [
+        ("compacted", "300", "Already compacted"),
+        ("coding", "1000000", "Nothing to compact (session too small)"),
+    ],
+)
+def test_plan_says_why_there_is_nothing_to_compact(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, keep: str, why: str
+) -> None:
+    path = tmp_path / f"{case}.jsonl"
+    shutil.copyfile(CASES / f"{case}.jsonl", path)
+    code, out, _ = run(capsys, "compact", str(path), "--plan", "--keep-recent-tokens", keep)
+    assert (code, out) == (0, why + "\n")
+    code, out, _ = run(capsys, "compact", str(path), "--plan", "--json", "--keep-recent-tokens", keep)
+    assert (code, out.strip()) == (0, "null")
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_ctrl_c_during_the_summarizer_command_leaves_no_child_and_writes_nothing(session: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pidfile = session.parent / "child.pid"
+    before = session.read_bytes()
+    command = f"sleep 60 </dev/null >/dev/null 2>&1 & echo $! > {pidfile}; wait"
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "pisession.cli", "compact", str(session)),
+            *("--keep-recent-tokens", "300", "--summarizer-command", command),
+        ],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        for _ in range(600):
+            if (pidfile.exists() and pidfile.read_text().strip()) or process.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert process.poll() is None, process.communicate()
+        child = int(pidfile.read_text())
+        process.send_signal(signal.SIGINT)  # Ctrl-C reaches the foreground process
+        _, err = process.communicate(timeout=60)
+        assert process.returncode == 130 and b"Traceback" not in err
+        for _ in range(100):
+            try:
+                with open(f"/proc/{child}/stat") as stat:
+                    if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        break
+            except FileNotFoundError:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError(f"the summarizer's child {child} outlived Ctrl-C")
+        assert session.read_bytes() == before
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

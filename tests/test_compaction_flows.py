@@ -4,8 +4,10 @@ write nothing, the command-line summarizer and the plan text."""
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -197,7 +199,7 @@ def test_public_functions_take_model_objects_and_wire_dicts(tmp_path: Path) -> N
 def test_the_summarizer_runs_without_the_session_lock(tmp_path: Path) -> None:
     """A model call takes seconds: another process must be able to append meanwhile (it would wait
     for the lock otherwise). The manager was at the tip, so it follows that append, as every
-    append does, and the kept entries stay on the compaction's path."""
+    append does; the branch moved, so the summary is made again for the branch as it now is."""
     manager = open_case(tmp_path, "coding")
     leaf = manager.get_leaf_id()
     code = (
@@ -205,17 +207,181 @@ def test_the_summarizer_runs_without_the_session_lock(tmp_path: Path) -> None:
         "m = pisession.SessionManager.open(sys.argv[1])\n"
         "m.append_message({'role': 'user', 'content': 'meanwhile', 'timestamp': 1})\n"
     )
+    kinds: list[str] = []
 
     def summarize(request: c.SummaryRequest) -> str:
-        if request.kind == "history":  # the first of the two calls of this split turn
+        kinds.append(request.kind)
+        if len(kinds) == 1:  # the first of the two calls of this split turn
             subprocess.run(
                 [sys.executable, "-c", code, str(tmp_path / "coding.jsonl")], check=True, timeout=60
             )
         return "s"
 
     entry = manager.compact(summarize, settings=SPLIT)
+    assert kinds == ["history", "turn_prefix", "history", "turn_prefix"]
     lines = (tmp_path / "coding.jsonl").read_text().splitlines()
     assert '"meanwhile"' in lines[-2] and '"type":"compaction"' in lines[-1]
     meanwhile = manager.get_entry(entry.parent_id or "")
     assert meanwhile is not None and meanwhile.parent_id == leaf
     assert entry.first_kept_entry_id in {e.id for e in manager.get_branch()}
+    # What Pi would have written for the file with "meanwhile" in it.
+    fresh = SessionManager.open(tmp_path / "coding.jsonl")
+    fresh.branch(meanwhile.id)
+    plan = fresh.plan_compaction(SPLIT)
+    assert plan is not None
+    assert (entry.first_kept_entry_id, entry.tokens_before) == (plan.first_kept_entry_id, plan.tokens_before)
+
+
+def test_compaction_errors_are_importable_where_the_compaction_docs_describe_them() -> None:
+    import pisession
+
+    for name in (
+        "NothingToCompactError",
+        "AlreadyCompactedError",
+        "BranchChangedError",
+        "EmptySummaryError",
+        "SummarizerCommandError",
+    ):
+        assert getattr(c, name) is getattr(pisession, name), name
+        assert name in c.__all__ and name in pisession.__all__
+
+
+@pytest.mark.parametrize("summary", ["", "  \n\t"])
+def test_an_empty_summary_is_refused_as_the_command_summarizer_refuses_it(
+    tmp_path: Path, summary: str
+) -> None:
+    manager = open_case(tmp_path, "coding")
+    before = (tmp_path / "coding.jsonl").read_text()
+    with pytest.raises(c.EmptySummaryError):
+        manager.compact(lambda request: summary, settings=SPLIT)
+    with pytest.raises(c.EmptySummaryError):
+        manager.compact(lambda request: c.SummaryResult(summary), settings=SPLIT)
+    with pytest.raises(c.EmptySummaryError):
+        manager.compact(c.command_summarizer(f"printf {summary!r}"), settings=SPLIT)
+    with pytest.raises(c.EmptySummaryError):
+        manager.navigate_tree(manager.get_entries()[5].id, summarize=lambda request: summary)
+    assert (tmp_path / "coding.jsonl").read_text() == before
+
+
+@pytest.mark.parametrize("text", [None, b"bytes", 123])
+def test_a_summary_result_must_hold_text(tmp_path: Path, text: object) -> None:
+    with pytest.raises(TypeError, match="text"):
+        c.SummaryResult(text)  # type: ignore[arg-type]
+    made_anyway = c.SummaryResult("x")
+    object.__setattr__(made_anyway, "text", text)
+    manager = open_case(tmp_path, "coding")
+    before = (tmp_path / "coding.jsonl").read_text()
+    with pytest.raises(TypeError, match=r"SummaryResult\.text must be str"):
+        manager.compact(lambda request: made_anyway, settings=SPLIT)
+    assert (tmp_path / "coding.jsonl").read_text() == before
+
+
+def test_a_summary_result_usage_must_be_a_usage(tmp_path: Path) -> None:
+    manager = open_case(tmp_path, "coding")
+    before = (tmp_path / "coding.jsonl").read_text()
+    odd = c.SummaryResult("text", "1500 tokens")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"SummaryResult\.usage must be a Usage"):
+        manager.compact(lambda request: odd, settings=SPLIT)
+    assert (tmp_path / "coding.jsonl").read_text() == before
+
+
+def test_plan_compaction_can_say_why_there_is_nothing_to_do(tmp_path: Path) -> None:
+    compacted = open_case(tmp_path, "compacted")
+    assert compacted.plan_compaction() is None
+    with pytest.raises(AlreadyCompactedError, match=r"^Already compacted$"):
+        compacted.plan_compaction(raise_if_nothing=True)
+    small = open_case(tmp_path, "coding")
+    roomy = c.CompactionSettings(keep_recent_tokens=10**6)
+    assert small.plan_compaction(roomy) is None
+    with pytest.raises(NothingToCompactError, match=r"^Nothing to compact \(session too small\)$"):
+        small.plan_compaction(roomy, raise_if_nothing=True)
+    assert small.plan_compaction(SPLIT, raise_if_nothing=True) is not None
+
+
+def test_an_async_summarizer_is_refused_by_the_sync_manager(tmp_path: Path) -> None:
+    manager = open_case(tmp_path, "coding")
+    before = (tmp_path / "coding.jsonl").read_text()
+
+    async def summarize(request: c.SummaryRequest) -> str:
+        return "s"
+
+    class AsyncCallable:
+        async def __call__(self, request: c.SummaryRequest) -> str:
+            return "s"
+
+    for summarizer in (summarize, AsyncCallable(), lambda request: summarize(request)):
+        with pytest.raises(TypeError, match="AsyncSessionManager"):
+            manager.compact(summarizer, settings=SPLIT)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="AsyncSessionManager"):
+            manager.navigate_tree(manager.get_entries()[5].id, summarize=summarizer)  # type: ignore[arg-type]
+    assert (tmp_path / "coding.jsonl").read_text() == before
+
+
+def _gone(pid: int) -> bool:
+    """The process ended (a zombie waiting for a reaper counts: it runs no more)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def _wait_gone(pid: int) -> bool:
+    for _ in range(100):
+        if _gone(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# The child does not hold the pipes: a leftover is found by its pid, not by a hung read.
+SPAWNING = "sleep 60 </dev/null >/dev/null 2>&1 & echo $! > {pidfile}; wait"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_a_timed_out_summarizer_command_leaves_no_child_behind(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    summarize = c.command_summarizer(SPAWNING.format(pidfile=pidfile), timeout=1.0)
+    with pytest.raises(SummarizerCommandError, match="timed out"):
+        summarize(c.SummaryRequest("history", "s", "p"))
+    child = int(pidfile.read_text())
+    assert _wait_gone(child), f"the command's child {child} outlived the timeout"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+def test_ctrl_c_leaves_no_summarizer_child_behind(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    script = (
+        "import sys\n"
+        "from pisession.compaction import SummaryRequest, command_summarizer\n"
+        "try:\n"
+        "    command_summarizer(sys.argv[1])(SummaryRequest('history', 's', 'p'))\n"
+        "except KeyboardInterrupt:\n"
+        "    sys.exit(130)\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", script, SPAWNING.format(pidfile=pidfile)])
+    try:
+        for _ in range(400):
+            if pidfile.exists() and pidfile.read_text().strip():
+                break
+            time.sleep(0.05)
+        child = int(pidfile.read_text())
+        process.send_signal(signal.SIGINT)  # what Ctrl-C sends to the foreground process
+        assert process.wait(timeout=60) == 130
+        assert _wait_gone(child), f"the command's child {child} outlived Ctrl-C"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_a_summarizer_raising_stop_iteration_is_an_error_not_the_end(tmp_path: Path) -> None:
+    manager = open_case(tmp_path, "coding")
+    before = (tmp_path / "coding.jsonl").read_text()
+
+    def broken(request: c.SummaryRequest) -> str:
+        raise StopIteration
+
+    with pytest.raises(StopIteration):
+        manager.compact(broken, settings=SPLIT)
+    assert (tmp_path / "coding.jsonl").read_text() == before

@@ -282,7 +282,7 @@ def test_the_cli_page_pairs_every_command_with_its_python_call(capsys: pytest.Ca
 
 TOOLING = DOCS / "tooling" / "griffe_pisession.py"
 PUBLIC_MODULES = ("pisession", "pisession.export", "pisession.stats", "pisession.validate",
-                  "pisession.describe", "pisession.views", "pisession.aio")  # fmt: skip
+                  "pisession.describe", "pisession.views", "pisession.aio", "pisession.settings")  # fmt: skip
 HIDDEN_INIT = {"SessionManager", "TreeIndex", "AsyncSessionManager"}  # the reference hides these
 
 

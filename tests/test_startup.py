@@ -87,6 +87,7 @@ NOT_FOR_A_SMALL_TREE = (
     "threading",
     "datetime",
     "typing",
+    "pisession.settings",  # a SESSION given as a path needs no session folder, so no Pi settings
 )
 
 

@@ -24,10 +24,8 @@ from pisession.compaction import (
     CompactionSettings,
     SummaryRequest,
     command_summarizer,
-    estimate_context_tokens,
     estimate_tokens,
     format_plan,
-    should_compact,
 )
 
 
@@ -118,10 +116,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = CompactionSettings(reserve_tokens=args.reserve, keep_recent_tokens=args.keep)
 
     manager = pisession.SessionManager.open(path)
-    before = estimate_context_tokens(manager.build_session_context().messages).tokens
-    print(f"{path}: ~{before} tokens in context (window {args.window}, reserve {args.reserve})")
-    if not should_compact(before, args.window, settings):
-        print("within the window: nothing to do")
+    # Pi's own check: it counts the context as Pi does, and not from a reply older than the
+    # latest compaction, so a session this script has just compacted is left alone next run.
+    check = manager.needs_compaction(args.window, settings)
+    print(f"{path}: ~{check.tokens} tokens in context (window {args.window}, reserve {args.reserve})")
+    if not check:
+        print(f"nothing to do ({check.reason})")
         return 0
 
     plan = manager.plan_compaction(settings)
@@ -139,8 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     kept = manager.build_session_context().messages
     system_kept = pisession.get_current_system_message(kept) is not None
     print(f"first message: {kept[0].role}; system prompt kept: {system_kept}")
+    again = manager.needs_compaction(args.window, settings)
+    print(f"the next run: {'compact again' if again else 'nothing to do'} ({again.reason})")
     manager.close()
-    return 0 if after < before else 1
+    return 0 if not again else 1
 
 
 if __name__ == "__main__":

@@ -150,3 +150,25 @@ class PisessionDocs(griffe.Extension):
         for parameter in func.parameters:
             if isinstance(parameter.annotation, griffe.Expr):
                 parameter.annotation = _plain_builtins(parameter.annotation)
+        _parameter_table(func)
+
+
+def _parameter_table(func: griffe.Function) -> None:
+    """Every public function gets a Parameters table (name, type, default), with the
+    docstring's ``:param NAME:`` text where it has one, so no argument is documented only by
+    its name in a signature."""
+    if func.name.startswith("_") and func.name != "__init__":
+        return
+    names = [p.name for p in func.parameters if p.name not in ("self", "cls")]
+    if not names:
+        return
+    text = func.docstring.value if func.docstring is not None else ""
+    missing = [name for name in names if f":param {name}:" not in text]
+    if not missing:
+        return
+    lines = [f":param {name.lstrip('*')}: " for name in missing]
+    addition = "\n".join(lines)
+    if func.docstring is None:
+        func.docstring = griffe.Docstring(addition, parent=func)
+    else:
+        func.docstring.value = text.rstrip() + "\n\n" + addition

@@ -58,7 +58,8 @@ class Commands:
         where.add_argument(
             "--session-dir",
             metavar="DIR",
-            help="folder to look up session ids in (default: $PI_CODING_AGENT_SESSION_DIR, else Pi's)",
+            help="folder to look up session ids in (default: $PI_CODING_AGENT_SESSION_DIR, else Pi's "
+            "sessionDir setting, else Pi's default folder)",
         )
         return where
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 # Command groups (modules of this package) in the order `pisession --help` lists them; a new group
 # is a module with a `register(commands)` function added here, and its commands to COMMANDS.
-GROUPS = ("demo", "reading", "searching", "checking", "editing", "summarizing", "export")
+GROUPS = ("demo", "reading", "searching", "checking", "editing", "summarizing", "export", "settings")
 
 # Which group registers each command: `pisession tree` imports and registers only `reading`, so a
 # command pays for its own group's imports and no other's (a test checks this table against
@@ -39,6 +39,7 @@ COMMANDS = {
     **dict.fromkeys(("name", "label", "edit", "fork", "extract", "migrate"), "editing"),
     **dict.fromkeys(("branch", "compact"), "summarizing"),
     "export": "export",
+    "settings": "settings",
 }
 
 
@@ -62,8 +63,9 @@ def build_parser(groups: Sequence[str] = GROUPS, only: str | None = None) -> arg
         description="Read, check and edit the session files of the Pi coding agent. SESSION is a file path, "
         "or "
         "a session id (or unique id prefix) from the current folder's sessions, as with `pi --session`.",
-        epilog="Session folder: --session-dir, else $PI_CODING_AGENT_SESSION_DIR, else "
-        "$PI_CODING_AGENT_DIR/sessions/--<cwd>-- (default agent dir ~/.pi/agent). "
+        epilog="Session folder: --session-dir, else $PI_CODING_AGENT_SESSION_DIR, else Pi's sessionDir "
+        "setting, else $PI_CODING_AGENT_DIR/sessions/--<cwd>-- (default agent dir ~/.pi/agent); "
+        "`pisession settings` shows which. "
         "`pisession demo` writes and shows a sample session.",
     )
     parser.add_argument("--version", action="version", version=f"pisession {__version__}")

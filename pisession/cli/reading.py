@@ -191,8 +191,8 @@ def _short_ids(ids: list[str], minimum: int = 8) -> dict[str, str]:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    session_dir = sessions.session_dir(args)
     cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else os.getcwd()
+    session_dir = sessions.session_dir(args, cwd=cwd)
     report = sessions.progress(sys.stderr)
     from .searching import close_catalog, open_catalog  # the catalog only for `ls`
 

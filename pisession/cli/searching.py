@@ -51,7 +51,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             all=args.all,
             role=args.role,
             limit=args.limit,
-            session_dir=sessions.session_dir(args),
+            session_dir=sessions.session_dir(args, cwd=cwd),
             on_progress=sessions.progress(sys.stderr),
         )
     finally:

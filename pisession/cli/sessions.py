@@ -18,17 +18,28 @@ if TYPE_CHECKING:  # discovery's attrs classes only when a SESSION argument is a
     from typing import TextIO
 
     from pisession import SessionInfo
+    from pisession.settings import SettingsFileError
 
-ENV_SESSION_DIR = "PI_CODING_AGENT_SESSION_DIR"
+def session_dir(args: argparse.Namespace, *, cwd: str | None = None) -> str | None:
+    """The session folder as Pi's command line picks it: ``--session-dir`` >
+    ``$PI_CODING_AGENT_SESSION_DIR`` > the ``sessionDir`` setting of ``cwd`` (default: the
+    current folder) > Pi's default (None). A settings file that cannot be used is said on stderr."""
+    from pisession.settings import choose_session_dir  # settings only where a folder is chosen
 
-
-def session_dir(args: argparse.Namespace) -> str | None:
-    """Explicit ``--session-dir`` > ``$PI_CODING_AGENT_SESSION_DIR`` > Pi's default (None)."""
     explicit = getattr(args, "session_dir", None)
-    if explicit:
-        return os.path.expanduser(str(explicit))
-    env = os.environ.get(ENV_SESSION_DIR)
-    return os.path.expanduser(env) if env else None
+    choice = choose_session_dir(cwd, str(explicit) if explicit else None)
+    if choice.settings is not None:
+        warn_settings_errors(args, choice.settings.errors)
+    return choice.path
+
+
+def warn_settings_errors(args: argparse.Namespace, errors: Sequence[SettingsFileError]) -> None:
+    """Each unusable settings file once per command, as Pi warns about them at start-up."""
+    warned: set[str] = args.__dict__.setdefault("_settings_warned", set())
+    for error in errors:
+        if str(error) not in warned:
+            warned.add(str(error))
+            note(f"warning: settings file ignored, as Pi ignores it: {error}")
 
 
 def _looks_like_path(arg: str) -> bool:

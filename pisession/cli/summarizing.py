@@ -11,9 +11,10 @@ import attrs
 
 from pisession import SessionManager, to_wire
 from pisession.compaction import (
-    DEFAULT_COMPACTION_SETTINGS,
+    AlreadyCompactedError,
     CompactionPreparation,
     CompactionSettings,
+    NothingToCompactError,
     command_summarizer,
     compute_file_lists,
     format_plan,
@@ -24,6 +25,11 @@ from . import sessions
 from .commands import Commands
 from .editing import edit_session, lock_options, report_entry
 from .output import CliError, emit, emit_json, note
+
+# typing for type checkers only (they take TYPE_CHECKING for true)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pisession.settings import PiSettings
 
 
 def cmd_branch(args: argparse.Namespace) -> int:
@@ -60,11 +66,15 @@ def _navigate(args: argparse.Namespace) -> int:
         raise CliError(f"entry {args.id} not found")
     manager = SessionManager.open(path, sessions.session_dir(args), **lock_options(args))
     try:
+        reserve_tokens = args.reserve_tokens
+        if reserve_tokens is None:
+            reserve_tokens = _user_settings(args, manager).branch_summary_reserve_tokens
         navigation = manager.navigate_tree(
             args.id,
             summarize=command_summarizer(args.summarizer_command),
             custom_instructions=args.instructions,
             label=args.label,
+            reserve_tokens=reserve_tokens,
         )
         summary = navigation.summary_entry
         if args.json:
@@ -89,14 +99,29 @@ def _navigate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compaction_settings(args: argparse.Namespace) -> CompactionSettings:
+def _user_settings(args: argparse.Namespace, manager: SessionManager) -> PiSettings:
+    """The settings Pi's runtime uses for this session: those of the session's own folder (its
+    header's cwd), not of the folder the command runs in, and its project file only when Pi
+    trusts that folder."""
+    from pisession.settings import PiSettings, is_project_trusted
 
-    settings = DEFAULT_COMPACTION_SETTINGS
-    if args.keep_recent_tokens is not None:
-        settings = attrs.evolve(settings, keep_recent_tokens=args.keep_recent_tokens)
-    if args.reserve_tokens is not None:
-        settings = attrs.evolve(settings, reserve_tokens=args.reserve_tokens)
+    folder = manager.get_cwd()
+    settings = PiSettings.load(folder, project_trusted=is_project_trusted(folder))
+    sessions.warn_settings_errors(args, settings.errors)
     return settings
+
+
+def _compaction_settings(args: argparse.Namespace, manager: SessionManager) -> CompactionSettings:
+    """The user's compaction settings for the session's model, the flags overriding them."""
+    from pisession.settings import session_model
+
+    settings = _user_settings(args, manager)
+    chosen = settings.compaction_settings(session_model(manager, settings))
+    if args.keep_recent_tokens is not None:
+        chosen = attrs.evolve(chosen, keep_recent_tokens=args.keep_recent_tokens)
+    if args.reserve_tokens is not None:
+        chosen = attrs.evolve(chosen, reserve_tokens=args.reserve_tokens)
+    return chosen
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
@@ -107,11 +132,15 @@ def cmd_compact(args: argparse.Namespace) -> int:
             "compact takes one of --plan, --summarizer-command CMD, or --summary TEXT --keep-from ID", 2
         )
     if args.plan:
-        plan = sessions.load(sessions.resolve(args), quiet=True).plan_compaction(_compaction_settings(args))
+        session = sessions.load(sessions.resolve(args), quiet=True)
+        try:
+            plan = session.plan_compaction(_compaction_settings(args, session), raise_if_nothing=True)
+        except (NothingToCompactError, AlreadyCompactedError) as nothing:
+            plan, why = None, str(nothing)  # Pi's words for why /compact would do nothing
         if args.json:
             emit_json(_plan_data(plan))
         else:
-            emit(format_plan(plan))
+            emit(format_plan(plan) if plan is not None else why)
         return 0
     if args.summarizer_command is not None:
         return _compact_with_model(args)
@@ -172,7 +201,7 @@ def _compact_with_model(args: argparse.Namespace) -> int:
     try:
         entry = manager.compact(
             command_summarizer(args.summarizer_command),
-            settings=_compaction_settings(args),
+            settings=_compaction_settings(args, manager),
             custom_instructions=args.instructions,
             thinking_level=args.thinking,
         )
@@ -219,8 +248,10 @@ def register(commands: Commands) -> None:
         "summary of the path left behind, given as --summary TEXT, or written by a model as Pi's "
         "/tree does (--summarize --summarizer-command CMD: Pi's prompt on CMD's stdin, its stdout "
         "the summary). A summary is required: Pi does not store the leaf in the file, so branching "
-        "without one would write nothing. Python: manager.branch_with_summary(ID, TEXT), "
-        "manager.navigate_tree(ID, summarize=command_summarizer(CMD)).",
+        "without one would write nothing. --summarize uses the user's Pi settings "
+        "(branchSummary.reserveTokens) of the session's own folder. Python: "
+        "manager.branch_with_summary(ID, TEXT), manager.navigate_tree(ID, "
+        "summarize=command_summarizer(CMD), reserve_tokens=settings.branch_summary_reserve_tokens).",
         [commands.where, commands.as_entry],
     )
     sub.add_argument("id", metavar="ID", help="entry id")
@@ -232,6 +263,13 @@ def register(commands: Commands) -> None:
     )
     _summarizer_options(sub)
     sub.add_argument("--label", metavar="TEXT", help="with --summarize: label the target, as Pi's /tree can")
+    sub.add_argument(
+        "--reserve-tokens",
+        metavar="N",
+        type=_tokens,
+        help="with --summarize: Pi's branchSummary.reserveTokens (default: the user's Pi settings, "
+        "else 16384)",
+    )
     sub = commands.add(
         "compact",
         cmd_compact,
@@ -240,8 +278,11 @@ def register(commands: Commands) -> None:
         "before and kept, split turn, files) without writing; --summarizer-command CMD runs CMD "
         "once per summarization request (Pi's prompt on stdin, the system prompt in "
         "$PISESSION_SYSTEM_PROMPT, its stdout the summary) and appends the compaction Pi would. "
-        "Or give the summary yourself: --summary TEXT --keep-from ID. Python: "
-        "manager.plan_compaction(), manager.compact(command_summarizer(CMD)), "
+        "Or give the summary yourself: --summary TEXT --keep-from ID. The cut uses the user's Pi "
+        "settings (compaction.keepRecentTokens and reserveTokens, per-model overrides for the "
+        "session's model) of the session's own folder, as Pi's /compact does; the flags override "
+        "them. Python: manager.plan_compaction(PiSettings.load(cwd).compaction_settings(model)), "
+        "manager.compact(command_summarizer(CMD), settings=...), "
         "manager.append_compaction(TEXT, ID, N).",
         [commands.where, commands.as_entry],
     )
@@ -249,9 +290,17 @@ def register(commands: Commands) -> None:
     _summarizer_options(sub)
     sub.add_argument("--thinking", metavar="LEVEL", help="the thinking level asked of the summarizer")
     sub.add_argument(
-        "--keep-recent-tokens", metavar="N", type=_tokens, help="Pi's keepRecentTokens (default 20000)"
+        "--keep-recent-tokens",
+        metavar="N",
+        type=_tokens,
+        help="Pi's compaction.keepRecentTokens (default: the user's Pi settings, else 20000)",
     )
-    sub.add_argument("--reserve-tokens", metavar="N", type=_tokens, help="Pi's reserveTokens (default 16384)")
+    sub.add_argument(
+        "--reserve-tokens",
+        metavar="N",
+        type=_tokens,
+        help="Pi's compaction.reserveTokens (default: the user's Pi settings, else 16384)",
+    )
     sub.add_argument("--summary", metavar="TEXT", help="what the compacted history held")
     sub.add_argument("--keep-from", metavar="ID", help="with --summary: first entry to keep")
     sub.add_argument(

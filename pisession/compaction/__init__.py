@@ -19,10 +19,19 @@ were read and modified. :meth:`pisession.SessionManager.compact` and
 
 from __future__ import annotations
 
+from .._errors import (
+    AlreadyCompactedError,
+    BranchChangedError,
+    EmptySummaryError,
+    NothingToCompactError,
+    SummarizerCommandError,
+)
 from ._branch import BranchPreparation, collect_entries_for_branch_summary, prepare_branch_entries
+from ._check import CheckReason, CompactionCheck
 from ._cut import CompactionPreparation, CutPoint, find_cut_point, find_turn_start_index, prepare_compaction
 from ._files import FileOperations, compute_file_lists, extract_file_ops_from_message, format_file_operations
 from ._flows import (
+    AsyncSummarizer,
     Navigation,
     Summarizer,
     SummaryKind,
@@ -72,6 +81,8 @@ __all__ = [
     "calculate_context_tokens",
     "get_last_assistant_usage",
     "should_compact",
+    "CompactionCheck",
+    "CheckReason",
     # cutting
     "CompactionSettings",
     "DEFAULT_COMPACTION_SETTINGS",
@@ -113,7 +124,14 @@ __all__ = [
     "SummaryRequest",
     "SummaryResult",
     "Summarizer",
+    "AsyncSummarizer",
     "Navigation",
     "command_summarizer",
     "format_plan",
+    # errors (the same classes as pisession.X)
+    "NothingToCompactError",
+    "AlreadyCompactedError",
+    "BranchChangedError",
+    "EmptySummaryError",
+    "SummarizerCommandError",
 ]

@@ -8,16 +8,27 @@ that raises leaves the session untouched.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import os
+import signal
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import attrs
 
 from .._codec import to_wire
 from .._context import project_leaf
-from .._errors import AlreadyCompactedError, EntryNotFoundError, NothingToCompactError, SummarizerCommandError
+from .._errors import (
+    AlreadyCompactedError,
+    BranchChangedError,
+    EmptySummaryError,
+    EntryNotFoundError,
+    NothingToCompactError,
+    PisessionError,
+    SummarizerCommandError,
+)
 from .._js import MISSING, js_string, js_truthy
 from .._model import UNSET, BranchSummaryEntry, CompactionEntry, Usage
 from ._branch import collect_wire, prepare_branch_wire
@@ -36,12 +47,14 @@ from ._prompts import (
 from ._tokens import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
 
 if TYPE_CHECKING:
+    from .._index import TreeIndex
     from .._manager import SessionManager
 
 __all__ = [
     "SummaryRequest",
     "SummaryResult",
     "Summarizer",
+    "AsyncSummarizer",
     "Navigation",
     "command_summarizer",
     "format_plan",
@@ -68,9 +81,10 @@ class SummaryRequest:
 
 @attrs.frozen
 class SummaryResult:
-    """A summary and, optionally, the model's usage (stored in the entry as Pi stores it)."""
+    """A summary and, optionally, the model's usage (stored in the entry as Pi stores it).
+    ``text`` must be a string (``None``, bytes or a number raise ``TypeError``)."""
 
-    text: str
+    text: str = attrs.field(validator=attrs.validators.instance_of(str))
     usage: Usage | None = None
 
 
@@ -80,6 +94,16 @@ Summarizer = Callable[[SummaryRequest], "str | SummaryResult"]
 
     def summarize(request: SummaryRequest) -> str:
         return my_model(system=request.system_prompt, user=request.prompt)
+
+An empty or blank summary is refused (:class:`~pisession.EmptySummaryError`).
+"""
+
+AsyncSummarizer = Callable[[SummaryRequest], Awaitable["str | SummaryResult"]]
+"""A summarizer for :class:`~pisession.aio.AsyncSessionManager`: an ``async def`` taking a
+:class:`SummaryRequest`, awaited on the event loop (the session lock is not held meanwhile)::
+
+    async def summarize(request: SummaryRequest) -> str:
+        return await my_async_model(system=request.system_prompt, user=request.prompt)
 """
 
 
@@ -135,23 +159,94 @@ def branch_prompt(
 
 
 # -- calling the summarizer -----------------------------------------------------------------------
+#
+# A flow is a generator: it yields each SummaryRequest, receives what the summarizer returned and
+# finally returns the flow's result. Between two requests it reads and writes the session (its
+# locks are never held across a yield); who calls the summarizer, and how, is the driver's
+# business: ``run`` for plain callables, the asyncio manager awaits coroutines on its loop.
+
+_T = TypeVar("_T")
+Steps = Generator[SummaryRequest, object, _T]
+
+# Summaries made for a branch that then moved are thrown away and made anew, this many times.
+_ROUNDS = 3
 
 
 def _reasoning(thinking_level: str | None) -> str | None:
     return None if not thinking_level or thinking_level == "off" else thinking_level
 
 
-def _call(summarize: Summarizer, kind: SummaryKind, prompt: str, reasoning: str | None) -> tuple[str, Any]:
+def _ask(kind: SummaryKind, prompt: str, reasoning: str | None) -> Steps[tuple[str, Any]]:
     """The summary text and its usage as a wire dict (MISSING when none was given)."""
-    result = summarize(SummaryRequest(kind, SUMMARIZATION_SYSTEM_PROMPT, prompt, reasoning))
+    result = yield SummaryRequest(kind, SUMMARIZATION_SYSTEM_PROMPT, prompt, reasoning)
+    return summary_of(result)
+
+
+def summary_of(result: object) -> tuple[str, Any]:
+    """A summarizer's answer checked: a non-blank string, or a :class:`SummaryResult` holding one."""
     if isinstance(result, str):
-        return result, MISSING
-    if isinstance(result, SummaryResult):
-        usage = result.usage
-        if usage is None:
-            return result.text, MISSING
-        return result.text, dict(usage) if isinstance(usage, Mapping) else to_wire(usage)
-    raise TypeError(f"a summarizer returns str or SummaryResult, not {type(result).__name__}")
+        text, usage = result, MISSING
+    elif isinstance(result, SummaryResult):
+        text = result.text
+        if not isinstance(text, str):  # made around the validator (object.__setattr__)
+            raise TypeError(f"SummaryResult.text must be str, not {type(text).__name__}")
+        given = result.usage
+        if given is None:
+            usage = MISSING
+        elif isinstance(given, Mapping):
+            usage = dict(given)
+        elif isinstance(given, Usage):
+            usage = to_wire(given)
+        else:
+            raise TypeError(f"SummaryResult.usage must be a Usage, dict or None, not {type(given).__name__}")
+    else:
+        raise TypeError(f"a summarizer returns str or SummaryResult, not {type(result).__name__}")
+    if not text.strip():
+        raise EmptySummaryError("the summarizer returned an empty summary: nothing was written")
+    return text, usage
+
+
+def refuse_async(summarize: object) -> None:
+    """A coroutine function given where a plain summarizer is called (``SessionManager``)."""
+    call = getattr(summarize, "__call__", None)  # noqa: B004 - an object with an async __call__
+    if inspect.iscoroutinefunction(summarize) or inspect.iscoroutinefunction(call):
+        raise TypeError(
+            "SessionManager calls summarizers synchronously; an async summarizer needs "
+            "pisession.aio.AsyncSessionManager (its compact and navigate_tree await it)"
+        )
+
+
+def run(steps: Steps[_T], summarize: Summarizer | None) -> _T:
+    """Drive a flow with a plain callable."""
+    try:
+        done, value = advance(steps, None)
+        while not done:
+            assert summarize is not None  # a flow given no summarizer asks for no summary
+            result = summarize(value)
+            if inspect.isawaitable(result):
+                if inspect.iscoroutine(result):
+                    result.close()  # never awaited: say so here, not in a RuntimeWarning
+                refuse_async(summarize)
+                raise TypeError(
+                    "the summarizer returned an awaitable; SessionManager calls summarizers "
+                    "synchronously: use pisession.aio.AsyncSessionManager for an async one"
+                )
+            done, value = advance(steps, result)
+        result_value: _T = value
+        return result_value
+    finally:
+        steps.close()
+
+
+def advance(steps: Steps[_T], value: object) -> tuple[bool, Any]:
+    """One step of a flow (``value`` None starts it): (False, the next request) or (True, its
+    result). Only the flow's own end is caught: a StopIteration from a summarizer is an error
+    like any other; and a driver that runs the steps in another thread cannot pass
+    StopIteration through a future."""
+    try:
+        return False, steps.send(value)
+    except StopIteration as done:
+        return True, done.value
 
 
 def _combine_usage(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
@@ -180,10 +275,9 @@ def _combine_usage(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[
 
 def summarize_compaction(
     preparation: CompactionPreparation,
-    summarize: Summarizer,
     custom_instructions: str | None,
     thinking_level: str | None,
-) -> tuple[str, Any]:
+) -> Steps[tuple[str, Any]]:
     """Pi's ``compact()``: the summary text (file lists appended) and the usage (wire or MISSING)."""
     reasoning = _reasoning(thinking_level)
     history = preparation._summarize_wire
@@ -193,11 +287,11 @@ def summarize_compaction(
         history_text = "No prior history." if previous is None or previous is MISSING else js_string(previous)
         history_usage: Any = MISSING
         if history:
-            history_text, history_usage = _call(
-                summarize, "history", history_prompt(history, previous, custom_instructions), reasoning
+            history_text, history_usage = yield from _ask(
+                "history", history_prompt(history, previous, custom_instructions), reasoning
             )
-        prefix_text, prefix_usage = _call(
-            summarize, "turn_prefix", turn_prefix_prompt(prefix, custom_instructions), reasoning
+        prefix_text, prefix_usage = yield from _ask(
+            "turn_prefix", turn_prefix_prompt(prefix, custom_instructions), reasoning
         )
         summary = f"{history_text}\n\n---\n\n**Turn Context (split turn):**\n\n{prefix_text}"
         if history_usage is not MISSING and prefix_usage is not MISSING:
@@ -205,8 +299,8 @@ def summarize_compaction(
         else:
             usage = prefix_usage if prefix_usage is not MISSING else history_usage
     else:
-        summary, usage = _call(
-            summarize, "history", history_prompt(history, previous, custom_instructions), reasoning
+        summary, usage = yield from _ask(
+            "history", history_prompt(history, previous, custom_instructions), reasoning
         )
     read_files, modified_files = compute_file_lists(preparation.file_ops)
     return summary + format_file_operations(read_files, modified_files), usage
@@ -215,9 +309,9 @@ def summarize_compaction(
 # -- the session operations -------------------------------------------------------------------------
 
 
-def plan(manager: SessionManager, settings: CompactionSettings | None) -> CompactionPreparation | None:
-    with manager._mutex:
-        index, leaf_id = manager.snapshot(), manager.get_leaf_id()
+def plan_at(
+    index: TreeIndex, leaf_id: Any, settings: CompactionSettings | None
+) -> CompactionPreparation | None:
     pos = index.position(leaf_id) if js_truthy(leaf_id) else None
     positions = index.path_positions(pos) if pos is not None else []
     # The manager's index holds the branch: its projection is the branch's (and is cached).
@@ -232,100 +326,159 @@ def plan(manager: SessionManager, settings: CompactionSettings | None) -> Compac
     )
 
 
-def compact(
+def _nothing_to_compact(index: TreeIndex, leaf_id: Any) -> PisessionError:
+    """Why Pi's ``/compact`` refuses the branch at ``leaf_id``, in its words."""
+    pos = index.position(leaf_id) if js_truthy(leaf_id) else None
+    if pos is not None and index.type_at(pos) == "compaction":
+        return AlreadyCompactedError("Already compacted")
+    return NothingToCompactError("Nothing to compact (session too small)")
+
+
+def plan(
+    manager: SessionManager, settings: CompactionSettings | None, *, raise_if_nothing: bool = False
+) -> CompactionPreparation | None:
+    index, leaf_id = manager._catch_up()
+    preparation = plan_at(index, leaf_id, settings)
+    if preparation is None and raise_if_nothing:
+        raise _nothing_to_compact(index, leaf_id)
+    return preparation
+
+
+def _plan_key(preparation: CompactionPreparation) -> tuple[Any, ...]:
+    """Everything of a plan that reaches the summarizer or the entry: two plans with equal keys
+    make the same requests and the same compaction."""
+    tokens = preparation.tokens_before
+    return (
+        preparation.first_kept_entry_id,
+        ("NaN",) if tokens != tokens else tokens,  # NaN (Pi's count of odd text) equals no NaN
+        preparation.is_split_turn,
+        preparation._previous_summary_wire,
+        preparation._summarize_wire,
+        preparation._prefix_wire,
+        compute_file_lists(preparation.file_ops),
+    )
+
+
+def compaction_steps(
     manager: SessionManager,
-    summarize: Summarizer,
     settings: CompactionSettings | None,
     custom_instructions: str | None,
     thinking_level: str | None,
-) -> CompactionEntry:
-    preparation = plan(manager, settings)
-    if preparation is None:
-        branch = manager.get_branch()
-        if branch and branch[-1].type == "compaction":
-            raise AlreadyCompactedError("Already compacted")
-        raise NothingToCompactError("Nothing to compact (session too small)")
-    summary, usage = summarize_compaction(preparation, summarize, custom_instructions, thinking_level)
-    read_files, modified_files = compute_file_lists(preparation.file_ops)
-    entry_id = manager.append_compaction(
-        summary,
-        preparation.first_kept_entry_id,
-        preparation.tokens_before,  # type: ignore[arg-type]  # NaN or a string as Pi writes them
-        {"readFiles": read_files, "modifiedFiles": modified_files},
-        False,
-        UNSET if usage is MISSING else usage,
+) -> Steps[CompactionEntry]:
+    preparation = plan(manager, settings, raise_if_nothing=True)
+    assert preparation is not None
+    for _ in range(_ROUNDS):
+        summary, usage = yield from summarize_compaction(preparation, custom_instructions, thinking_level)
+        # The summarizer ran without the lock: another writer may have moved the branch since the
+        # plan. Under the lock (what others appended now read) the plan is made again; only a
+        # summary of the plan Pi would make for the file as it is now is written.
+        with manager._writing():
+            index, leaf_id = manager.snapshot(), manager.get_leaf_id()
+            current = plan_at(index, leaf_id, settings)
+            if current is None:
+                raise _nothing_to_compact(index, leaf_id)
+            if _plan_key(current) == _plan_key(preparation):
+                read_files, modified_files = compute_file_lists(preparation.file_ops)
+                entry_id = manager.append_compaction(
+                    summary,
+                    preparation.first_kept_entry_id,
+                    preparation.tokens_before,  # type: ignore[arg-type]  # NaN or a string as Pi writes them
+                    {"readFiles": read_files, "modifiedFiles": modified_files},
+                    False,
+                    UNSET if usage is MISSING else usage,
+                )
+                return manager.get_entry(entry_id)  # type: ignore[return-value]
+        preparation = current
+    raise BranchChangedError(
+        f"the branch kept changing while the summarizer ran ({_ROUNDS} summaries made, each for a "
+        f"branch another writer had moved on): nothing was written to {_where(manager)}"
     )
-    return manager.get_entry(entry_id)  # type: ignore[return-value]
 
 
-def navigate(
+def _where(manager: SessionManager) -> str:
+    return manager.get_session_file() or "the in-memory session"
+
+
+def navigation_steps(
     manager: SessionManager,
     target_id: str,
     *,
-    summarize: Summarizer | None,
+    summarizing: bool,
     custom_instructions: str | None,
     replace_instructions: bool,
     label: str | None,
     thinking_level: str | None,
     context_window: int,
     reserve_tokens: int,
-) -> Navigation:
-    with manager._mutex:
-        index, old_leaf_id = manager.snapshot(), manager.get_leaf_id()
-    if target_id == old_leaf_id:
-        return Navigation(old_leaf_id, None, None)
-    target_pos = index.position(target_id)
-    if target_pos is None:
-        raise EntryNotFoundError(f"Entry {target_id} not found")
-    target = index.entry_at(target_pos)
-    entries, _ = collect_wire(index, old_leaf_id, target_id)
+) -> Steps[Navigation]:
+    for _ in range(_ROUNDS):
+        index, old_leaf_id = manager._catch_up()
+        if target_id == old_leaf_id:
+            return Navigation(old_leaf_id, None, None)
+        target_pos = index.position(target_id)
+        if target_pos is None:
+            raise EntryNotFoundError(f"Entry {target_id} not found")
+        target = index.entry_at(target_pos)
+        entries, _ = collect_wire(index, old_leaf_id, target_id)
 
-    summary: str | None = None
-    usage: Any = MISSING
-    details: dict[str, Any] = {}
-    if summarize is not None and entries:
-        budget = (context_window or 128000) - reserve_tokens
-        messages, ops, _ = prepare_branch_wire(entries, budget)
-        if not messages:
-            summary = "No content to summarize"
-            details = {"readFiles": [], "modifiedFiles": []}
-        else:
-            text, usage = _call(
-                summarize,
-                "branch",
-                branch_prompt(messages, custom_instructions, replace_instructions),
-                _reasoning(thinking_level),
-            )
-            read_files, modified_files = compute_file_lists(ops)
-            summary = BRANCH_SUMMARY_PREAMBLE + text + format_file_operations(read_files, modified_files)
-            details = {"readFiles": read_files, "modifiedFiles": modified_files}
+        summary: str | None = None
+        usage: Any = MISSING
+        details: dict[str, Any] = {}
+        if summarizing and entries:
+            budget = (context_window or 128000) - reserve_tokens
+            messages, ops, _ = prepare_branch_wire(entries, budget)
+            if not messages:
+                summary = "No content to summarize"
+                details = {"readFiles": [], "modifiedFiles": []}
+            else:
+                text, usage = yield from _ask(
+                    "branch",
+                    branch_prompt(messages, custom_instructions, replace_instructions),
+                    _reasoning(thinking_level),
+                )
+                read_files, modified_files = compute_file_lists(ops)
+                summary = BRANCH_SUMMARY_PREAMBLE + text + format_file_operations(read_files, modified_files)
+                details = {"readFiles": read_files, "modifiedFiles": modified_files}
 
-    kind = target.get("type")
-    message = target.get("message")
-    editor_text: str | None = None
-    new_leaf: Any = target_id
-    if kind == "message" and isinstance(message, Mapping) and message.get("role") == "user":
-        new_leaf, editor_text = target.get("parentId"), content_text(message.get("content"), "")
-    elif kind == "custom_message":
-        new_leaf, editor_text = target.get("parentId"), content_text(target.get("content"), "")
-    new_leaf = new_leaf if isinstance(new_leaf, str) else None
+        kind = target.get("type")
+        message = target.get("message")
+        editor_text: str | None = None
+        new_leaf: Any = target_id
+        if kind == "message" and isinstance(message, Mapping) and message.get("role") == "user":
+            new_leaf, editor_text = target.get("parentId"), content_text(message.get("content"), "")
+        elif kind == "custom_message":
+            new_leaf, editor_text = target.get("parentId"), content_text(target.get("content"), "")
+        new_leaf = new_leaf if isinstance(new_leaf, str) else None
 
-    summary_entry: BranchSummaryEntry | None = None
-    with manager._writing():
-        if summary:
-            summary_id = manager.branch_with_summary(
-                new_leaf, summary, details, False, UNSET if usage is MISSING else usage
-            )
-            summary_entry = manager.get_entry(summary_id)  # type: ignore[assignment]
-            if label:
-                manager.append_label_change(summary_id, label)
-        elif new_leaf is None:
-            manager.reset_leaf()
-        else:
-            manager.branch(new_leaf)
-        if label and not summary:
-            manager.append_label_change(target_id, label)
-    return Navigation(new_leaf, editor_text, summary_entry)
+        with manager._writing():
+            # As for a compaction: what was summarized must still be the branch being left.
+            if manager.get_leaf_id() != old_leaf_id or _ids(
+                collect_wire(manager.snapshot(), old_leaf_id, target_id)[0]
+            ) != _ids(entries):
+                continue
+            summary_entry: BranchSummaryEntry | None = None
+            if summary:
+                summary_id = manager.branch_with_summary(
+                    new_leaf, summary, details, False, UNSET if usage is MISSING else usage
+                )
+                summary_entry = manager.get_entry(summary_id)  # type: ignore[assignment]
+                if label:
+                    manager.append_label_change(summary_id, label)
+            elif new_leaf is None:
+                manager.reset_leaf()
+            else:
+                manager.branch(new_leaf)
+            if label and not summary:
+                manager.append_label_change(target_id, label)
+            return Navigation(new_leaf, editor_text, summary_entry)
+    raise BranchChangedError(
+        f"the branch being left kept changing while the summarizer ran ({_ROUNDS} tries): "
+        f"nothing was written to {_where(manager)}"
+    )
+
+
+def _ids(entries: Sequence[Mapping[str, Any]]) -> list[Any]:
+    return [e.get("id") for e in entries]
 
 
 # -- for command lines -------------------------------------------------------------------------------
@@ -349,14 +502,8 @@ def command_summarizer(command: str, *, timeout: float | None = None) -> Summari
         if request.reasoning is not None:
             env["PISESSION_REASONING"] = request.reasoning
         try:
-            done = subprocess.run(
-                command,
-                shell=True,
-                input=request.prompt.encode("utf-8", "surrogatepass"),
-                env=env,
-                capture_output=True,
-                timeout=timeout,
-                check=False,
+            returncode, stdout, stderr = _run_command(
+                command, request.prompt.encode("utf-8", "surrogatepass"), env, timeout
             )
         except subprocess.TimeoutExpired as exc:
             raise SummarizerCommandError(
@@ -364,18 +511,58 @@ def command_summarizer(command: str, *, timeout: float | None = None) -> Summari
             ) from exc
         except OSError as exc:
             raise SummarizerCommandError(f"summarizer command could not run: {command}: {exc}") from exc
-        if done.returncode != 0:
-            detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        if returncode != 0:
+            detail = stderr.decode("utf-8", "replace").strip().splitlines()
             tail = f": {detail[-1]}" if detail else ""
-            raise SummarizerCommandError(
-                f"summarizer command exited with code {done.returncode}{tail}: {command}"
-            )
-        text = done.stdout.decode("utf-8", "replace").rstrip("\r\n")
+            raise SummarizerCommandError(f"summarizer command exited with code {returncode}{tail}: {command}")
+        text = stdout.decode("utf-8", "replace").rstrip("\r\n")
         if not text.strip():
-            raise SummarizerCommandError(f"summarizer command printed nothing: {command}")
+            raise EmptySummaryError(f"summarizer command printed nothing: {command}")
         return text
 
     return summarize
+
+
+def _run_command(
+    command: str, stdin: bytes, env: Mapping[str, str], timeout: float | None
+) -> tuple[int, bytes, bytes]:
+    """Run ``command`` through the shell in a process group of its own, so that what it starts
+    (a model client, a pipeline) ends with it: on a timeout, Ctrl-C or any other exception the
+    whole group is killed, not only the shell. Ctrl-C at a terminal reaches only the foreground
+    group, so the command's group is not interrupted by it: this process kills it."""
+    process = subprocess.Popen(
+        command,
+        shell=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(env),
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(stdin, timeout=timeout)
+    except BaseException:
+        _kill_group(process)
+        raise
+    return process.returncode, stdout, stderr
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    # The shell is not yet reaped here, so its pid still names its group and no other.
+    killpg = getattr(os, "killpg", None)  # POSIX
+    try:
+        if killpg is None:
+            process.kill()
+        else:
+            killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+    # Not communicate(): a process that left the group may still hold the pipes open.
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            with contextlib.suppress(OSError):  # stdin's unwritten rest: the reader is dead
+                stream.close()
+    process.wait()
 
 
 def format_plan(preparation: CompactionPreparation | None) -> str:

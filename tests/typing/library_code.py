@@ -1,6 +1,6 @@
 """More user-style code, for the newer public modules: asyncio, compaction, export, stats,
-validate and the catalog. Like ``user_code.py`` it must pass ``mypy --strict`` (tests/test_typing.py
-and .ci/run) and it runs (tests/test_typing.py calls ``main``).
+validate, the catalog and Pi's settings. Like ``user_code.py`` it must pass ``mypy --strict``
+(tests/test_typing.py and .ci/run) and it runs (tests/test_typing.py calls ``main``).
 """
 
 from __future__ import annotations
@@ -9,11 +9,26 @@ import asyncio
 import os
 import sys
 
-from pisession import CustomEntry, SessionManager, UserMessage
+from pisession import CustomEntry, SessionManager, SettingsError, UserMessage
 from pisession.aio import AsyncSessionManager
 from pisession.catalog import Catalog
-from pisession.compaction import CompactionSettings, SummaryRequest, estimate_tokens, format_plan
+from pisession.compaction import (
+    CompactionCheck,
+    CompactionSettings,
+    SummaryRequest,
+    SummaryResult,
+    estimate_tokens,
+    format_plan,
+)
 from pisession.export import to_jsonl, to_markdown
+from pisession.settings import (
+    PiSettings,
+    ResolvedSetting,
+    SessionDirChoice,
+    choose_session_dir,
+    is_project_trusted,
+    session_model,
+)
 from pisession.stats import session_stats
 from pisession.validate import validate_file
 
@@ -32,18 +47,63 @@ def summarize(request: SummaryRequest) -> str:
     return f"{request.kind}: {len(request.prompt)} characters"
 
 
+def users_compaction_settings(manager: SessionManager) -> CompactionSettings:
+    folder = manager.get_cwd()
+    settings = PiSettings.load(folder, project_trusted=is_project_trusted(folder))
+    for problem in settings.errors:
+        print(problem.scope, problem.path, problem.message)
+    try:
+        return settings.compaction_settings(session_model(manager, settings))
+    except SettingsError as error:
+        print(error)
+        return CompactionSettings()
+
+
+def show_settings(folder: str) -> None:
+    choice: SessionDirChoice = choose_session_dir(folder)
+    folder_or_default: str | None = choice.path
+    print(folder_or_default, choice.source)
+    resolved: tuple[ResolvedSetting, ...] = PiSettings.load(folder, project_trusted=False).resolved("a/m")
+    for setting in resolved:
+        value: int | bool | None = setting.value
+        print(setting.name, value, setting.source, setting.model_override, setting.error)
+    settings = PiSettings.load(folder)
+    reserve: int = settings.branch_summary_reserve_tokens
+    skip: bool = settings.branch_summary_skip_prompt
+    session_dir: str | None = settings.session_dir
+    print(reserve, skip, session_dir, settings.compaction_enabled, settings.value("sessionDir"))
+
+
+async def summarize_async(request: SummaryRequest) -> SummaryResult:
+    await asyncio.sleep(0)
+    return SummaryResult(f"{request.kind}: {len(request.prompt)} characters")
+
+
+async def compact_when_pi_would(path: str, window: int) -> str | None:
+    async with await AsyncSessionManager.open(path) as manager:
+        check: CompactionCheck = await manager.needs_compaction(window)
+        print(check.tokens, check.threshold, check.reason)
+        if not check:
+            return None
+        entry = await manager.compact(summarize_async, settings=CompactionSettings(keep_recent_tokens=300))
+        return entry.id
+
+
 def main(folder: str) -> None:
+    show_settings(folder)
     manager = SessionManager.create(folder, os.path.join(folder, "sessions"))
     for n in range(6):
         manager.append_message(UserMessage(content=f"question {n} " + "word " * 200))
     path = manager.get_session_file()
     assert path is not None
     tokens = sum(estimate_tokens(m) for m in manager.build_session_context().messages)
+    print(users_compaction_settings(manager))
     plan = manager.plan_compaction(CompactionSettings(keep_recent_tokens=300))
     print(tokens, format_plan(plan))
     if plan is not None:
         entry = manager.compact(summarize, settings=CompactionSettings(keep_recent_tokens=300))
         print(entry.first_kept_entry_id, entry.tokens_before)
+    print(asyncio.run(compact_when_pi_would(path, 2000)))
     print(len(to_markdown(manager)), len(to_jsonl(manager)))
     print(session_stats(manager))
     report = validate_file(path)

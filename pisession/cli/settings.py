@@ -1,0 +1,131 @@
+"""``settings``: what Pi's own settings resolve to here (session folder, compaction and
+branch summaries), and where each value comes from."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from pisession import default_session_dir
+from pisession.settings import PiSettings, choose_session_dir, is_project_trusted
+
+from .commands import Commands
+from .output import emit, emit_json, write_out
+
+_SESSION_DIR_SOURCES = {
+    "explicit": "--session-dir",
+    "variable": "$PI_CODING_AGENT_SESSION_DIR",
+    "global": "sessionDir, global settings",
+    "project": "sessionDir, project settings",
+    "default": "Pi's default folder for this cwd",
+}
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else os.getcwd()
+    # Pi takes the session folder from the project file whether or not it trusts the project,
+    # and everything else only from a project it trusts.
+    trusted = is_project_trusted(cwd)
+    settings = PiSettings.load(cwd, project_trusted=trusted)
+    folder = choose_session_dir(cwd, args.session_dir)
+    session_folder = folder.path if folder.path is not None else default_session_dir(cwd)
+    # The folder's choice read the project file even when it is not trusted: its errors count.
+    startup_errors = folder.settings.errors if folder.settings is not None else ()
+    errors = list({str(e): e for e in (*settings.errors, *startup_errors)}.values())
+    resolved = settings.resolved(args.model)
+    invalid = [setting.error for setting in resolved if setting.error is not None]
+    if args.json:
+        emit_json(
+            {
+                "cwd": cwd,
+                "model": args.model,
+                "agentDir": settings.agent_dir,
+                "projectTrusted": trusted,
+                "files": [
+                    {
+                        "scope": "global",
+                        "path": settings.global_path,
+                        "exists": os.path.exists(settings.global_path),
+                    },
+                    {
+                        "scope": "project",
+                        "path": settings.project_path,
+                        "exists": os.path.exists(settings.project_path),
+                    },
+                ],
+                "errors": [{"scope": e.scope, "path": e.path, "message": e.message} for e in errors],
+                "sessionDir": {"value": session_folder, "source": folder.source},
+                "settings": {
+                    setting.name: {
+                        "value": setting.value,
+                        "source": setting.source,
+                        "modelOverride": setting.model_override,
+                        "error": setting.error,
+                    }
+                    for setting in resolved
+                },
+            }
+        )
+        return 1 if invalid else 0
+    emit(f"Pi's settings for {cwd}" + (f" (model {args.model})" if args.model else " (no model)"))
+    for scope, path in (("global", settings.global_path), ("project", settings.project_path)):
+        state = "read" if os.path.exists(path) else "none"
+        if scope == "project" and state == "read" and not trusted:
+            state = "project not trusted by Pi: only its sessionDir counts"
+        for error in errors:
+            if error.path == path:
+                state = f"ignored, as Pi ignores it: {error.message}"
+        emit(f"  {scope} settings: {path} ({state})")
+    rows = [("session folder", session_folder, _SESSION_DIR_SOURCES[folder.source])]
+    for setting in resolved:
+        source = {"default": "Pi's default", "global": "global settings", "project": "project settings"}[
+            setting.source
+        ]
+        if setting.model_override:
+            source += f", modelOverrides[{args.model!r}]"
+        if setting.error is not None:
+            rows.append((setting.name, "invalid", setting.error))
+        else:
+            rows.append((setting.name, _text(setting.value), source))
+    name_width = max(len(name) for name, _, _ in rows)
+    value_width = max(len(value) for _, value, _ in rows)
+    for name, value, source in rows:
+        emit(f"  {name:<{name_width}}  {value:<{value_width}}  {source}")
+    for message in invalid:
+        write_out(f"pisession: error: {message}\n", sys.stderr)
+    return 1 if invalid else 0
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def register(commands: Commands) -> None:
+    sub = commands.add(
+        "settings",
+        cmd_settings,
+        "show what Pi's own settings resolve to here",
+        "The session folder Pi's command line would use (--session-dir, else "
+        "$PI_CODING_AGENT_SESSION_DIR, else the sessionDir setting, else Pi's default) and the "
+        "compaction and branch-summary settings Pi would use for the folder (--cwd) and model "
+        "(--model provider/id), each with where it comes from: Pi's default, the global "
+        "settings file (AGENT_DIR/settings.json) or the project's (CWD/.pi/settings.json). "
+        "Settings files Pi would ignore are named; a project's file counts only when Pi trusts the "
+        'folder (AGENT_DIR/trust.json, or defaultProjectTrust "always"), except for sessionDir. '
+        "Exit status 1 when a value is invalid. "
+        "Nothing is written. Python: PiSettings.load(cwd, project_trusted=is_project_trusted(cwd))"
+        ".resolved(model), choose_session_dir(cwd).",
+        [commands.where, commands.as_json],
+        session=False,
+    )
+    sub.add_argument(
+        "--cwd", metavar="DIR", help="the folder whose project settings count (default: this one)"
+    )
+    sub.add_argument(
+        "--model",
+        metavar="PROVIDER/ID",
+        help="the model whose compaction.modelOverrides apply (default: none)",
+    )
