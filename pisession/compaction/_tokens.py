@@ -15,8 +15,18 @@ import attrs
 
 from .._codec import from_wire
 from .._context import WireProjection, current_system_message
-from .._js import MISSING, js_add, js_greater, js_number, js_property, js_string, js_to_number, js_truthy
-from .._json import _ordered_items, dumps
+from .._js import (
+    MISSING,
+    js_add,
+    js_entries,
+    js_greater,
+    js_number,
+    js_property,
+    js_string,
+    js_to_number,
+    js_truthy,
+)
+from .._json import dumps
 from .._model import Entry, Message, Usage
 from ._common import js_len, wire, wire_list
 
@@ -97,7 +107,7 @@ def _text_and_image_chars(content: Any) -> Any:
     if isinstance(content, str):
         return js_len(content)
     chars: Any = 0
-    # Pi iterates anything here; an object, a number or null throws, and counts nothing here.
+    # Pi's for-of throws on an object, a number or null: counted as no blocks here.
     for block in content if isinstance(content, list) else ():
         kind = block.get("type", MISSING) if isinstance(block, dict) else MISSING
         if kind == "text":
@@ -109,18 +119,6 @@ def _text_and_image_chars(content: Any) -> Any:
         elif kind == "image":
             chars = js_add(chars, ESTIMATED_IMAGE_CHARS)
     return chars
-
-
-def _js_values(value: Any) -> list[Any]:
-    """``Object.values(value)`` for a JSON value (a string gives its UTF-16 units)."""
-    if isinstance(value, dict):
-        return [v for _, v in _ordered_items(value)]
-    if isinstance(value, list):
-        return list(value)
-    if isinstance(value, str):
-        units = value.encode("utf-16-le", "surrogatepass")
-        return [units[i : i + 2].decode("utf-16-le", "surrogatepass") for i in range(0, len(units), 2)]
-    return []
 
 
 def _assistant_chars(content: Any) -> Any:
@@ -154,7 +152,7 @@ def estimate_tokens_wire(message: Mapping[str, Any]) -> Any:
         chars = _text_and_image_chars(message.get("content"))
         sections = message.get("sections", MISSING)
         if js_truthy(sections):
-            for section in _js_values(sections):
+            for _, section in js_entries(sections):  # Object.values
                 if js_truthy(section):
                     chars = js_add(chars, _length(section))
         tools = message.get("toolsAdded", MISSING)
