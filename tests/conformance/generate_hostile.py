@@ -305,10 +305,19 @@ def prompt_sessions() -> list[Session]:
     ``Object.entries`` lists a string's characters and an array's items), and a previous
     compaction whose summary is not a string (Pi tests it for truth and writes it with String())."""
     out = []
-    s = Session("prompt_arguments")
-    for turn, arguments in enumerate(
-        ["ls -la", ["a", 1, None], 5, {"2": "x", "b": 1, "1": "y"}, "😀!", None, True]
+    # Pi throws on null arguments ("Cannot convert undefined or null to object"): kept apart so
+    # that every run of the first case compares a prompt.
+    for name, values in (
+        ("prompt_arguments", ["ls -la", ["a", 1, None], 5, {"2": "x", "b": 1, "1": "y"}, "😀!", True]),
+        ("prompt_arguments_null", ["ls", None]),
     ):
+        out.append(_arguments_session(name, values))
+    return out + _issue_and_summary_sessions()
+
+
+def _arguments_session(name: str, values: list[Any]) -> Session:
+    s = Session(name)
+    for turn, arguments in enumerate(values):
         s.user(f"Turn {turn}: run the tool. " + "x" * 200)
         s.assistant(
             {"type": "text", "text": "Calling."},
@@ -317,8 +326,12 @@ def prompt_sessions() -> list[Session]:
         )
         s.tool(f"t{turn}", "bash", "done " * 40)
         s.assistant({"type": "text", "text": "Finished. " + "y" * 300})
-    out.append(s)
-    # The two files of issue 22: text that is an object or a number, and a string totalTokens.
+    return s
+
+
+def _issue_and_summary_sessions() -> list[Session]:
+    out: list[Session] = []
+    # Text that is an object or a number; a string totalTokens.
     s = Session("issue_text_not_string")
     s.user("hi " * 500)
     s.assistant({"type": "text", "text": {"k": "v"}}, usage=_USAGE)

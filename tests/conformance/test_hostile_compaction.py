@@ -263,6 +263,8 @@ def _requests(case: str) -> str:
 def test_golden_prompts_for_odd_arguments_and_previous_summaries() -> None:
     """Point 10's prompt cases are in the corpus: Pi's text for string, array and number tool
     arguments, and for previous summaries that are not strings."""
+    runs = [r["result"] for r in COMPACT if r["case"] == "prompt_arguments"]
+    assert all(r["ok"] for r in runs), [r.get("error") for r in runs]
     arguments = _requests("prompt_arguments")
     assert 'bash(0="l", 1="s", 2=" ", 3="-", 4="l", 5="a")' in arguments
     assert 'bash(0="a", 1=1, 2=null)' in arguments
