@@ -34,6 +34,7 @@ from ._errors import (
     SettingsError,
     SummarizerCommandError,
     SymlinkRefusedError,
+    UsageQueryError,
     WireFormatError,
 )
 
@@ -164,7 +165,10 @@ _LAZY: dict[str, str] = {
 
 # The public modules, as attributes too (`pisession.export.to_html(...)` after `import pisession`).
 _SUBMODULES = frozenset(
-    ("aio", "catalog", "cli", "compaction", "describe", "export", "settings", "stats", "validate", "views")
+    (
+        "aio", "catalog", "cli", "compaction", "describe", "export", "settings", "stats", "usage",
+        "validate", "views",
+    )
 )
 
 
@@ -230,6 +234,7 @@ __all__ = [
     "SymlinkRefusedError",
     "CatalogError",
     "SettingsError",
+    "UsageQueryError",
     "LockTimeout",
     "LockFileAccessError",
     "SessionClosedError",

@@ -24,6 +24,7 @@ __all__ = [
     "BranchChangedError",
     "CatalogError",
     "SettingsError",
+    "UsageQueryError",
 ]
 
 
@@ -145,3 +146,8 @@ class CatalogError(PisessionError):
 class SettingsError(PisessionError, ValueError):
     """A Pi setting holds a value Pi refuses (the message is Pi's, e.g. ``Invalid
     compaction.keepRecentTokens setting: -1. Expected a non-negative safe integer.``)."""
+
+
+class UsageQueryError(PisessionError, ValueError):
+    """A usage report was asked for with a bad argument: an unknown grouping, a date that is not
+    ``YYYY-MM-DD``, a time zone that is not a known IANA name (or no time zone data installed)."""

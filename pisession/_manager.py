@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from ._context import WireProjection, context_positions, current_system_message, project_leaf
+from ._delivery import Delivery
 from ._errors import (
     EntryNotFoundError,
     InvalidContextEditError,
@@ -217,7 +218,7 @@ class SessionManager:
         # taken, and its file read, when the holding began.
         self._held: list[SessionLock | None] = []
         self._unconfirmed_since: tuple[TreeIndex, Any, bool] | None = None
-        self._unreported: builtins.list[int] = []  # others' entries refresh() has not returned yet
+        self._delivery = Delivery()  # others' entries refresh() and follow() have not handed over
         if persist and self._session_dir and not os.path.exists(self._session_dir):
             make_private_dirs(self._session_dir)
         if session_file:
@@ -247,6 +248,21 @@ class SessionManager:
 
             manager = SessionManager.create("/work/project")
             manager.append_message({"role": "user", "content": "hi", "timestamp": 1733234400000})
+
+        :param cwd: the project's working folder: written in the header, and it picks Pi's default session
+            folder.
+        :param session_dir: the folder to write the session file in (default: Pi's folder for ``cwd``,
+            ``~/.pi/agent/sessions/--<cwd>--``).
+        :param id: the session id (default: a new one); checked against Pi's pattern before any folder is
+            made.
+        :param parent_session: the path written as the header's ``parentSession`` (the session this one came
+            from).
+        :param clock: where timestamps come from (default: the system clock; tests pass a fixed one).
+        :param ids: where entry and session ids come from (default: random ones, as Pi makes them).
+        :param lock_timeout: seconds a write waits for another writer's session lock before
+            :class:`LockTimeout`; None waits as long as it is held.
+        :param on_lock_wait: called once with a message naming the holder when a write has waited a second for
+            the lock.
         """
         if id is not None:
             from ._ids import assert_valid_session_id
@@ -292,6 +308,18 @@ class SessionManager:
         (the file stays open: one descriptor, shared by this manager and its snapshots, closed
         when the last of them is gone or by :meth:`close`); a line the file no longer holds as
         it was raises :class:`SessionChangedError` when read. The default holds every line.
+
+        :param path: the session file (a missing one becomes a new session written there).
+        :param session_dir: the folder for sessions this manager starts later (:meth:`new_session`,
+            :meth:`create_branched_session`); default: the file's folder.
+        :param cwd_override: the working folder to use instead of the one in the file's header.
+        :param clock: where timestamps come from (default: the system clock; tests pass a fixed one).
+        :param ids: where entry and session ids come from (default: random ones, as Pi makes them).
+        :param lock_timeout: seconds a write waits for another writer's session lock before
+            :class:`LockTimeout`; None waits as long as it is held.
+        :param on_lock_wait: called once with a message naming the holder when a write has waited a second for
+            the lock.
+        :param low_memory: leave each entry's line in the file until it is first read (above).
         """
         resolved = resolve_path(os.fspath(path))
         if os.path.isdir(resolved):
@@ -370,7 +398,19 @@ class SessionManager:
 
             manager = SessionManager.continue_recent("/work/project", low_memory=True)
 
-        ``low_memory``: as for :meth:`open`."""
+        ``low_memory``: as for :meth:`open`.
+
+        :param cwd: the project whose most recently modified session is continued (or started).
+        :param session_dir: the folder to look in (default: Pi's folder for ``cwd``); in any other folder only
+            sessions whose header names ``cwd`` count.
+        :param clock: where timestamps come from (default: the system clock; tests pass a fixed one).
+        :param ids: where entry and session ids come from (default: random ones, as Pi makes them).
+        :param lock_timeout: seconds a write waits for another writer's session lock before
+            :class:`LockTimeout`; None waits as long as it is held.
+        :param on_lock_wait: called once with a message naming the holder when a write has waited a second for
+            the lock.
+        :param low_memory: leave each entry's line in the file until it is first read (see :meth:`open`).
+        """
         directory = normalize_path(os.fspath(session_dir)) if session_dir else get_default_session_dir(cwd)
         filter_cwd = session_dir is not None and not paths_equal(directory, default_session_dir_path(cwd))
         recent = find_most_recent_session(directory, os.fspath(cwd) if filter_cwd else None)
@@ -406,7 +446,21 @@ class SessionManager:
             manager = SessionManager.fork_from("old.jsonl", "/work/other", low_memory=True)
 
         ``low_memory``: as for :meth:`open` (the copy is made line by line either way, and the
-        new file is the one kept open)."""
+        new file is the one kept open).
+
+        :param source_path: the session file to copy (every line Pi copies).
+        :param target_cwd: the working folder of the new session: written in its header, and it picks Pi's
+            default session folder.
+        :param session_dir: the folder to write the new session in (default: Pi's folder for ``target_cwd``).
+        :param id: the new session's id (default: a new one); checked against Pi's pattern.
+        :param clock: where timestamps come from (default: the system clock; tests pass a fixed one).
+        :param ids: where entry and session ids come from (default: random ones, as Pi makes them).
+        :param lock_timeout: seconds to wait for the source's and the new file's locks before
+            :class:`LockTimeout`; None waits as long as they are held.
+        :param on_lock_wait: called once with a message naming the holder when a write has waited a second for
+            the lock.
+        :param low_memory: leave each entry's line in the file until it is first read (see :meth:`open`).
+        """
         from ._ids import RandomIds, SystemClock, assert_valid_session_id
 
         if id is not None:
@@ -478,7 +532,13 @@ class SessionManager:
 
     @staticmethod
     def find_by_id(cwd: str, session_id: str, session_dir: str | None = None) -> str | None:
-        """Path of the session with exactly this id in ``cwd``'s session folder (headers only)."""
+        """Path of the session with exactly this id in ``cwd``'s session folder (headers only).
+
+        :param cwd: the project to look in: it picks Pi's default session folder.
+        :param session_id: the whole session id (not a prefix), compared with each header's ``id``.
+        :param session_dir: the folder to look in instead; in any folder but Pi's for ``cwd`` only sessions
+            whose header names ``cwd`` count.
+        """
         from ._paths import find_by_id
 
         return find_by_id(cwd, session_id, session_dir)
@@ -498,6 +558,13 @@ class SessionManager:
 
         ``catalog=True`` (the default :class:`~pisession.catalog.Catalog`) or ``catalog=Catalog(path)``
         reads only the files that changed since the last call; the rows are the same.
+
+        :param cwd: the project whose sessions are listed: those in Pi's session folder for it.
+        :param session_dir: the folder to list instead; in any folder but Pi's for ``cwd`` only sessions whose
+            header names ``cwd`` are listed.
+        :param on_progress: called as ``on_progress(done, total)`` while the files are read.
+        :param catalog: False reads every file; True uses the default catalog; a
+            :class:`~pisession.catalog.Catalog` uses that one.
         """
         if catalog is not False:
             from .catalog import with_catalog
@@ -514,7 +581,14 @@ class SessionManager:
         *,
         catalog: Catalog | bool = False,
     ) -> builtins.list[SessionInfo]:
-        """Sessions of every project (or of one folder), newest first (``catalog``: as in :meth:`list`)."""
+        """Sessions of every project (or of one folder), newest first (``catalog``: as in :meth:`list`).
+
+        :param session_dir: a folder of session files to list whole, or a root of project folders (one holding
+            no session file of its own) to list project by project; default: Pi's sessions root.
+        :param on_progress: called as ``on_progress(done, total)`` while the files are read.
+        :param catalog: False reads every file; True uses the default catalog; a
+            :class:`~pisession.catalog.Catalog` uses that one.
+        """
         if catalog is not False:
             from .catalog import with_catalog
 
@@ -676,6 +750,7 @@ class SessionManager:
         # of the last entry, while get_leaf_id() reports None.
         self._leaf_id = None if last is None else index.id_at(last)
         self._has_conversation = index.has_conversation()
+        self._delivery.reset(len(index))
 
     @property
     def _clock(self) -> Clock:
@@ -716,6 +791,7 @@ class SessionManager:
             header["parentSession"] = parent
         self._header = header
         self._index = TreeIndex()
+        self._delivery.reset(0)
         self._leaf_id = None
         self._flushed = False
         self._has_conversation = False
@@ -744,21 +820,30 @@ class SessionManager:
     def refresh(self, *, move_leaf: bool = False) -> builtins.list[Entry]:
         """Read entries other writers (Pi included) appended since this manager last looked.
 
-        Returns them typed, in file order. The leaf stays where it is unless ``move_leaf``.
-        A file that was replaced or shrank is read again from the start.
+        Returns them typed, in file order, each once: what :meth:`follow` handed over is not
+        returned again, and what a follow read but did not hand over is. This manager's own
+        appends are not returned (they already are in its snapshot). The leaf stays where it
+        is unless ``move_leaf``. A file that was replaced or shrank is read again from the
+        start; only the entries it holds that this manager had not seen are returned.
         """
         with self._mutex:
-            if self._closed:  # reading on would reopen the file close() let go of
-                raise SessionClosedError(f"Session manager was closed: {self._session_file or 'in memory'}")
+            self._check_open()
             self._sync()
-            positions, self._unreported = self._unreported, []
-            if move_leaf and positions:
-                self._leaf_id = self._index.id_at(positions[-1])
-            index = self._index
-            return [index.model_at(p) for p in positions if p < len(index)]
+            index, delivery = self._index, self._delivery
+            entries = []
+            while (entry := delivery.take(index, False)) is not None:
+                entries.append(entry)
+            if move_leaf and entries:
+                self._leaf_id = entries[-1].id
+            return entries
 
     def follow(
-        self, poll_interval: float = 0.25, *, stop: threading.Event | None = None, notify: bool = True
+        self,
+        poll_interval: float = 0.25,
+        *,
+        stop: threading.Event | None = None,
+        notify: bool = True,
+        include_own: bool = False,
     ) -> Iterator[Entry]:
         """Yield entries as other writers append them::
 
@@ -768,7 +853,14 @@ class SessionManager:
 
         Wakes as soon as the file changes where inotify is available (Linux; ``notify=False``
         turns it off), otherwise looks every ``poll_interval`` seconds. Runs until ``stop`` is
-        set (or forever; the watch is closed when the iteration ends); the leaf does not move.
+        set (or forever): once it is set, the follow reads the file to its end, yields what
+        was appended before, and ends. The leaf does not move; the watch is closed when the
+        iteration ends.
+
+        Each entry is handed over once, to this follow, a later one or :meth:`refresh`: leave
+        the loop early (``break``, an exception) and what was not yielded yet comes next time.
+        This manager's own appends (from another thread, or in the loop's body) are skipped
+        unless ``include_own`` is true; then those made while it follows are yielded too.
         """
         import threading
 
@@ -777,16 +869,56 @@ class SessionManager:
         event = stop or threading.Event()
         path = self._session_file
         watcher = _watch.open_watcher(path) if notify and path else None
+        token = object()
+        if include_own:
+            self._delivery.own_followers.append(token)
         try:
-            while not event.is_set():
-                yield from self.refresh()
-                if watcher is None:
+            drained = False
+            while True:
+                if not drained and event.is_set():
+                    # Stopped: read to the end once, hand over what came before, then end.
+                    drained = True
+                    with self._mutex:
+                        self._check_open()
+                        self._sync()
+                entry = self._next_entry(include_own, read=not drained)
+                if entry is not None:
+                    yield entry
+                elif drained:
+                    return
+                elif watcher is None:
                     event.wait(poll_interval)
                 else:
                     watcher.wait(event, _watch.NOTIFIED_POLL)
         finally:
+            if include_own:
+                self._delivery.own_followers.remove(token)
             if watcher is not None:
                 watcher.close()
+
+    def _next_entry(self, include_own: bool, *, read: bool) -> Entry | None:
+        """The next undelivered entry, now delivered; with ``read``, the file is read for more
+        when none is pending. One at a time, so a reader that stops takes no more than it got."""
+        with self._mutex:
+            self._check_open()
+            delivery = self._delivery
+            entry = delivery.take(self._index, include_own)
+            if entry is None and read and self._sync():
+                entry = delivery.take(self._index, include_own)
+            return entry
+
+    def _stage(self, limit: int, *, read: bool) -> bool:
+        """For an asyncio follower: type up to ``limit`` undelivered entries (reading the file
+        first with ``read``) for it to take on its own thread; True if any is waiting."""
+        with self._mutex:
+            self._check_open()
+            if read:
+                self._sync()
+            return self._delivery.stage(self._index, limit)
+
+    def _check_open(self) -> None:
+        if self._closed:  # reading on would reopen the file close() let go of
+            raise SessionClosedError(f"Session manager was closed: {self._session_file or 'in memory'}")
 
     def _leaf_is_tip(self) -> bool:
         last = self._index.last_position()
@@ -815,9 +947,7 @@ class SessionManager:
             # Lines of the file as loaded, for an index built otherwise (migrated in memory).
             read = bodies.read
             body = [(h, read(raw, h.id), None) if type(raw) is int else (h, raw, e) for h, raw, e in body]
-        before = len(self._index)
         self._index = self._index.append_records(body)
-        self._unreported.extend(range(before, len(self._index)))
         if not self._has_conversation:
             self._has_conversation = any(
                 r[0].type == "message"
@@ -848,10 +978,15 @@ class SessionManager:
                 f"Session file {previous.path} now holds another session ({header.get('id')}, not "
                 f"{self._header.get('id')}): nothing was written to it"
             )
-        count = len(self._index)
-        self._adopt_records(header, records, rewrite=False)
-        # The file was replaced: positions changed; report whatever lies past the old length.
-        self._unreported = list(range(min(count, len(self._index)), len(self._index)))
+        old, pending = self._index, self._delivery
+        self._delivery = Delivery()  # a load resets what it finds; the pending ones are kept
+        try:
+            self._adopt_records(header, records, rewrite=False)
+        finally:
+            self._delivery = pending
+        # Positions changed: what was pending stays pending, and what the old index did not
+        # hold is new (our own appends are in it).
+        pending.rebase(old, self._index)
         if not was_tip and leaf in self._index:
             self._leaf_id = leaf
 
@@ -1033,6 +1168,8 @@ class SessionManager:
         # Pi keeps the object it wrote; its JSON round trip is what Pi holds (array-index keys
         # first, numbers as doubles), so the index keeps the line and parses it when read.
         self._index = index.append_written(entry, data)
+        delivery = self._delivery
+        delivery.wrote(len(index))
         self._leaf_id = entry.get("id")
         had_conversation = self._has_conversation
         if not had_conversation:
@@ -1056,8 +1193,10 @@ class SessionManager:
                     between = file.between if verified else None
                     if between is not None:
                         self._index = index
+                        delivery.truncate(len(index))
                         self._absorb(between)
                         self._index = self._index.append_written(entry, data)
+                        delivery.wrote(len(self._index) - 1)
                     elif verified or not self._adopt_run(file.run_records):
                         self._reload_keeping_leaf(entry.get("id"))
         except InvalidSessionError:
@@ -1066,10 +1205,12 @@ class SessionManager:
                 self._forget_unconfirmed()
             else:
                 self._index, self._leaf_id, self._has_conversation = index, leaf, had_conversation
+                self._delivery.truncate(len(index))
             raise
         except BaseException:
             # An entry that was not written must not become the parent of later entries.
             self._index, self._leaf_id, self._has_conversation = index, leaf, had_conversation
+            self._delivery.truncate(len(index))
             raise
         return entry
 
@@ -1091,7 +1232,12 @@ class SessionManager:
         if len(index) - len(base) - len(theirs) != len(ours) or self._leaf_id not in index:
             return False  # not every line of ours is there: re-read
         self._index = index
-        self._unreported.extend(theirs)
+        # Our lines moved among theirs: mark them again where they landed.
+        delivery = self._delivery
+        delivery.truncate(len(base))
+        mine_now = set(range(len(base), len(index))).difference(theirs)
+        for pos in sorted(mine_now):
+            delivery.wrote(pos)
         if not self._has_conversation:
             self._has_conversation = index.has_conversation()
         return True
@@ -1100,6 +1246,7 @@ class SessionManager:
         assert self._unconfirmed_since is not None
         self._index, self._leaf_id, self._has_conversation = self._unconfirmed_since
         self._unconfirmed_since = None
+        self._delivery.truncate(len(self._index))
 
     def _flush_all(self) -> None:
         """Pi writes nothing until the first user or assistant message, then everything."""

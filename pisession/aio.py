@@ -17,16 +17,20 @@ Follow a session from a coroutine::
 from __future__ import annotations
 
 import asyncio
+import builtins
 import concurrent.futures
 import contextlib
 import contextvars
 import functools
 import inspect
+import threading
+import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar, overload
 
 from . import _watch
+from ._lock import SessionLock
 from ._manager import SessionManager
 from ._model import UNSET, CompactionEntry, Entry, Unset
 from ._watch import open_watcher
@@ -40,10 +44,22 @@ __all__ = ["AsyncSessionManager"]
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
-# The transactions the running task (and the tasks it starts) is inside, by manager.
-_TRANSACTIONS: contextvars.ContextVar[tuple[AsyncSessionManager, ...]] = contextvars.ContextVar(
+# The turns the running task (and the tasks it starts) holds through its transactions, each
+# with the manager on whose thread that transaction holds the session lock.
+_HELD: contextvars.ContextVar[tuple[tuple[asyncio.Lock, AsyncSessionManager], ...]] = contextvars.ContextVar(
     "pisession_aio_transactions", default=()
 )
+
+# One turn (an asyncio lock) per session file and event loop, shared by every manager of that
+# file: a write waits for another manager's transaction on the event loop, not on its thread.
+# Waiting on its thread for the session lock would block that thread for good when the
+# transaction's own task writes through the second manager (the transaction waits for it).
+_LoopTurns = weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]
+_TURNS: weakref.WeakKeyDictionary[SessionLock, _LoopTurns] = weakref.WeakKeyDictionary()
+_TURNS_GUARD = threading.Lock()
+
+# How many entries an asyncio follower has typed on the manager's thread at a time.
+_STAGE = 256
 
 
 def _new_executor() -> concurrent.futures.ThreadPoolExecutor:
@@ -78,11 +94,7 @@ class _Offloaded(Generic[_P, _R]):
 
         @functools.wraps(method)
         async def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-            job = functools.partial(method, obj._manager, *args, **kwargs)
-            if exclusive and obj not in _TRANSACTIONS.get():
-                async with obj._transaction_lock:
-                    return await obj._run(job)
-            return await obj._run(job)
+            return await obj._call(functools.partial(method, obj._manager, *args, **kwargs), exclusive)
 
         return call
 
@@ -156,28 +168,35 @@ class _Transaction:
         self._owner = owner
         self._lock_timeout = lock_timeout
         self._sync: contextlib.AbstractContextManager[SessionManager] | None = None
-        self._token: contextvars.Token[tuple[AsyncSessionManager, ...]] | None = None
-        self._locked = False
+        self._token: contextvars.Token[tuple[tuple[asyncio.Lock, AsyncSessionManager], ...]] | None = None
+        self._taken: asyncio.Lock | None = None
+        self._runner = owner
 
     async def __aenter__(self) -> AsyncSessionManager:
         owner = self._owner
-        if owner not in _TRANSACTIONS.get():
-            await owner._transaction_lock.acquire()
-            self._locked = True
+        turn = owner._turn()
+        runner = _holder(turn)
+        if runner is None:
+            await turn.acquire()
+            self._taken = turn
+            runner = owner
+        # Inside a transaction of this file (through this manager or another), this one runs
+        # on the thread that holds the session lock, as nested blocks do on one thread.
+        self._runner = runner
         try:
             sync = self._sync = owner._manager.transaction(lock_timeout=self._lock_timeout)
-            entering = owner._submit(sync.__enter__)
+            entering = runner._submit(sync.__enter__)
             try:
                 await asyncio.shield(asyncio.wrap_future(entering))
             except asyncio.CancelledError:
                 # The thread goes on taking the lock: it lets it go again right after (one thread,
                 # jobs in order: the enter is done when this runs).
-                owner._submit(lambda: entering.exception() is None and sync.__exit__(None, None, None))
+                runner._submit(lambda: entering.exception() is None and sync.__exit__(None, None, None))
                 raise
         except BaseException:
             self._release()
             raise
-        self._token = _TRANSACTIONS.set((*_TRANSACTIONS.get(), owner))
+        self._token = _HELD.set((*_HELD.get(), (turn, runner)))
         return owner
 
     async def __aexit__(
@@ -187,10 +206,10 @@ class _Transaction:
         tb: TracebackType | None,
     ) -> None:
         if self._token is not None:
-            _TRANSACTIONS.reset(self._token)
+            _HELD.reset(self._token)
             self._token = None
         assert self._sync is not None
-        exiting = self._owner._submit(functools.partial(self._sync.__exit__, exc_type, exc, tb))
+        exiting = self._runner._submit(functools.partial(self._sync.__exit__, exc_type, exc, tb))
         try:
             # Shielded: a cancelled task still ends the transaction it is in, on the same thread.
             await asyncio.shield(asyncio.wrap_future(exiting))
@@ -198,9 +217,17 @@ class _Transaction:
             self._release()
 
     def _release(self) -> None:
-        if self._locked:
-            self._locked = False
-            self._owner._transaction_lock.release()
+        taken, self._taken = self._taken, None
+        if taken is not None:
+            taken.release()
+
+
+def _holder(turn: asyncio.Lock) -> AsyncSessionManager | None:
+    """The manager on whose thread the running task's transaction holding ``turn`` runs."""
+    for held, runner in reversed(_HELD.get()):
+        if held is turn:
+            return runner
+    return None
 
 
 class AsyncSessionManager:
@@ -214,9 +241,11 @@ class AsyncSessionManager:
             count = manager.get_custom_data("counter", {"n": 0})["n"]
             await manager.append_custom_entry("counter", {"n": count + 1})
 
-    Tasks sharing one manager are served in turn; a transaction keeps other tasks' writes out
-    until it ends. A call cancelled while it waits its turn does not happen; one the manager's
-    thread has started completes (an append is written) and only its result is dropped.
+    Tasks sharing one manager, or managers of one session file, are served in turn; a
+    transaction keeps other tasks' writes out until it ends, while writes from inside it, through
+    any manager of the file, go ahead (as on one thread with :class:`~pisession.SessionManager`).
+    A call cancelled while it waits its turn does not happen; one the manager's thread has
+    started completes (an append is written) and only its result is dropped.
     """
 
     def __init__(
@@ -225,7 +254,7 @@ class AsyncSessionManager:
         """Wrap an existing ``SessionManager`` (do not use it from other threads meanwhile)."""
         self._manager = manager
         self._executor = _executor
-        self._transaction_lock = asyncio.Lock()
+        self._own_turn = asyncio.Lock()  # in memory: no file to share a turn with
 
     @property
     def sync(self) -> SessionManager:
@@ -239,6 +268,34 @@ class AsyncSessionManager:
 
     async def _run(self, job: Callable[[], _R]) -> _R:
         return await asyncio.wrap_future(self._submit(job))
+
+    def _turn(self) -> asyncio.Lock:
+        """The turn of this manager's session file in the running event loop."""
+        lock = self._manager._current_lock()
+        if lock is None:
+            return self._own_turn
+        loop = asyncio.get_running_loop()
+        with _TURNS_GUARD:  # event loops in several threads
+            turns = _TURNS.get(lock)
+            if turns is None:
+                turns = _TURNS[lock] = weakref.WeakKeyDictionary()
+            turn = turns.get(loop)
+            if turn is None:
+                turn = turns[loop] = asyncio.Lock()
+            return turn
+
+    async def _call(self, job: Callable[[], _R], exclusive: bool) -> _R:
+        """Run ``job`` on the right thread: inside a transaction of this file, the one holding
+        the session lock; otherwise this manager's, after waiting for the file's turn when
+        ``exclusive`` (a write, or a leaf move, must not land in someone else's transaction)."""
+        turn = self._turn()
+        runner = _holder(turn)
+        if runner is not None:
+            return await runner._run(job)
+        if exclusive:
+            async with turn:
+                return await self._run(job)
+        return await self._run(job)
 
     # -- constructors --------------------------------------------------------------------------
 
@@ -270,7 +327,6 @@ class AsyncSessionManager:
     create_branched_session = _Offloaded(SessionManager.create_branched_session, exclusive=True)
     new_session = _Offloaded(SessionManager.new_session, exclusive=True)
     set_session_file = _Offloaded(SessionManager.set_session_file, exclusive=True)
-    refresh = _Offloaded(SessionManager.refresh, exclusive=False)
     # They read what others appended and may move the leaf onto it, as a write does.
     plan_compaction = _Offloaded(SessionManager.plan_compaction, exclusive=True)
     needs_compaction = _Offloaded(SessionManager.needs_compaction, exclusive=True)
@@ -381,10 +437,9 @@ class AsyncSessionManager:
                 self._executor.submit(steps.close)
 
     async def _step(self, job: Callable[[], _R]) -> _R:
-        if self in _TRANSACTIONS.get():
-            return await self._run(job)
-        async with self._transaction_lock:
-            return await self._run(job)
+        # Each step waits for the file's turn on its own: no turn is held while the summarizer
+        # runs, so other tasks and managers of the file write meanwhile.
+        return await self._call(job, exclusive=True)
 
     # -- transactions, following, closing ------------------------------------------------------
 
@@ -403,12 +458,27 @@ class AsyncSessionManager:
         """The same as :meth:`transaction`."""
         return _Transaction(self, lock_timeout)
 
+    async def refresh(self, *, move_leaf: bool = False) -> builtins.list[Entry]:
+        """Read entries other writers appended since this manager last looked (see
+        :meth:`SessionManager.refresh`). Cancelled after the manager's thread took them, the
+        entries are not lost: the next ``refresh()`` or ``follow()`` returns them."""
+        manager = self._manager
+        runner = _holder(self._turn()) or self
+        taking = runner._submit(functools.partial(manager.refresh, move_leaf=move_leaf))
+        try:
+            return await asyncio.shield(asyncio.wrap_future(taking))
+        except asyncio.CancelledError:
+            if not taking.cancel():  # started: once it is done (jobs run in order), give back
+                runner._submit(functools.partial(_give_back, manager, taking))
+            raise
+
     async def follow(
         self,
         poll_interval: float = 0.25,
         *,
         stop: asyncio.Event | None = None,
         notify: bool = True,
+        include_own: bool = False,
     ) -> AsyncIterator[Entry]:
         """Yield entries as other writers append them::
 
@@ -417,10 +487,18 @@ class AsyncSessionManager:
 
         Wakes as soon as the file changes where inotify is available (Linux; ``notify=False``
         turns it off), otherwise looks every ``poll_interval`` seconds. Runs until ``stop`` is
-        set or the task is cancelled (the watch is then closed); the leaf does not move.
+        set (it then reads the file to its end, yields what was appended before, and ends) or
+        the task is cancelled (the watch is then closed); the leaf does not move.
+
+        Each entry is handed over once, as with :meth:`SessionManager.follow`: leave the loop
+        early (``break``, an exception, a cancelled task) and what was not yielded comes from
+        the next ``follow()`` or ``refresh()``. Own appends are skipped unless
+        ``include_own``.
         """
         loop = asyncio.get_running_loop()
-        path = self._manager.get_session_file()
+        manager = self._manager
+        delivery = manager._delivery
+        path = manager.get_session_file()
         watcher = open_watcher(path) if notify and path else None
         changed = asyncio.Event()
         if watcher is not None:
@@ -431,13 +509,31 @@ class AsyncSessionManager:
 
             loop.add_reader(watcher.fileno(), on_readable)
         period = _watch.NOTIFIED_POLL if watcher is not None else poll_interval
+        token = object()
+        if include_own:
+            delivery.own_followers.append(token)
         try:
-            while stop is None or not stop.is_set():
-                changed.clear()  # before reading: a change during the read wakes the next wait
-                for entry in await self.refresh():
+            drained = False
+            while True:
+                if not drained and stop is not None and stop.is_set():
+                    # Stopped: read to the end once, then hand over what is left.
+                    drained = True
+                    await self._call(functools.partial(manager._stage, 0, read=True), False)
+                # Taken here, on the loop's thread, right before it is yielded: a task cancelled
+                # anywhere else leaves it staged for the next reader.
+                entry = delivery.pop_staged(include_own)
+                if entry is not None:
                     yield entry
+                    continue
+                changed.clear()  # before reading: a change during the read wakes the next wait
+                if await self._call(functools.partial(manager._stage, _STAGE, read=not drained), False):
+                    continue
+                if drained:
+                    return
                 await _wait_for_any(changed, stop, period)
         finally:
+            if include_own:
+                delivery.own_followers.remove(token)
             if watcher is not None:
                 loop.remove_reader(watcher.fileno())
                 watcher.close()
@@ -446,10 +542,12 @@ class AsyncSessionManager:
         """Release file descriptors and the manager's thread. The manager stays readable; later
         writes raise :class:`~pisession.SessionClosedError`. Inside a transaction the thread
         stays until the transaction ends."""
-        if self in _TRANSACTIONS.get():  # the transaction's exit must run on this same thread
-            await self._run(self._manager.close)
+        turn = self._turn()
+        runner = _holder(turn)
+        if runner is not None:  # the transaction's exit must run on that same thread
+            await runner._run(self._manager.close)
             return
-        async with self._transaction_lock:
+        async with turn:
             await self._run(self._manager.close)
             executor, self._executor = self._executor, None
         if executor is not None:
@@ -476,6 +574,12 @@ async def _summarize(summarize: Summarizer | AsyncSummarizer, request: SummaryRe
     if inspect.isawaitable(result):
         result = await result
     return result
+
+
+def _give_back(manager: SessionManager, taking: concurrent.futures.Future[list[Entry]]) -> None:
+    if taking.exception() is None:
+        with manager._mutex:
+            manager._delivery.give_back(taking.result())
 
 
 async def _wait_for_any(changed: asyncio.Event, stop: asyncio.Event | None, timeout: float) -> None:

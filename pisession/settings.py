@@ -180,6 +180,12 @@ class PiSettings:
             settings = PiSettings.load(os.getcwd())
             for error in settings.errors:
                 print("ignored:", error)
+
+        :param cwd: the project folder whose ``.pi/settings.json`` is read.
+        :param agent_dir: Pi's agent folder holding the global ``settings.json`` (default:
+            ``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent``).
+        :param project_trusted: whether the project's settings count; Pi reads them only for a folder it
+            trusts (see :func:`is_project_trusted`).
         """
         resolved_cwd = resolve_path(cwd)
         resolved_agent_dir = resolve_path(agent_dir if agent_dir is not None else settings_agent_dir())

@@ -138,6 +138,8 @@ def session_stats(manager: SessionManager) -> SessionStats:
 
     Assistant messages count under ``provider/responseModel`` (else ``model``); tool results,
     compactions and branch summaries under ``Tools/summaries``; usage entries under their own model.
+
+    :param manager: the session to count: every entry of every branch in it, not only the active branch.
     """
     by_model: dict[str, _Sum] = {}
     by_source: dict[str, _Sum] = {}

@@ -101,7 +101,10 @@ class _Report:
 
 
 def validate_file(path: str | os.PathLike[str]) -> ValidationReport:
-    """Check one session file; an unreadable or non-session file is a report with an error."""
+    """Check one session file; an unreadable or non-session file is a report with an error.
+
+    :param path: the file to check; it is only read (never repaired, migrated or locked).
+    """
     report = _Report(os.fspath(path))
     try:
         # Non-blocking and regular files only: a FIFO or a pipe must not block the check, and a

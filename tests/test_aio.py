@@ -4,6 +4,7 @@ by polling. Every wait has a generous hang guard; nothing here measures time."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import threading
@@ -500,3 +501,317 @@ def test_a_cancelled_call_happens_entirely_or_not_at_all(tmp_path: Path) -> None
     thread.join(HANG_GUARD)
     types = [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry)]
     assert types == ["started", "last"]
+
+
+# -- follow(): every entry once, stopping drains, own appends --------------------------------------
+
+
+def appended_by_another(path: str, count: int, kind: str = "other") -> list[str]:
+    other = SessionManager.open(path)
+    ids = [other.append_custom_entry(kind, {"n": n}) for n in range(count)]
+    other.close()
+    return ids
+
+
+def already_set() -> asyncio.Event:
+    stop = asyncio.Event()
+    stop.set()
+    return stop
+
+
+@pytest.mark.parametrize("how", ["break", "raise", "cancel"])
+def test_a_follow_left_early_leaves_the_rest(tmp_path: Path, how: str) -> None:
+    path = new_session(tmp_path)
+    written: list[str] = []
+
+    async def main() -> tuple[list[str], list[str], list[str]]:
+        manager = await AsyncSessionManager.open(path)
+        written[:] = await asyncio.to_thread(appended_by_another, path, 10)
+        got: list[str] = []
+        holding = asyncio.Event()
+
+        async def consume() -> None:
+            async for entry in manager.follow(notify=False):
+                got.append(entry.id)
+                if how == "break":
+                    break
+                if how == "raise":
+                    raise KeyError(entry.id)
+                holding.set()
+                await asyncio.sleep(10 * HANG_GUARD)  # cancelled here, an entry in hand
+
+        task = asyncio.ensure_future(consume())
+        if how == "cancel":
+            await holding.wait()
+            task.cancel()
+        with contextlib.suppress(KeyError, asyncio.CancelledError):
+            await task
+        rest = [e.id for e in await manager.refresh()]
+        again = [e.id for e in await manager.refresh()]
+        await manager.close()
+        return got, rest, again
+
+    got, rest, again = run(main())
+    assert got == written[:1]
+    assert rest == written[1:]
+    assert again == []
+
+
+def test_a_follow_continues_where_another_left(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+    written: list[str] = []
+
+    async def main() -> list[str]:
+        manager = await AsyncSessionManager.open(path)
+        written[:] = await asyncio.to_thread(appended_by_another, path, 10)
+        got: list[str] = []
+        for limit in (1, 3, 2):
+            taken = 0
+            async for entry in manager.follow(notify=False):
+                got.append(entry.id)
+                taken += 1
+                if taken == limit:
+                    break
+        # Four read in and not handed over yet, three more in the file: a stopped follow
+        # yields both.
+        written.extend(await asyncio.to_thread(appended_by_another, path, 3))
+        async for entry in manager.follow(stop=already_set()):
+            got.append(entry.id)
+        await manager.close()
+        return got
+
+    assert run(main()) == written
+
+
+def test_a_cancelled_refresh_gives_its_entries_back(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+    written: list[str] = []
+
+    async def main() -> list[str]:
+        manager = await AsyncSessionManager.open(path)
+        written[:] = await asyncio.to_thread(appended_by_another, path, 5)
+        took, release = threading.Event(), threading.Event()
+        real = manager.sync.refresh
+
+        def slow_refresh(*, move_leaf: bool = False) -> list[pisession.Entry]:
+            entries = real(move_leaf=move_leaf)  # taken from the queue...
+            took.set()
+            release.wait(HANG_GUARD)  # ...and the caller is cancelled before it gets them
+            return entries
+
+        manager.sync.refresh = slow_refresh  # type: ignore[method-assign]
+        task = asyncio.ensure_future(manager.refresh())
+        await asyncio.to_thread(took.wait, HANG_GUARD)
+        task.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        del manager.sync.refresh
+        got = [e.id for e in await manager.refresh()]
+        await manager.close()
+        return got
+
+    assert run(main()) == written
+
+
+def test_restarted_followers_get_every_entry_once_in_order(tmp_path: Path) -> None:
+    """Another process appends 400 lines while readers keep giving up: on a timeout (which
+    cancels the follow wherever it is), after a few entries, or refreshing instead."""
+    import random
+
+    path = new_session(tmp_path)
+
+    async def main() -> list[str]:
+        manager = await AsyncSessionManager.open(path)
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", APPENDER, REPO, path, "400", stdout=asyncio.subprocess.PIPE
+        )
+        rng = random.Random(22)
+        got: list[str] = []
+
+        def texts(entries: list[pisession.Entry]) -> list[str]:
+            return [str(e.message.content) for e in entries if isinstance(e, pisession.MessageEntry)]
+
+        async def follow_some(limit: int) -> None:
+            async for entry in manager.follow(poll_interval=0.001):
+                got.extend(texts([entry]))
+                if len(got) % limit == 0:
+                    return
+
+        after_the_writer = 0  # rounds once the writer is done: a lost entry never comes
+        while len(got) < 400 and after_the_writer < 20:
+            if child.returncode is not None:
+                after_the_writer += 1
+            mode = rng.choice(["timeout", "limit", "refresh"])
+            if mode == "refresh":
+                got.extend(texts(await manager.refresh()))
+                continue
+            limit = rng.randint(1, 5) if mode == "limit" else 10**9
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(follow_some(limit), rng.choice([0.0, 0.001, 0.01]))
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(child.wait()), 0)
+        out, _ = await child.communicate()
+        assert out.strip() == b"done"
+        got.extend(texts(await manager.refresh()))
+        await manager.close()
+        return got
+
+    assert run(main()) == [f"other-{i}" for i in range(400)]
+
+
+def test_a_stopped_follow_first_yields_what_was_written_before_the_stop(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+
+    async def main() -> tuple[list[str], list[str]]:
+        manager = await AsyncSessionManager.open(path)
+        stop = asyncio.Event()
+        seen: list[str] = []
+        started = asyncio.Event()
+        ready = await asyncio.to_thread(appended_by_another, path, 1, "ready")
+
+        async def follow() -> None:
+            # No inotify and a poll far beyond the guard: only the stop wakes it.
+            async for entry in manager.follow(poll_interval=10 * HANG_GUARD, stop=stop, notify=False):
+                seen.append(entry.id)
+                started.set()
+
+        task = asyncio.ensure_future(follow())
+        await started.wait()
+        written = await asyncio.to_thread(appended_by_another, path, 50)
+        stop.set()
+        await task
+        await manager.close()
+        return seen, ready + written
+
+    seen, expected = run(main())
+    assert seen == expected
+
+
+@pytest.mark.parametrize("include_own", [False, True])
+def test_own_appends_are_followed_only_when_asked_for(tmp_path: Path, include_own: bool) -> None:
+    path = new_session(tmp_path)
+
+    async def main() -> tuple[list[str], list[str]]:
+        manager = await AsyncSessionManager.open(path)
+        other = await AsyncSessionManager.open(path)
+        stop = asyncio.Event()
+        seen: list[str] = []
+        started = asyncio.Event()
+        ready = await other.append_custom_entry("ready")
+
+        async def follow() -> None:
+            async for entry in manager.follow(poll_interval=0.001, stop=stop, include_own=include_own):
+                seen.append(entry.id)
+                started.set()
+
+        task = asyncio.ensure_future(follow())
+        await started.wait()
+        expected = []
+        for n in range(20):
+            mine = await manager.append_custom_entry("mine", {"n": n})  # another task, one manager
+            if include_own:
+                expected.append(mine)
+            expected.append(await other.append_custom_entry("theirs", {"n": n}))
+        stop.set()
+        await task
+        await other.close()
+        await manager.close()
+        return seen, [ready, *expected]
+
+    seen, expected = run(main())
+    assert seen == expected
+
+
+def test_appends_in_the_loop_body_are_not_followed(tmp_path: Path) -> None:
+    path = new_session(tmp_path)
+    written: list[str] = []
+
+    async def main() -> tuple[list[str], list[pisession.Entry]]:
+        manager = await AsyncSessionManager.open(path)
+        written[:] = await asyncio.to_thread(appended_by_another, path, 10)
+        seen = []
+        async for entry in manager.follow(stop=already_set()):
+            seen.append(entry.id)
+            await manager.append_custom_entry("reply", {"to": entry.id})
+        left = await manager.refresh()
+        await manager.close()
+        return seen, left
+
+    assert run(main()) == (written, [])
+
+
+# -- two managers of one file ------------------------------------------------------------------
+
+
+def test_a_write_through_a_second_manager_inside_a_transaction_completes(tmp_path: Path) -> None:
+    """As with two SessionManagers used on one thread: the second's writes happen inside the
+    first's transaction (which holds the lock), and the file ends up the same."""
+
+    def shape(path: str) -> list[tuple[str, str | None]]:
+        entries = SessionManager.open(path).get_entries_of_type(CustomEntry)
+        kinds = {e.id: e.custom_type for e in entries}
+        return [(e.custom_type, kinds.get(e.parent_id or "")) for e in entries]
+
+    sync_path = new_session(tmp_path / "sync")
+    first, second = SessionManager.open(sync_path), SessionManager.open(sync_path)
+    with first.transaction():
+        first.append_custom_entry("first")
+        second.append_custom_entry("second")
+        with second.transaction():
+            second.append_custom_entry("nested")
+        second.refresh()
+        first.append_custom_entry("first-again")
+    second.append_custom_entry("after")
+
+    path = new_session(tmp_path / "async")
+
+    async def main() -> None:
+        first = await AsyncSessionManager.open(path)
+        second = await AsyncSessionManager.open(path)
+        async with first.transaction():
+            await first.append_custom_entry("first")
+            await second.append_custom_entry("second")
+            async with second.transaction():
+                await second.append_custom_entry("nested")
+            await second.refresh()
+            await first.append_custom_entry("first-again")
+        await second.append_custom_entry("after")
+        await first.close()
+        await second.close()
+
+    asyncio.run(asyncio.wait_for(main(), 10))  # a hang fails here, not at the suite's guard
+    assert shape(path) == shape(sync_path)
+    assert [kind for kind, _ in shape(path)] == ["first", "second", "nested", "first-again", "after"]
+
+
+def test_other_tasks_wait_for_another_managers_transaction(tmp_path: Path) -> None:
+    """A write from a task outside the transaction, through the second manager, waits for
+    the transaction to end (on the event loop: its thread is free meanwhile)."""
+    path = new_session(tmp_path)
+
+    async def main() -> None:
+        first = await AsyncSessionManager.open(path)
+        second = await AsyncSessionManager.open(path)
+        go = asyncio.Event()
+
+        async def write_outside() -> str:
+            await go.wait()
+            return await second.append_custom_entry("outside")
+
+        outside = asyncio.ensure_future(write_outside())  # started outside: not in the transaction
+        async with first.transaction():
+            go.set()
+            await asyncio.sleep(0)
+            await first.append_custom_entry("inside")
+            await asyncio.sleep(0.01)
+            assert not outside.done()
+            assert [e.custom_type for e in await second.refresh()] == ["inside"]  # its thread is free
+            await second.append_custom_entry("inside-too")
+        await outside
+        await first.close()
+        await second.close()
+
+    asyncio.run(asyncio.wait_for(main(), 10))
+    types = [e.custom_type for e in SessionManager.open(path).get_entries_of_type(CustomEntry)]
+    assert types == ["inside", "inside-too", "outside"]

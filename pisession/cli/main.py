@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 # Command groups (modules of this package) in the order `pisession --help` lists them; a new group
 # is a module with a `register(commands)` function added here, and its commands to COMMANDS.
-GROUPS = ("demo", "reading", "searching", "checking", "editing", "summarizing", "export", "settings")
+GROUPS = ("demo", "reading", "searching", "checking", "editing", "summarizing", "export", "settings", "usage")
 
 # Which group registers each command: `pisession tree` imports and registers only `reading`, so a
 # command pays for its own group's imports and no other's (a test checks this table against
@@ -40,6 +40,7 @@ COMMANDS = {
     **dict.fromkeys(("branch", "compact"), "summarizing"),
     "export": "export",
     "settings": "settings",
+    "usage": "usage",
 }
 
 

@@ -48,6 +48,10 @@ __all__ = [
 def to_markdown(manager: SessionManager, *, all_branches: bool = False) -> str:
     """The session as a Markdown document: the active branch, or every branch (``all_branches``)
     as numbered runs from each branch point; labels, context edits and compaction boundaries noted.
+
+    :param manager: the session to export.
+    :param all_branches: every branch, as numbered runs from each branch point (default: the active branch
+        only).
     """
     return _to_markdown(manager, all_branches=all_branches, version=__version__)
 
@@ -73,6 +77,8 @@ def to_json_line(value: Any) -> str:
     """One value as Pi's ``JSON.stringify`` writes it (key order, number format), no newline.
 
     ``to_json_line(to_wire(entry))`` is the line a session file holds for ``entry``.
+
+    :param value: a JSON value: dicts, lists, strings, numbers, booleans, None (e.g. ``to_wire(entry)``).
     """
     return _js_stringify(value)
 
@@ -83,6 +89,9 @@ def to_jsonl(manager: SessionManager, *, clock: Clock | None = None) -> str:
 
     The result is a session file holding just the active branch (what ``pi`` exports as JSONL).
     ``clock`` (default: the system clock) gives the header's timestamp.
+
+    :param manager: the session whose active branch is exported.
+    :param clock: gives the new header's timestamp (default: the system clock).
     """
     now = (clock or SystemClock()).now_ms()
     header = {

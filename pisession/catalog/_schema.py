@@ -1,0 +1,235 @@
+"""The catalog's database: where it lives, opening it, its tables, and the row a file keeps.
+
+Tables: ``catalog_meta`` (schema version and search mode), ``files`` (one row per ``.jsonl``
+file: what was read of it and its picker row), ``messages`` (one row per message, for search) and,
+with FTS5, ``fts`` (the messages' text, rowid = ``messages.id``), ``usage`` (one row per entry
+that carries usage, for :mod:`pisession.usage`; see ``_usage``) with ``usage_sums`` and
+``usage_damage``. A database whose meta does not match is rebuilt, only once the database is
+known to be ours (:mod:`._location`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sqlite3
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from .._discovery import SessionSummary
+from .._errors import CatalogError
+from ._location import APPLICATION_ID, claim_file, make_folder
+
+ProgressCallback = Callable[[int, int], None]
+
+SCHEMA_VERSION = 6  # 5 on h/catalog alone; 6 adds the usage tables
+FILE_COLUMNS = (
+    "id, path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, indexed, head, tail, "
+    "partial, status, header, message_count, first_message, name, last_activity"
+)
+PENDING, SESSION, FOREIGN = 0, 1, 2  # files.status: no header yet, a session, not a session
+# The usage rows summed per file, model and quarter hour (a warm report reads these, not every
+# entry's row): sums of the numbers, how many were NaN (stored NULL), first and last time.
+USAGE_SUMS_TABLE = (
+    "CREATE TABLE usage_sums (file_id INTEGER NOT NULL, model_key TEXT NOT NULL, quarter INTEGER NOT NULL, "
+    "input, output, cache_read, cache_write, cost, nan_input INTEGER, nan_output INTEGER, "
+    "nan_cache_read INTEGER, nan_cache_write INTEGER, nan_cost INTEGER, first_ms INTEGER, last_ms INTEGER, "
+    "PRIMARY KEY (file_id, model_key, quarter)) WITHOUT ROWID"
+)
+
+
+@functools.cache
+def fts5_available() -> bool:
+    """Whether this Python's SQLite has FTS5 (else search scans the stored text)."""
+    try:
+        connection = sqlite3.connect(":memory:")
+        try:
+            connection.execute("CREATE VIRTUAL TABLE probe USING fts5(text, content='', tokenize='ascii')")
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return False
+    return True
+
+
+def connect(path: str, timeout: float, fts: bool, movable: bool) -> tuple[sqlite3.Connection, str | None]:
+    """Open (creating it if needed) the catalog at ``path`` with the tables for ``fts``; the
+    notice, if a file that was not ours was moved aside (only when ``movable``)."""
+    notice = None
+    if path != ":memory:":
+        make_folder(os.path.dirname(path))
+        notice = claim_file(path, movable)
+    connection = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    try:
+        # a deleted session's text must not stay readable in freed pages
+        connection.execute("PRAGMA secure_delete=ON")
+        if path != ":memory:":
+            _mark_ours(connection, path)
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+        _ensure_schema(connection, path, fts)
+    except BaseException:
+        connection.close()
+        raise
+    return connection, notice
+
+
+def _application_id(connection: sqlite3.Connection) -> int:
+    return int(connection.execute("PRAGMA application_id").fetchone()[0])
+
+
+def _mark_ours(connection: sqlite3.Connection, path: str) -> None:
+    """Write our application id into a new, empty database, before anything else writes to it.
+
+    In rollback mode, so it lands in the main file's header, where :func:`claim_file` reads it.
+    """
+    if _application_id(connection) == APPLICATION_ID:
+        return
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        if _application_id(connection) != APPLICATION_ID:
+            if connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise CatalogError(f"{path} is an SQLite database that is not a pisession catalog")
+            connection.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        connection.execute("COMMIT")
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
+
+
+def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None:
+    mode = "fts5" if fts else "plain"
+    if _schema_ok(connection, mode):
+        return
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        if not _schema_ok(connection, mode):
+            if path != ":memory:" and _application_id(connection) != APPLICATION_ID:
+                raise CatalogError(f"{path} is an SQLite database that is not a pisession catalog")
+            for table in ("usage_sums", "usage_damage", "usage", "fts", "messages", "files", "catalog_meta"):
+                connection.execute(f"DROP TABLE IF EXISTS {table}")
+            connection.execute("CREATE TABLE catalog_meta (key TEXT PRIMARY KEY, value TEXT)")
+            connection.execute(
+                "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, "
+                "dir TEXT NOT NULL, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, "
+                "ctime_ns INTEGER, checked_ns INTEGER, crc INTEGER, parsed INTEGER, indexed INTEGER, "
+                "head BLOB, tail BLOB, partial BLOB, status INTEGER, header TEXT, message_count INTEGER, "
+                "first_message BLOB, name BLOB, last_activity REAL, all_text BLOB, text_crc INTEGER)"
+            )
+            connection.execute("CREATE INDEX files_dir ON files(dir)")
+            connection.execute(
+                "CREATE TABLE messages (id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, entry_id TEXT, "
+                "ts REAL, role TEXT, text TEXT)"
+            )
+            connection.execute("CREATE INDEX messages_file ON messages(file_id)")
+            # untyped number columns: whole token counts stay integers; NULL stands for NaN
+            connection.execute(
+                "CREATE TABLE usage (file_id INTEGER NOT NULL, entry_id TEXT, ts TEXT, ms INTEGER, "
+                "model_key TEXT, input, output, cache_read, cache_write, cost)"
+            )
+            connection.execute("CREATE INDEX usage_entry ON usage(file_id, entry_id)")
+            connection.execute("CREATE TABLE usage_damage (file_id INTEGER PRIMARY KEY, lines INTEGER)")
+            connection.execute(USAGE_SUMS_TABLE)
+            if fts:
+                # the words come pre-split by _words.index_text; the message text is in messages
+                connection.execute("CREATE VIRTUAL TABLE fts USING fts5(text, content='', tokenize='ascii')")
+            connection.executemany(
+                "INSERT INTO catalog_meta VALUES (?, ?)",
+                [("schema", str(SCHEMA_VERSION)), ("mode", mode), ("unicode", unicodedata.unidata_version)],
+            )
+        connection.execute("COMMIT")
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
+
+
+def _schema_ok(connection: sqlite3.Connection, mode: str) -> bool:
+    try:
+        meta = dict(connection.execute("SELECT key, value FROM catalog_meta").fetchall())
+    except sqlite3.OperationalError as error:
+        if "no such table" in str(error):
+            return False
+        raise
+    # another Python's Unicode tables may split words differently from those the index was built with
+    return (
+        meta.get("schema") == str(SCHEMA_VERSION)
+        and meta.get("mode") == mode
+        and meta.get("unicode") == unicodedata.unidata_version
+    )
+
+
+# ----------------------------------------------------------------------------------- stored values
+
+
+def pack(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")  # Pi's files may hold lone surrogates (\\ud800)
+
+
+def unpack(blob: bytes | None) -> str:
+    return "" if blob is None else bytes(blob).decode("utf-8", "surrogatepass")
+
+
+def indexable(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def chunks(items: Sequence[Any], size: int) -> Iterable[list[Any]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+@attrs.define
+class Row:
+    """A ``files`` row: how far the file was read, how to tell it changed, and its picker row."""
+
+    id: int
+    path: str
+    dir: str
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    checked_ns: int
+    crc: int
+    parsed: int
+    indexed: int
+    head: bytes
+    tail: bytes
+    partial: bytes | None
+    status: int
+    header: str | None
+    message_count: int
+    first_message: bytes | None
+    name: bytes | None
+    last_activity: float | None
+
+    def summary(self, all_text: str | None) -> SessionSummary:
+        summary = SessionSummary()
+        if self.status == SESSION and self.header is not None:
+            summary.header = json.loads(self.header)
+        summary.foreign = self.status == FOREIGN
+        summary.message_count = self.message_count
+        summary.first_message = unpack(self.first_message)
+        summary.name = None if self.name is None else unpack(self.name)
+        summary.last_activity = self.last_activity
+        if all_text:
+            summary.texts = [all_text]
+        return summary
+
+
+def header_subset(header: dict[str, Any]) -> str:
+    # Only what a picker row reads; a key's absence matters (new Date(undefined) is NaN).
+    return json.dumps(
+        {key: header[key] for key in ("id", "cwd", "parentSession", "timestamp") if key in header}
+    )

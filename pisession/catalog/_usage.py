@@ -1,0 +1,352 @@
+"""The catalog's usage rows: one per entry that carries usage, as Pi's breakdown counts it.
+
+Written by the refresh from the whole lines it reads (:func:`usage_rows`, in the same write
+transaction as the file's row, so a grown file adds only its new entries), and summed for a
+report by :func:`usage_groups`: per file, model and local day, leaving out what a fork or
+branched session copied from its parent (same entry id and timestamp as a usage row of the
+session its header's ``parentSession`` names, when that session was started earlier).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import sqlite3
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .._attribution import usage_fields
+from .._js import MISSING, js_date_ms
+from .._load import open_regular, parse_line
+
+UsageRow = tuple[str, str, int, str, Any, Any, Any, Any, Any]
+
+# A line Pi counts holds the key "usage", unless the key is written with escapes ("\u0075sage").
+_MARKERS = (b'"usage"', b"\\u")
+
+
+@functools.cache
+def _decoder() -> tuple[Callable[[bytes], Any], tuple[type[Exception], ...]] | None:
+    """msgspec's decoder of the fields usage needs, and the errors it raises (None without
+    msgspec). It validates the whole line but builds only those fields: an assistant message's
+    content, most of its bytes, is skipped. Lines it cannot take as they are (invalid UTF-8, a
+    ``message`` that is not an object, ...) go through the full JavaScript-exact parse."""
+    try:
+        import msgspec
+    except ImportError:  # exercised by tests that hide it
+        return None
+    from typing import Any as AnyType
+
+    fields = [(name, AnyType, MISSING) for name in ("role", "provider", "model", "responseModel", "usage")]
+    message = msgspec.defstruct("_UsageMessage", fields, gc=False)
+    entry = msgspec.defstruct(
+        "_UsageEntry",
+        [
+            *((name, AnyType, MISSING) for name in ("type", "id", "timestamp", "provider", "model", "usage")),
+            ("message", message | None, None),
+        ],
+        gc=False,
+    )
+    return msgspec.json.Decoder(entry).decode, (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+
+
+def _as_entry(head: Any) -> dict[str, Any]:
+    """The decoded fields as the wire dict :func:`usage_fields` reads (MISSING reads as absent)."""
+    message = head.message
+    return {
+        "type": head.type,
+        "id": head.id,
+        "timestamp": head.timestamp,
+        "provider": head.provider,
+        "model": head.model,
+        "usage": head.usage,
+        "message": None
+        if message is None
+        else {
+            "role": message.role,
+            "provider": message.provider,
+            "model": message.model,
+            "responseModel": message.responseModel,
+            "usage": message.usage,
+        },
+    }
+
+
+_ISO = re.compile(rb"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})Z")
+_DAY_MS: dict[bytes, int | None] = {}
+
+
+def _timestamp_ms(timestamp: str) -> int | None:
+    """``new Date(timestamp).getTime()``: Pi's own form (``2026-11-03T00:20:00.008Z``) read
+    directly, anything else by :func:`js_date_ms`."""
+    raw = timestamp.encode("ascii", "replace")
+    match = _ISO.fullmatch(raw)
+    if match is None:
+        return js_date_ms(timestamp)
+    hour, minute, second, ms = (int(x) for x in match.groups()[3:])
+    if hour > 23 or minute > 59 or second > 59:
+        return js_date_ms(timestamp)
+    day = _DAY_MS.get(raw[:10], -1)
+    if day == -1:
+        day = js_date_ms(timestamp[:10])  # a date alone is UTC midnight; None for 2026-02-30
+        _DAY_MS[raw[:10]] = day
+    if day is None:
+        return js_date_ms(timestamp)
+    return day + ((hour * 60 + minute) * 60 + second) * 1000 + ms
+
+
+def usage_rows(data: bytes, header: dict[str, Any] | None) -> tuple[list[UsageRow], int]:
+    """The usage rows of the whole lines ``data``, and how many lines are damaged.
+
+    A row is ``(entry id, timestamp, ms, model key, input, output, cache read, cache write,
+    cost)``, NaN as None. An entry whose timestamp does not parse is dated by the header's (else
+    1970-01-01), so it is counted somewhere rather than dropped. A damaged line (not a JSON
+    object: cut short, garbled) is skipped as Pi skips it, and counted so the report can say so;
+    only lines that may hold usage are parsed, the others are told by their first and last byte.
+    """
+    rows: list[UsageRow] = []
+    damaged = 0
+    fallback: int | None = None
+    fast = _decoder()
+    for line in data.split(b"\n"):  # Pi's open splits on "\n" only
+        if _MARKERS[0] not in line and _MARKERS[1] not in line:
+            if line and not (line[:1] == b"{" and line[-1:] == b"}"):
+                stripped = line.strip()
+                if stripped and not (stripped[:1] == b"{" and stripped[-1:] == b"}"):
+                    damaged += 1
+            continue
+        entry: dict[str, Any] | None = None
+        if fast is not None:
+            try:
+                entry = _as_entry(fast[0](line))
+            except fast[1]:
+                entry = None
+        if entry is None:
+            entry = parse_line(line)
+            if entry is None:
+                damaged += 1
+                continue
+        fields = usage_fields(entry)
+        if fields is None:
+            continue
+        entry_id, timestamp, key, tokens_in, tokens_out, cache_read, cache_write, cost = fields
+        ms = _timestamp_ms(timestamp) if timestamp else None
+        if ms is None:
+            if fallback is None:
+                stamp = (header or {}).get("timestamp")
+                fallback = (js_date_ms(stamp) if isinstance(stamp, str) else None) or 0
+            ms = fallback
+        rows.append(
+            (
+                entry_id,
+                timestamp,
+                ms,
+                key,
+                _number(tokens_in),
+                _number(tokens_out),
+                _number(cache_read),
+                _number(cache_write),
+                _number(cost),
+            )
+        )
+    return rows, damaged
+
+
+def _number(value: float) -> float | None:
+    return None if value != value else value  # SQLite has no NaN
+
+
+QUARTER_MS = 900_000
+
+
+def quarter_of(ms: int) -> int:
+    return ms // QUARTER_MS
+
+
+def add_usage_rows(connection: sqlite3.Connection, file_id: int, rows: list[UsageRow], damaged: int) -> None:
+    """Store a file's newly read usage rows, add them to its quarter-hour sums, and count its
+    newly read damaged lines."""
+    if rows:
+        connection.executemany(
+            "INSERT INTO usage (file_id, entry_id, ts, ms, model_key, input, output, cache_read, "
+            "cache_write, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(file_id, *row) for row in rows],
+        )
+        connection.executemany(
+            "INSERT INTO usage_sums VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (file_id, model_key, quarter) DO UPDATE SET "
+            "input = input + excluded.input, output = output + excluded.output, "
+            "cache_read = cache_read + excluded.cache_read, "
+            "cache_write = cache_write + excluded.cache_write, "
+            "cost = cost + excluded.cost, nan_input = nan_input + excluded.nan_input, "
+            "nan_output = nan_output + excluded.nan_output, "
+            "nan_cache_read = nan_cache_read + excluded.nan_cache_read, "
+            "nan_cache_write = nan_cache_write + excluded.nan_cache_write, "
+            "nan_cost = nan_cost + excluded.nan_cost, "
+            "first_ms = MIN(first_ms, excluded.first_ms), last_ms = MAX(last_ms, excluded.last_ms)",
+            [(file_id, *key, *sums) for key, sums in _sums(rows).items()],
+        )
+    if damaged:
+        connection.execute(
+            "INSERT INTO usage_damage VALUES (?, ?) "
+            "ON CONFLICT (file_id) DO UPDATE SET lines = lines + excluded.lines",
+            (file_id, damaged),
+        )
+
+
+def _sums(rows: list[UsageRow]) -> dict[tuple[str, int], list[Any]]:
+    """Rows summed per (model key, quarter): five sums (NaN left out), five NaN counts, first and
+    last ms, in file order."""
+    out: dict[tuple[str, int], list[Any]] = {}
+    for row in rows:
+        ms = row[2]
+        key = (row[3], quarter_of(ms))
+        sums = out.get(key)
+        if sums is None:
+            sums = out[key] = [0, 0, 0, 0, 0.0, 0, 0, 0, 0, 0, ms, ms]
+        for i in range(5):
+            value = row[4 + i]
+            if value is None:
+                sums[5 + i] += 1
+            else:
+                sums[i] += value
+        if ms < sums[10]:
+            sums[10] = ms
+        if ms > sums[11]:
+            sums[11] = ms
+    return out
+
+
+def drop_usage_rows(connection: sqlite3.Connection, file_id: int) -> None:
+    """Delete a file's usage rows (it is read again in full, or gone)."""
+    connection.execute("DELETE FROM usage WHERE file_id = ?", (file_id,))
+    connection.execute("DELETE FROM usage_sums WHERE file_id = ?", (file_id,))
+    connection.execute("DELETE FROM usage_damage WHERE file_id = ?", (file_id,))
+
+
+def damaged_lines(connection: sqlite3.Connection) -> dict[int, int]:
+    """Damaged lines per file id, for the files that have any."""
+    return dict(connection.execute("SELECT file_id, lines FROM usage_damage").fetchall())
+
+
+# A summed group: (file id, model key, quarter, input, output, cache read, cache write, cost,
+# then how many of each of those five were NaN, first ms, last ms).
+_OWN_SUMS = """
+SELECT s.file_id, s.model_key, s.quarter, s.input, s.output, s.cache_read, s.cache_write, s.cost,
+       s.nan_input, s.nan_output, s.nan_cache_read, s.nan_cache_write, s.nan_cost, s.first_ms, s.last_ms
+FROM usage_sums s JOIN temp.usage_scope c ON c.file_id = s.file_id
+WHERE c.parent_id IS NULL
+"""
+# A session with a parent: its entries, less those that have the same id and timestamp there.
+_FORK_SUMS = """
+SELECT u.file_id, u.model_key, (u.ms - (u.ms < 0) * 899999) / 900000 AS quarter,
+       SUM(u.input), SUM(u.output), SUM(u.cache_read), SUM(u.cache_write), SUM(u.cost),
+       SUM(u.input IS NULL), SUM(u.output IS NULL), SUM(u.cache_read IS NULL),
+       SUM(u.cache_write IS NULL), SUM(u.cost IS NULL), MIN(u.ms), MAX(u.ms)
+FROM usage u JOIN temp.usage_scope c ON c.file_id = u.file_id
+WHERE c.parent_id IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM usage v WHERE v.file_id = c.parent_id AND v.entry_id = u.entry_id AND v.ts = u.ts
+)
+GROUP BY u.file_id, u.model_key, quarter
+"""
+
+
+def usage_groups(
+    connection: sqlite3.Connection, scope: Iterable[tuple[int, int | None]]
+) -> list[tuple[Any, ...]]:
+    """Summed usage per (file, model, quarter hour) of the files ``scope`` names as ``(file id,
+    parent file id or None)``; the rows a file shares with its parent are left out."""
+    connection.execute("CREATE TEMP TABLE IF NOT EXISTS usage_scope (file_id INTEGER PRIMARY KEY, parent_id)")
+    connection.execute("DELETE FROM temp.usage_scope")
+    connection.executemany("INSERT INTO temp.usage_scope VALUES (?, ?)", scope)
+    try:
+        groups: list[tuple[Any, ...]] = connection.execute(_OWN_SUMS).fetchall()
+        groups += connection.execute(_FORK_SUMS).fetchall()  # a SUM of NaNs only is NULL: read as 0
+        return groups
+    finally:
+        connection.execute("DELETE FROM temp.usage_scope")
+
+
+class UsageScan:
+    """What :func:`scan_usage` found: summed ``groups`` (see :data:`Group`), the ``sessions`` they
+    belong to (file id → (path, header)) and ``damaged`` lines per file id."""
+
+    __slots__ = ("groups", "sessions", "damaged")
+
+    def __init__(
+        self,
+        groups: list[tuple[Any, ...]],
+        sessions: dict[int, tuple[str, dict[str, Any]]],
+        damaged: dict[int, int],
+    ) -> None:
+        self.groups = groups
+        self.sessions = sessions
+        self.damaged = damaged
+
+
+def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan:
+    """Sum the usage of the session files ``rows`` (catalog ``files`` rows, up to date).
+
+    A session's parent is the file its header's ``parentSession`` names, when that file is among
+    ``rows`` and was started earlier (header time, then path, breaks ties and cycles): the
+    entries a session shares with its parent were spent in the parent (or further up, where the
+    parent in turn shares them), and count there only. A parent that is not among ``rows``
+    (deleted, or in a folder not read) leaves the copies counted in the session that holds them.
+    """
+    sessions: dict[int, tuple[str, dict[str, Any]]] = {}
+    for row in rows:
+        if row.header:
+            header = json.loads(row.header)
+            if isinstance(header, dict):
+                sessions[row.id] = (row.path, header)
+    by_path = {path: file_id for file_id, (path, _) in sessions.items()}
+
+    def started(file_id: int) -> tuple[int, str]:
+        path, header = sessions[file_id]
+        stamp = header.get("timestamp")
+        return (js_date_ms(stamp) if isinstance(stamp, str) else None) or 0, path
+
+    scope: list[tuple[int, int | None]] = []
+    for file_id, (_, header) in sessions.items():
+        parent = header.get("parentSession")
+        parent_id = by_path.get(parent) if isinstance(parent, str) and parent else None
+        if parent_id is not None and not started(parent_id) < started(file_id):
+            parent_id = None
+        scope.append((file_id, parent_id))
+    damaged = {k: v for k, v in damaged_lines(connection).items() if k in sessions}
+    groups = usage_groups(connection, scope)
+    parents = dict(scope)
+    for row in rows:
+        if row.id in sessions and row.size > row.parsed:
+            groups += _unfinished_line(connection, row, sessions[row.id][1], parents.get(row.id))
+    return UsageScan(groups, sessions, damaged)
+
+
+def _unfinished_line(
+    connection: sqlite3.Connection, row: Any, header: dict[str, Any], parent_id: int | None
+) -> list[tuple[Any, ...]]:
+    """The usage of a file's last line when it lacks its newline (the catalog keeps such a line
+    aside until it is finished): Pi reads it, so it counts, unless it is a copy of the parent's."""
+    partial = row.partial
+    if partial is None:  # too long to keep: read it from the file
+        try:
+            with open_regular(row.path) as handle:
+                handle.seek(row.parsed)
+                partial = handle.read(row.size - row.parsed)
+        except OSError:
+            return []
+    found, _ = usage_rows(bytes(partial), header)
+    groups = []
+    for entry_id, timestamp, ms, key, *numbers in found:
+        if (
+            parent_id is not None
+            and connection.execute(
+                "SELECT 1 FROM usage WHERE file_id = ? AND entry_id = ? AND ts = ?",
+                (parent_id, entry_id, timestamp),
+            ).fetchone()
+        ):
+            continue
+        nans = [1 if value is None else 0 for value in numbers]
+        groups.append((row.id, key, quarter_of(ms), *(value or 0 for value in numbers), *nans, ms, ms))
+    return groups
