@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 
 from ._index import TreeIndex
-from ._js import MISSING, bulk, js_date_ms, js_join_item, js_truthy
+from ._js import MISSING, bulk, js_date_ms, js_entries, js_join_item, js_truthy
 
 # typing for type checkers only (they take TYPE_CHECKING for true): importing it at run time
 # took 8 % of `pisession tree`'s start-up.
@@ -192,7 +192,7 @@ def project_entry(entry: Mapping[str, Any], edit: Mapping[str, Any] | None = Non
     projected = []
     for message in messages:
         role = message.get("role") if isinstance(message, dict) else None
-        if role not in _EDITABLE_ROLES:
+        if type(role) is not str or role not in _EDITABLE_ROLES:  # a file's role may be any JSON
             projected.append(message)
             continue
         new_content = (
@@ -271,13 +271,12 @@ def current_system_message(messages: Iterable[Any], *, honour_replace: bool = Tr
         text = _content_text(message.get("content"))
         if text:
             content.append(text)
-        raw_sections = message.get("sections")
-        if isinstance(raw_sections, dict):
-            for name, value in raw_sections.items():
-                if value is None:
-                    sections.pop(name, None)
-                else:
-                    sections[name] = value
+        # Object.entries: an array or a string of sections replays by index, as in Pi.
+        for name, value in js_entries(message.get("sections")):
+            if value is None:
+                sections.pop(name, None)
+            else:
+                sections[name] = value
         for tool in _as_list(message.get("toolsRemoved")):
             tools.pop(_tool_name(tool), None)
         for tool in _as_list(message.get("toolsAdded")):
@@ -306,6 +305,10 @@ def _content_text(content: Any) -> str:
 
 
 def _as_list(value: Any) -> list[Any]:
+    """What Pi's ``for (const tool of value ?? [])`` visits: an array's items, a string's
+    characters (each a nameless tool); Pi throws on other values, here they hold nothing."""
+    if isinstance(value, str):
+        return list(value)
     return value if isinstance(value, list) else []
 
 

@@ -26,6 +26,12 @@ __all__ = [
     "js_date_ms",
     "js_to_number",
     "js_join_item",
+    "js_string",
+    "js_number",
+    "js_add",
+    "js_greater",
+    "js_property",
+    "js_entries",
     "MISSING",
     "bulk",
     "hashable",
@@ -98,7 +104,7 @@ def js_truthy(value: object) -> bool:
 
 
 def js_to_number(value: object) -> float:
-    """`Number(value)` for the JSON values a file can hold (used for `version` comparisons)."""
+    """`Number(value)` for the JSON values a file can hold (and `undefined`, as MISSING)."""
     if value is None:
         return 0.0
     if isinstance(value, bool):
@@ -106,20 +112,115 @@ def js_to_number(value: object) -> float:
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, str):
-        text = js_trim(value)
-        if text == "":
-            return 0.0
-        try:
-            return float(text) if not text.lower().lstrip("+-").startswith(("inf", "nan")) else math.nan
-        except ValueError:
-            return math.nan
+        return _string_to_number(value)
     if isinstance(value, list):
-        if not value:
-            return 0.0
-        if len(value) == 1:
-            return js_to_number(value[0]) if not isinstance(value[0], (list, dict)) else math.nan
-        return math.nan
+        return _string_to_number(js_string(value))  # an array's primitive is its join
+    return math.nan  # undefined, and an object ("[object Object]")
+
+
+_DECIMAL = re.compile(r"[+-]?(?:Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)", re.ASCII)
+_RADIX = re.compile(r"0(?:[xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)", re.ASCII)
+
+
+def _string_to_number(value: str) -> float:
+    text = js_trim(value)
+    if text == "":
+        return 0.0
+    if _DECIMAL.fullmatch(text):
+        return float(text.replace("Infinity", "inf"))
+    if _RADIX.fullmatch(text):
+        return float(int(text[2:], {"x": 16, "o": 8, "b": 2}[text[1].lower()]))
     return math.nan
+
+
+def js_string(value: object) -> str:
+    """`String(value)` (what a template literal or `+ ""` makes of a JSON value or undefined)."""
+    if value is None:
+        return "null"
+    if value is MISSING:
+        return "undefined"
+    return js_join_item(value)
+
+
+def js_number(value: float) -> int | float:
+    """A JavaScript number as Python holds it: an int while the double is an exact integer (what
+    JSON.stringify prints without a fraction), else the float (NaN, infinities, fractions)."""
+    if isinstance(value, int):
+        return value if -_SAFE <= value <= _SAFE else js_number(float(value))
+    if math.isfinite(value) and value == math.floor(value) and abs(value) < 1e21:
+        return int(value)
+    return value
+
+
+_SAFE = 2**53
+
+
+def js_add(left: object, right: object) -> Any:
+    """JavaScript's `left + right`: numbers add as doubles, and a string on either side after
+    ToPrimitive (an array joins, an object is "[object Object]") makes it a concatenation."""
+    if type(left) is int and type(right) is int:
+        total = left + right
+        if -_SAFE <= total <= _SAFE:
+            return total
+    a, b = _primitive(left), _primitive(right)
+    if isinstance(a, str) or isinstance(b, str):
+        return js_string(a) + js_string(b)
+    return js_number(js_to_number(a) + js_to_number(b))
+
+
+def js_greater(left: object, right: object) -> bool:
+    """JavaScript's `left > right`: two strings compare by UTF-16 code units, anything else as
+    numbers (NaN compares false)."""
+    if type(left) is int and type(right) is int:
+        return left > right
+    a, b = _primitive(left), _primitive(right)
+    if isinstance(a, str) and isinstance(b, str):
+        return a.encode("utf-16-be", "surrogatepass") > b.encode("utf-16-be", "surrogatepass")
+    x, y = js_to_number(a), js_to_number(b)
+    return x > y  # a NaN on either side is false, as in JavaScript
+
+
+def _primitive(value: object) -> object:
+    return js_string(value) if isinstance(value, (list, dict)) else value
+
+
+def js_property(value: object, key: str) -> Any:
+    """`value[key]` on a JSON value (``length`` of a string counts UTF-16 units), MISSING for
+    undefined. Where JavaScript throws (a property of null or undefined) this is MISSING too:
+    the callers decide what Pi's crash becomes."""
+    if isinstance(value, dict):
+        return value.get(key, MISSING)
+    if key == "length":
+        if isinstance(value, str):
+            return _utf16_len(value)
+        if isinstance(value, list):
+            return len(value)
+    return MISSING
+
+
+def js_entries(value: object) -> list[tuple[str, Any]]:
+    """``Object.entries(value)``: an object's properties in JavaScript's order, an array's or a
+    string's (UTF-16 units) by index, nothing for a number or boolean. JavaScript throws on null
+    and undefined; here they have no entries."""
+    if isinstance(value, dict):
+        from ._json import _ordered_items  # JavaScript's property order
+
+        return _ordered_items(value)
+    if isinstance(value, list):
+        return [(str(i), v) for i, v in enumerate(value)]
+    if isinstance(value, str):
+        units = value.encode("utf-16-le", "surrogatepass")
+        return [
+            (str(i // 2), units[i : i + 2].decode("utf-16-le", "surrogatepass"))
+            for i in range(0, len(units), 2)
+        ]
+    return []
+
+
+def _utf16_len(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 _ISO_DATE = re.compile(

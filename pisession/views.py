@@ -243,7 +243,7 @@ def context_data(manager: SessionManager | str | os.PathLike[str]) -> dict[str, 
     from .compaction import estimate_tokens  # the compaction machinery only for context sizes
 
     images = 0
-    tokens = 0
+    tokens: float = 0  # NaN where Pi cannot count the text (estimate_tokens)
     for message in messages:
         if message.get("role") == "system":
             continue  # counted once, replayed, below

@@ -17,11 +17,11 @@ import attrs
 
 from .._context import WireProjection, entry_to_messages, project_leaf
 from .._index import TreeIndex
-from .._js import MISSING, hashable, js_truthy
+from .._js import MISSING, hashable, js_string, js_truthy
 from .._model import Entry, Message
 from ._common import WireMessage, messages_out, wire_list
 from ._files import FileOperations, add_details_wire, extract_file_ops_wire
-from ._tokens import CompactionSettings, estimate_projected_context_tokens_wire, estimate_tokens_wire
+from ._tokens import CompactionSettings, estimate_projected_context_tokens_wire, sum_tokens_wire
 
 __all__ = [
     "CutPoint",
@@ -45,16 +45,22 @@ class CutPoint:
     is_split_turn: bool
 
 
+def _role(message: Any) -> str | None:
+    role = message.get("role") if isinstance(message, Mapping) else None
+    return role if type(role) is str else None  # a role read from a file may be any JSON value
+
+
 def _is_cut(messages: Sequence[Any]) -> bool:
-    return any(isinstance(m, Mapping) and m.get("role") in _CUT_ROLES for m in messages)
+    return any(_role(m) in _CUT_ROLES for m in messages)
 
 
 def _is_turn_start(messages: Sequence[Any]) -> bool:
-    return any(isinstance(m, Mapping) and m.get("role") in _TURN_START_ROLES for m in messages)
+    return any(_role(m) in _TURN_START_ROLES for m in messages)
 
 
-def _tokens(messages: Sequence[Any]) -> int:
-    return sum(estimate_tokens_wire(m) for m in messages if isinstance(m, Mapping))
+def _tokens(messages: Sequence[Any]) -> Any:
+    """Pi's ``messages.reduce((sum, m) => sum + estimateTokens(m), 0)``: a number, maybe NaN."""
+    return sum_tokens_wire([m for m in messages if isinstance(m, Mapping)])
 
 
 # -- on raw entries (Pi's exported findCutPoint / findTurnStartIndex) ----------------------------
@@ -201,6 +207,7 @@ class CompactionPreparation:
         "previous_summary",
         "file_ops",
         "settings",
+        "_previous_summary_wire",
         "_summarize_wire",
         "_prefix_wire",
         "_summarize",
@@ -210,7 +217,9 @@ class CompactionPreparation:
 
     first_kept_entry_id: str
     is_split_turn: bool
-    tokens_before: int
+    tokens_before: float | str
+    """Pi's estimate of the context before compacting: an int, except where Pi's JavaScript
+    arithmetic on odd usage values makes NaN or a string (written to the entry as Pi writes it)."""
     previous_summary: str | None
     file_ops: FileOperations
     settings: CompactionSettings
@@ -222,16 +231,21 @@ class CompactionPreparation:
         messages_to_summarize: Sequence[WireMessage],
         turn_prefix_messages: Sequence[WireMessage],
         is_split_turn: bool,
-        tokens_before: int,
-        previous_summary: str | None,
+        tokens_before: float | str,
+        previous_summary: Any,
         file_ops: FileOperations,
         settings: CompactionSettings,
-        kept_tokens: int = 0,
+        kept_tokens: float = 0,
     ) -> None:
         self.first_kept_entry_id = first_kept_entry_id
         self.is_split_turn = is_split_turn
         self.tokens_before = tokens_before
-        self.previous_summary = previous_summary
+        # The previous compaction's summary as the file holds it (MISSING: no previous
+        # compaction): Pi's prompts test it for truth and write it with String().
+        self._previous_summary_wire = previous_summary
+        self.previous_summary = (
+            None if previous_summary is None or previous_summary is MISSING else js_string(previous_summary)
+        )
         self.file_ops = file_ops
         self.settings = settings
         self._summarize_wire = list(messages_to_summarize)
@@ -293,10 +307,10 @@ def prepare_from_projection(
         (i for i, (source, messages) in enumerate(items) if source.get("type") == "compaction" and messages),
         -1,
     )
-    previous_summary: Any = None
+    previous_summary: Any = MISSING
     boundary_start = 0
     if prev >= 0:
-        previous_summary = items[prev][0].get("summary")
+        previous_summary = items[prev][0].get("summary", MISSING)
         boundary_start = prev + 1
     tokens_before = estimate_projected_context_tokens_wire(projection, entry_at, branch_ids, branch_types)
     cut = _find_projected_cut_point(items, boundary_start, len(items), settings.keep_recent_tokens)
@@ -326,10 +340,10 @@ def prepare_from_projection(
         turn_prefix_messages=prefix,
         is_split_turn=cut.is_split_turn,
         tokens_before=tokens_before,
-        previous_summary=previous_summary if isinstance(previous_summary, str) else None,
+        previous_summary=previous_summary,
         file_ops=ops,
         settings=settings,
-        kept_tokens=sum(_tokens(messages) for _, messages in items[cut.first_kept_entry_index :]),
+        kept_tokens=_tokens([m for _, messages in items[cut.first_kept_entry_index :] for m in messages]),
     )
 
 

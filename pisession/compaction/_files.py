@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from .._js import js_join_item, js_string
 from .._model import Message
 from ._common import js_sort, wire
 
@@ -35,6 +36,10 @@ class FileOperations:
     read: set[str] = attrs.field(factory=set)
     written: set[str] = attrs.field(factory=set)
     edited: set[str] = attrs.field(factory=set)
+    # Values other than strings that an earlier summary's details listed: Pi's Sets keep them and
+    # its lists, summaries and details carry them on, so pisession does too.
+    _other_read: list[Any] = attrs.field(factory=list, init=False, repr=False)
+    _other_edited: list[Any] = attrs.field(factory=list, init=False, repr=False)
 
 
 def _add(tool_name: Any, args: Any, ops: FileOperations) -> None:
@@ -78,11 +83,33 @@ def add_details_wire(details: Any, ops: FileOperations) -> None:
     """Fold a Pi-written summary's ``details`` into ``ops`` (modified files count as edited)."""
     if not isinstance(details, Mapping):
         return
-    for key, target in (("readFiles", ops.read), ("modifiedFiles", ops.edited)):
+    for key, target, other in (
+        ("readFiles", ops.read, ops._other_read),
+        ("modifiedFiles", ops.edited, ops._other_edited),
+    ):
         files = details.get(key)
         if isinstance(files, list):
-            # Pi keeps any value; only strings can be sorted with the paths it tracks.
-            target.update(f for f in files if isinstance(f, str))
+            for f in files:
+                if isinstance(f, str):
+                    target.add(f)
+                elif isinstance(f, (dict, list)) or all(_same_value(f) != _same_value(o) for o in other):
+                    other.append(f)  # an object or array is a new Set member every time
+
+
+def _same_value(value: Any) -> tuple[Any, ...]:
+    """A key equal for two JSON scalars exactly when JavaScript's Set takes them as one."""
+    if isinstance(value, (dict, list)):
+        return ("object", id(value))
+    if isinstance(value, bool):
+        return ("boolean", value)
+    if isinstance(value, (int, float)):
+        return ("number", float(value))
+    return ("other", value)
+
+
+def _js_sort_key(value: Any) -> bytes:
+    # Array.prototype.sort() with no comparator compares String(value) by UTF-16 code units.
+    return js_string(value).encode("utf-16-be", "surrogatepass")
 
 
 def extract_file_ops_from_message(message: Message | Mapping[str, Any], file_ops: FileOperations) -> None:
@@ -98,14 +125,25 @@ def compute_file_lists(file_ops: FileOperations) -> tuple[list[str], list[str]]:
         read_files, modified_files = compute_file_lists(preparation.file_ops)
     """
     modified = file_ops.edited | file_ops.written
-    return js_sort(f for f in file_ops.read if f not in modified), js_sort(modified)
+    read_only = js_sort(f for f in file_ops.read if f not in modified)
+    if not file_ops._other_read and not file_ops._other_edited:
+        return read_only, js_sort(modified)
+    modified_other = {_same_value(f) for f in file_ops._other_edited}
+    read_other = [f for f in file_ops._other_read if _same_value(f) not in modified_other]
+    # Values that are not strings come only from a summary's details; typed as the paths they
+    # stand beside, they are written back where Pi writes them.
+    return (
+        sorted([*read_only, *read_other], key=_js_sort_key),
+        sorted([*modified, *file_ops._other_edited], key=_js_sort_key),
+    )
 
 
 def format_file_operations(read_files: Sequence[str], modified_files: Sequence[str]) -> str:
     """The ``<read-files>`` / ``<modified-files>`` sections Pi appends to a summary ("" if none)."""
     sections = []
     if read_files:
-        sections.append("<read-files>\n" + "\n".join(read_files) + "\n</read-files>")
+        sections.append("<read-files>\n" + "\n".join(map(js_join_item, read_files)) + "\n</read-files>")
     if modified_files:
-        sections.append("<modified-files>\n" + "\n".join(modified_files) + "\n</modified-files>")
+        joined = "\n".join(map(js_join_item, modified_files))
+        sections.append("<modified-files>\n" + joined + "\n</modified-files>")
     return "\n\n" + "\n\n".join(sections) if sections else ""

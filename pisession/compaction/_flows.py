@@ -29,7 +29,7 @@ from .._errors import (
     PisessionError,
     SummarizerCommandError,
 )
-from .._js import MISSING, js_truthy
+from .._js import MISSING, js_string, js_truthy
 from .._model import UNSET, BranchSummaryEntry, CompactionEntry, Usage
 from ._branch import collect_wire, prepare_branch_wire
 from ._common import content_text
@@ -125,14 +125,15 @@ def _conversation(messages: Sequence[Mapping[str, Any]]) -> str:
 
 
 def history_prompt(
-    messages: Sequence[Mapping[str, Any]], previous_summary: str | None, custom_instructions: str | None
+    messages: Sequence[Mapping[str, Any]], previous_summary: Any, custom_instructions: str | None
 ) -> str:
-    base = UPDATE_SUMMARIZATION_PROMPT if previous_summary else SUMMARIZATION_PROMPT
+    # previous_summary is the file's value: Pi tests it for truth and writes it with String().
+    base = UPDATE_SUMMARIZATION_PROMPT if js_truthy(previous_summary) else SUMMARIZATION_PROMPT
     if custom_instructions:
         base = f"{base}\n\nAdditional focus: {custom_instructions}"
     prompt = f"<conversation>\n{_conversation(messages)}\n</conversation>\n\n"
-    if previous_summary:
-        prompt += f"<previous-summary>\n{previous_summary}\n</previous-summary>\n\n"
+    if js_truthy(previous_summary):
+        prompt += f"<previous-summary>\n{js_string(previous_summary)}\n</previous-summary>\n\n"
     return prompt + base
 
 
@@ -281,9 +282,9 @@ def summarize_compaction(
     reasoning = _reasoning(thinking_level)
     history = preparation._summarize_wire
     prefix = preparation._prefix_wire
-    previous = preparation.previous_summary
+    previous = preparation._previous_summary_wire
     if preparation.is_split_turn and prefix:
-        history_text = previous if previous is not None else "No prior history."
+        history_text = "No prior history." if previous is None or previous is MISSING else js_string(previous)
         history_usage: Any = MISSING
         if history:
             history_text, history_usage = yield from _ask(
@@ -346,11 +347,12 @@ def plan(
 def _plan_key(preparation: CompactionPreparation) -> tuple[Any, ...]:
     """Everything of a plan that reaches the summarizer or the entry: two plans with equal keys
     make the same requests and the same compaction."""
+    tokens = preparation.tokens_before
     return (
         preparation.first_kept_entry_id,
-        preparation.tokens_before,
+        ("NaN",) if tokens != tokens else tokens,  # NaN (Pi's count of odd text) equals no NaN
         preparation.is_split_turn,
-        preparation.previous_summary,
+        preparation._previous_summary_wire,
         preparation._summarize_wire,
         preparation._prefix_wire,
         compute_file_lists(preparation.file_ops),
@@ -380,7 +382,7 @@ def compaction_steps(
                 entry_id = manager.append_compaction(
                     summary,
                     preparation.first_kept_entry_id,
-                    preparation.tokens_before,
+                    preparation.tokens_before,  # type: ignore[arg-type]  # NaN or a string as Pi writes them
                     {"readFiles": read_files, "modifiedFiles": modified_files},
                     False,
                     UNSET if usage is MISSING else usage,
@@ -587,7 +589,7 @@ def format_plan(preparation: CompactionPreparation | None) -> str:
             else ""
         ),
         f"previous summary: {'yes' if preparation.previous_summary is not None else 'no'}",
-        f"read files: {', '.join(read_files) if read_files else '(none)'}",
-        f"modified files: {', '.join(modified_files) if modified_files else '(none)'}",
+        f"read files: {', '.join(map(js_string, read_files)) if read_files else '(none)'}",
+        f"modified files: {', '.join(map(js_string, modified_files)) if modified_files else '(none)'}",
     ]
     return "\n".join(lines)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .._js import MISSING, js_date_ms, js_truthy
-from .._json import _ordered_items, dumps
+from .._js import MISSING, js_date_ms, js_entries, js_string, js_truthy
+from .._json import dumps
 from .._model import BranchSummaryMessage, CompactionSummaryMessage, CustomMessage, Message
 from ._common import WireMessage, content_text, js_len, messages_out, slice_head, wire, wire_list
 from ._prompts import (
@@ -43,17 +43,23 @@ def _present(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def bash_execution_to_text_wire(msg: Mapping[str, Any]) -> str:
-    text = f"Ran `{msg.get('command')}`\n"
-    output = msg.get("output")
-    text += f"```\n{output}\n```" if js_truthy(output) else "(no output)"
-    exit_code = msg.get("exitCode")
+    # Pi's template literals: every value reads as JavaScript's String() would write it.
+    text = f"Ran `{js_string(msg.get('command', MISSING))}`\n"
+    output = msg.get("output", MISSING)
+    text += f"```\n{js_string(output)}\n```" if js_truthy(output) else "(no output)"
+    exit_code = msg.get("exitCode", MISSING)
     if js_truthy(msg.get("cancelled")):
         text += "\n\n(command cancelled)"
-    elif exit_code is not None and exit_code is not MISSING and exit_code != 0:
-        text += f"\n\nCommand exited with code {exit_code}"
+    elif exit_code is not None and exit_code is not MISSING and not _is_js_zero(exit_code):
+        text += f"\n\nCommand exited with code {js_string(exit_code)}"
     if js_truthy(msg.get("truncated")) and js_truthy(msg.get("fullOutputPath")):
-        text += f"\n\n[Output truncated. Full output: {msg.get('fullOutputPath')}]"
+        text += f"\n\n[Output truncated. Full output: {js_string(msg.get('fullOutputPath'))}]"
     return text
+
+
+def _is_js_zero(value: Any) -> bool:
+    """``value === 0``: the number zero only (False and "0" are not)."""
+    return type(value) in (int, float) and value == 0
 
 
 def convert_to_llm_wire(messages: Iterable[Mapping[str, Any]]) -> list[WireMessage]:
@@ -86,7 +92,7 @@ def convert_to_llm_wire(messages: Iterable[Mapping[str, Any]]) -> list[WireMessa
                 if role == "branchSummary"
                 else (COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX)
             )
-            text = f"{prefix}{m.get('summary')}{suffix}"
+            text = f"{prefix}{js_string(m.get('summary', MISSING))}{suffix}"
             out.append(
                 _present(
                     {
@@ -96,7 +102,7 @@ def convert_to_llm_wire(messages: Iterable[Mapping[str, Any]]) -> list[WireMessa
                     }
                 )
             )
-        elif role in _PASS_THROUGH:
+        elif type(role) is str and role in _PASS_THROUGH:
             out.append(dict(m))
     return out
 
@@ -109,9 +115,8 @@ def _truncate_for_summary(text: str, max_chars: int) -> str:
 
 
 def _tool_call_text(block: Mapping[str, Any]) -> str:
-    args = block.get("arguments")
-    items = _ordered_items(args) if isinstance(args, dict) else []
-    return f"{block.get('name')}({', '.join(f'{k}={dumps(v)}' for k, v in items)})"
+    items = js_entries(block.get("arguments", MISSING))
+    return f"{js_string(block.get('name', MISSING))}({', '.join(f'{k}={dumps(v)}' for k, v in items)})"
 
 
 def serialize_conversation_wire(messages: Iterable[Mapping[str, Any]]) -> str:

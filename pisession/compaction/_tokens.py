@@ -7,6 +7,7 @@ that wants to behave like Pi must count the same way.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -14,7 +15,17 @@ import attrs
 
 from .._codec import from_wire
 from .._context import WireProjection, current_system_message
-from .._js import MISSING, js_truthy
+from .._js import (
+    MISSING,
+    js_add,
+    js_entries,
+    js_greater,
+    js_number,
+    js_property,
+    js_string,
+    js_to_number,
+    js_truthy,
+)
 from .._json import dumps
 from .._model import Entry, Message, Usage
 from ._common import js_len, wire, wire_list
@@ -31,6 +42,7 @@ __all__ = [
 ]
 
 ESTIMATED_IMAGE_CHARS = 4800
+_EXACT = 2**53  # beyond this a JavaScript number is no longer every integer
 
 
 @attrs.frozen
@@ -59,74 +71,125 @@ DEFAULT_COMPACTION_SETTINGS = CompactionSettings()
 
 @attrs.frozen
 class ContextTokenEstimate:
-    """Context size from the last usable usage plus the estimate of what came after it."""
+    """Context size from the last usable usage plus the estimate of what came after it.
 
-    tokens: int
-    usage_tokens: int
-    trailing_tokens: int
+    Ints for any session Pi writes. Pi does this arithmetic in JavaScript and checks no types, so
+    a usage count that is a string concatenates (``"500" + 3`` is ``"5003"``) and text that is
+    not a string can make NaN; these fields then hold what Pi computes."""
+
+    tokens: float | str
+    usage_tokens: float | str
+    trailing_tokens: float
     last_usage_index: int | None
     """Index of the message whose usage was used, or None when everything was estimated."""
 
 
-def _ceil4(chars: int) -> int:
-    return -(-chars // 4)
+def _ceil4(chars: Any) -> Any:
+    """``Math.ceil(chars / 4)``; ``chars`` is whatever Pi's ``+=`` made of the lengths it read."""
+    if type(chars) is int and chars <= _EXACT:
+        return -(-chars // 4)
+    quarter = js_to_number(chars) / 4
+    return js_number(math.ceil(quarter)) if math.isfinite(quarter) else quarter
 
 
-def _text_and_image_chars(content: Any) -> int:
+def _length(value: Any) -> Any:
+    """``value.length`` as Pi reads it from content: a string's UTF-16 length, an array's size,
+    an object's ``length`` property, undefined (MISSING) for a number. Pi throws a TypeError on
+    null or undefined; pisession counts those as empty instead of failing the whole estimate."""
+    if type(value) is str:
+        return js_len(value)
+    if value is None or value is MISSING:
+        return 0
+    return js_property(value, "length")
+
+
+def _text_and_image_chars(content: Any) -> Any:
     if isinstance(content, str):
         return js_len(content)
-    chars = 0
+    chars: Any = 0
+    # Pi's for-of throws on an object, a number or null: counted as no blocks here.
     for block in content if isinstance(content, list) else ():
-        if not isinstance(block, Mapping):
-            continue
-        kind = block.get("type")
-        if kind == "text" and js_truthy(block.get("text")):
-            chars += js_len(block["text"])
+        kind = block.get("type", MISSING) if isinstance(block, dict) else MISSING
+        if kind == "text":
+            text = block.get("text", MISSING)
+            if type(text) is str and type(chars) is int:
+                chars += js_len(text)
+            elif js_truthy(text):
+                chars = js_add(chars, _length(text))
         elif kind == "image":
-            chars += ESTIMATED_IMAGE_CHARS
+            chars = js_add(chars, ESTIMATED_IMAGE_CHARS)
     return chars
 
 
-def estimate_tokens_wire(message: Mapping[str, Any]) -> int:
+def _assistant_chars(content: Any) -> Any:
+    chars: Any = 0
+    # A string's characters are no blocks; an object or a number throws in Pi and counts nothing.
+    for block in content if isinstance(content, list) else ():
+        kind = block.get("type", MISSING) if isinstance(block, dict) else MISSING
+        if kind == "text" or kind == "thinking":
+            value = block.get(kind, MISSING)
+            if type(value) is str and type(chars) is int:
+                chars += js_len(value)
+            else:
+                chars = js_add(chars, _length(value))
+        elif kind == "toolCall":
+            name = block.get("name", MISSING)
+            arguments = block.get("arguments", MISSING)
+            if arguments is MISSING:
+                continue  # JSON.stringify(undefined).length throws in Pi
+            call = js_add(_length(name), js_len(dumps(arguments)))
+            chars = js_add(chars, call)
+    return chars
+
+
+def estimate_tokens_wire(message: Mapping[str, Any]) -> Any:
+    """Pi's ``estimateTokens``: an int for ordinary messages; with text that is not a string,
+    whatever JavaScript's arithmetic makes of it (NaN, or a count read from an array's size)."""
     role = message.get("role")
+    if type(role) is not str:
+        return 0
     if role == "system":
         chars = _text_and_image_chars(message.get("content"))
-        sections = message.get("sections")
-        if isinstance(sections, Mapping):
-            chars += sum(js_len(s) for s in sections.values() if isinstance(s, str) and s)
-        tools = message.get("toolsAdded")
+        sections = message.get("sections", MISSING)
+        if js_truthy(sections):
+            for _, section in js_entries(sections):  # Object.values
+                if js_truthy(section):
+                    chars = js_add(chars, _length(section))
+        tools = message.get("toolsAdded", MISSING)
         if js_truthy(tools):
-            chars += js_len(dumps(tools))
+            chars = js_add(chars, js_len(dumps(tools)))
         return _ceil4(chars)
     if role in ("user", "custom", "toolResult"):
         return _ceil4(_text_and_image_chars(message.get("content")))
     if role == "assistant":
-        chars = 0
-        content = message.get("content")
-        for block in content if isinstance(content, list) else ():
-            if not isinstance(block, Mapping):
-                continue
-            kind = block.get("type")
-            if kind == "text":
-                chars += js_len(block.get("text") or "")
-            elif kind == "thinking":
-                chars += js_len(block.get("thinking") or "")
-            elif kind == "toolCall":
-                chars += js_len(str(block.get("name"))) + js_len(dumps(block.get("arguments")))
-        return _ceil4(chars)
+        return _ceil4(_assistant_chars(message.get("content")))
     if role == "bashExecution":
-        return _ceil4(js_len(str(message.get("command"))) + js_len(str(message.get("output"))))
+        command, output = message.get("command", MISSING), message.get("output", MISSING)
+        return _ceil4(js_add(_length(command), _length(output)))
     if role in ("branchSummary", "compactionSummary"):
-        return _ceil4(js_len(str(message.get("summary"))))
+        return _ceil4(_length(message.get("summary", MISSING)))
     return 0
 
 
-def calculate_context_tokens_wire(usage: Mapping[str, Any]) -> int:
-    total: Any = usage.get("totalTokens")
+def calculate_context_tokens_wire(usage: Any) -> Any:
+    """``usage.totalTokens || usage.input + usage.output + usage.cacheRead + usage.cacheWrite``,
+    with JavaScript's ``||`` and ``+`` (a string count concatenates, a missing one is NaN)."""
+    if isinstance(usage, dict):
+        keys = ("totalTokens", "input", "output", "cacheRead", "cacheWrite")
+        counts = [usage.get(k, MISSING) for k in keys]
+        # What every provider writes: plain integers, where a double is exact too.
+        if all(type(v) is int and -_EXACT <= v <= _EXACT for v in counts):
+            tokens = counts[0] or counts[1] + counts[2] + counts[3] + counts[4]
+            if -_EXACT <= tokens <= _EXACT:
+                return tokens
+    total = js_property(usage, "totalTokens")
     if js_truthy(total):
-        return total  # type: ignore[no-any-return]
-    parts: Any = sum(usage.get(k) or 0 for k in ("input", "output", "cacheRead", "cacheWrite"))
-    return parts  # type: ignore[no-any-return]
+        # An array or object count acts as its primitive in every later `+` and `>`.
+        return js_string(total) if isinstance(total, (list, dict)) else total
+    total = js_property(usage, "input")
+    for key in ("output", "cacheRead", "cacheWrite"):
+        total = js_add(total, js_property(usage, key))
+    return total
 
 
 def assistant_usage_wire(message: Any) -> Mapping[str, Any] | None:
@@ -134,9 +197,9 @@ def assistant_usage_wire(message: Any) -> Mapping[str, Any] | None:
     if not isinstance(message, Mapping) or message.get("role") != "assistant" or "usage" not in message:
         return None
     usage = message["usage"]
-    if message.get("stopReason") in ("aborted", "error") or not isinstance(usage, Mapping):
+    if message.get("stopReason") in ("aborted", "error") or not js_truthy(usage):
         return None
-    return usage if calculate_context_tokens_wire(usage) > 0 else None
+    return usage if js_greater(calculate_context_tokens_wire(usage), 0) else None
 
 
 def estimate_context_tokens_wire(messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -144,20 +207,20 @@ def estimate_context_tokens_wire(messages: Sequence[Mapping[str, Any]]) -> dict[
         usage = assistant_usage_wire(messages[i])
         if usage is not None:
             usage_tokens = calculate_context_tokens_wire(usage)
-            trailing = sum(estimate_tokens_wire(m) for m in messages[i + 1 :])
+            trailing = sum_tokens_wire(messages[i + 1 :])
             return {
-                "tokens": usage_tokens + trailing,
+                "tokens": js_add(usage_tokens, trailing),
                 "usageTokens": usage_tokens,
                 "trailingTokens": trailing,
                 "lastUsageIndex": i,
             }
-    estimated = sum(estimate_tokens_wire(m) for m in messages)
+    estimated = sum_tokens_wire(messages)
     return {"tokens": estimated, "usageTokens": 0, "trailingTokens": estimated, "lastUsageIndex": None}
 
 
 def estimate_projected_context_tokens_wire(
     projection: WireProjection, entry_at: Any, branch_ids: Sequence[Any], branch_types: Sequence[Any]
-) -> int:
+) -> Any:
     """Pi's ``estimateProjectedContextTokens(...).tokens``: a usage recorded before the latest
     context edit or compaction describes a context that no longer exists, so it is not trusted."""
     messages = projection.messages
@@ -183,23 +246,38 @@ def estimate_projected_context_tokens_wire(
             -1,
         )
         if usage_index > invalidating:
-            return estimate["tokens"]  # type: ignore[no-any-return]
+            return estimate["tokens"]
     # Pi 1.6.0 replays system messages ignoring the "replace" flag.
     system = current_system_message(messages, honour_replace=False)
     tokens = estimate_tokens_wire(system) if system is not None else 0
-    return tokens + sum(estimate_tokens_wire(m) for m in messages if m.get("role") != "system")
+    return js_add(tokens, sum_tokens_wire([m for m in messages if m.get("role") != "system"]))
+
+
+def sum_tokens_wire(messages: Iterable[Mapping[str, Any]]) -> Any:
+    """A sum of estimates as Pi's loop adds them (estimates are numbers, so NaN absorbs)."""
+    total: Any = 0
+    for message in messages:
+        tokens = estimate_tokens_wire(message)
+        if type(tokens) is int and type(total) is int and total + tokens <= _EXACT:
+            total += tokens
+        else:
+            total = js_add(total, tokens)
+    return total
 
 
 # -- public ---------------------------------------------------------------------------------------
 
 
-def estimate_tokens(message: Message | Mapping[str, Any]) -> int:
+def estimate_tokens(message: Message | Mapping[str, Any]) -> float:
     """Pi's estimate of one message's tokens (characters / 4, rounded up; an image counts 4,800
-    characters; thinking and tool-call arguments count, tool-result images too)::
+    characters; thinking and tool-call arguments count, tool-result images too). An int, except
+    that text which is not a string gives what Pi's JavaScript makes of it (NaN, or the size of
+    an array)::
 
         tokens = sum(estimate_tokens(m) for m in manager.build_session_context().messages)
     """
-    return estimate_tokens_wire(wire(message))
+    tokens: float = estimate_tokens_wire(wire(message))
+    return tokens
 
 
 def estimate_context_tokens(messages: Iterable[Message | Mapping[str, Any]]) -> ContextTokenEstimate:
@@ -214,9 +292,12 @@ def estimate_context_tokens(messages: Iterable[Message | Mapping[str, Any]]) -> 
     )
 
 
-def calculate_context_tokens(usage: Usage | Mapping[str, Any]) -> int:
-    """``totalTokens`` when the provider gave it, else input + output + cache read + cache write."""
-    return calculate_context_tokens_wire(wire(usage))
+def calculate_context_tokens(usage: Usage | Mapping[str, Any]) -> float | str:
+    """``totalTokens`` when the provider gave it, else input + output + cache read + cache write
+    (with JavaScript's ``+``: a string count concatenates, an array or object count reads as its
+    string form)."""
+    tokens: float | str = calculate_context_tokens_wire(wire(usage))
+    return tokens
 
 
 def get_last_assistant_usage(entries: Iterable[Entry | Mapping[str, Any]]) -> Usage | None:
@@ -228,13 +309,16 @@ def get_last_assistant_usage(entries: Iterable[Entry | Mapping[str, Any]]) -> Us
     wires = wire_list(entries)
     for entry in reversed(wires):
         if entry.get("type") == "message":
-            usage = assistant_usage_wire(entry.get("message"))
-            if usage is not None:
-                return from_wire(usage, Usage)
+            message = entry.get("message")
+            if assistant_usage_wire(message) is not None:
+                # Read through its message, which keeps counts of another JSON type in `extra`
+                # (a lone Usage is read strictly).
+                usage = getattr(from_wire(message, Message), "usage", None)
+                return usage if isinstance(usage, Usage) else None
     return None
 
 
-def should_compact(context_tokens: int, context_window: int, settings: CompactionSettings) -> bool:
+def should_compact(context_tokens: float | str, context_window: int, settings: CompactionSettings) -> bool:
     """Whether Pi would compact now: enabled, and the context exceeds the window minus the
     reserve::
 
@@ -242,4 +326,5 @@ def should_compact(context_tokens: int, context_window: int, settings: Compactio
     """
     if not settings.enabled:
         return False
-    return context_tokens > context_window - settings.reserve_tokens
+    # JavaScript's `>`: a token count Pi computed as a string still compares (NaN never exceeds).
+    return js_greater(context_tokens, context_window - settings.reserve_tokens)
