@@ -74,6 +74,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "stop_reason",
         "on_leaf_branch",
         "in_context",
+        "context_index",
         "context_text",
     ),
     "tool_calls": (
@@ -274,7 +275,12 @@ def read_rows(
     context = context_positions(index, leaf)
     in_context = set(context)
     projection = project_leaf(index, leaf)
-    contributed = {pos: messages for pos, messages in projection.entries if messages}
+    contributed: dict[int, tuple[int, Any]] = {}  # position -> (first context index, its messages)
+    at = 0
+    for pos, messages in projection.entries:
+        if messages:
+            contributed[pos] = (at, messages)
+            at += len(messages)
     edited = {
         target
         for pos in context
@@ -334,7 +340,7 @@ def _messages(
     rows: SessionRows,
     index: TreeIndex,
     branch: set[int],
-    contributed: dict[int, Any],
+    contributed: dict[int, tuple[int, Any]],
     edited: set[str],
 ) -> None:
     c = rows.columns["messages"]
@@ -348,7 +354,7 @@ def _messages(
         if not messages:
             continue
         entry_id = _str(index.id_at(pos))
-        in_context = contributed.get(pos)
+        first, in_context = contributed.get(pos, (None, None))
         replaced = in_context is not None and entry_id is not None and entry_id in edited
         on_branch = pos in branch
         for i, message in enumerate(messages):
@@ -365,11 +371,10 @@ def _messages(
             c["stop_reason"].append(_str(message.get("stopReason")))
             c["on_leaf_branch"].append(on_branch)
             c["in_context"].append(in_context is not None)
-            c["context_text"].append(
-                message_text(in_context[i])
-                if replaced and in_context is not None and i < len(in_context)
-                else None
-            )
+            c["context_index"].append(None if first is None else first + i)
+            projected = in_context[i] if replaced and in_context is not None and i < len(in_context) else None
+            changed = projected is not None and projected.get("content") != message.get("content")
+            c["context_text"].append(message_text(projected) if changed and projected is not None else None)
 
 
 _MESSAGE_BEARING = frozenset(("message", "custom_message", "branch_summary", "compaction"))

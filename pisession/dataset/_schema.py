@@ -95,6 +95,11 @@ SCHEMAS: dict[str, pa.Schema] = {
                 nullable=False,
             ),
             _field(
+                "context_index",
+                pa.int32(),
+                "the message's position in that context (0 first; null when not in it)",
+            ),
+            _field(
                 "context_text",
                 pa.string(),
                 "the text the context holds instead, when a context edit replaced this message's content",
