@@ -31,6 +31,7 @@ from ._errors import (
     SessionReplacedError,
     SummarizerCommandError,
     SymlinkRefusedError,
+    UsageQueryError,
     WireFormatError,
 )
 
@@ -161,7 +162,7 @@ _LAZY: dict[str, str] = {
 
 # The public modules, as attributes too (`pisession.export.to_html(...)` after `import pisession`).
 _SUBMODULES = frozenset(
-    ("aio", "catalog", "cli", "compaction", "describe", "export", "stats", "validate", "views")
+    ("aio", "catalog", "cli", "compaction", "describe", "export", "stats", "usage", "validate", "views")
 )
 
 
@@ -226,6 +227,7 @@ __all__ = [
     "WireFormatError",
     "SymlinkRefusedError",
     "CatalogError",
+    "UsageQueryError",
     "LockTimeout",
     "LockFileAccessError",
     "SessionClosedError",

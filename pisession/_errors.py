@@ -21,6 +21,7 @@ __all__ = [
     "AlreadyCompactedError",
     "SummarizerCommandError",
     "CatalogError",
+    "UsageQueryError",
 ]
 
 
@@ -126,3 +127,8 @@ class CatalogError(PisessionError):
 
     Listing never raises it: a catalog that fails falls back to reading the files.
     """
+
+
+class UsageQueryError(PisessionError, ValueError):
+    """A usage report was asked for with a bad argument: an unknown grouping, a date that is not
+    ``YYYY-MM-DD``, a time zone that is not a known IANA name (or no time zone data installed)."""

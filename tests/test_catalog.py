@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import pisession.catalog as catalog_module
+import pisession.catalog._refresh as refresh_module
 from pisession import CatalogError, SessionManager, to_wire
 from pisession._discovery import list_all_sessions, list_sessions
 from pisession.catalog import Catalog, RefreshReport, SearchHit, default_catalog_path, format_hit, search
@@ -175,8 +175,8 @@ def test_unchanged_files_are_not_opened(
     with sqlite3.connect(catalog.path) as db:
         assert db.execute("SELECT COUNT(*) FROM messages").fetchone() == (15,)
     opened: list[str] = []
-    real = catalog_module.open_regular
-    monkeypatch.setattr(catalog_module, "open_regular", lambda p: opened.append(p) or real(p))
+    real = refresh_module.open_regular
+    monkeypatch.setattr(refresh_module, "open_regular", lambda p: opened.append(p) or real(p))
     assert catalog.list_all(str(folder)) == first
     assert opened == []
 
@@ -259,8 +259,8 @@ def test_a_file_written_just_after_it_was_read_is_read_again(
     tmp_path: Path, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Same size, same mtime tick: only the time of the read tells (git's "racily clean" files)."""
-    monkeypatch.setattr(catalog_module, "_RACY_NS", 10**12)  # "just after", however slow this machine is
-    monkeypatch.setattr(catalog_module, "_RACY_COARSE_NS", 10**12)
+    monkeypatch.setattr(refresh_module, "_RACY_NS", 10**12)  # "just after", however slow this machine is
+    monkeypatch.setattr(refresh_module, "_RACY_COARSE_NS", 10**12)
     folder = tmp_path / "sessions"
     folder.mkdir()
     path = folder / "s.jsonl"
@@ -365,7 +365,7 @@ def test_a_read_only_database_falls_back_to_the_files(
     append(folder / "s1.jsonl", line(msg("n", "user", "new")))
     real = sqlite3.connect
     monkeypatch.setattr(
-        catalog_module.sqlite3, "connect", lambda path, **kw: real(f"file:{path}?mode=ro", uri=True, **kw)
+        sqlite3, "connect", lambda path, **kw: real(f"file:{path}?mode=ro", uri=True, **kw)
     )
     with Catalog(database) as read_only:
         assert read_only.list_all(str(folder)) == list_all_sessions(str(folder))

@@ -26,6 +26,7 @@ HEAVY = (
     "pisession.export",
     "pisession.compaction",
     "pisession.catalog",
+    "pisession.usage",
     "pisession._viewer",
     "pisession.aio",
     "pisession.stats",

@@ -26,7 +26,17 @@ if TYPE_CHECKING:
 
 # Command groups (modules of this package) in the order `pisession --help` lists them; a new group
 # is a module with a `register(commands)` function added here, and its commands to COMMANDS.
-GROUPS = ("demo", "reading", "searching", "checking", "editing", "summarizing", "export", "dataset")
+GROUPS = (
+    "demo",
+    "reading",
+    "searching",
+    "checking",
+    "editing",
+    "summarizing",
+    "export",
+    "usage",
+    "dataset",
+)
 
 # Which group registers each command: `pisession tree` imports and registers only `reading`, so a
 # command pays for its own group's imports and no other's (a test checks this table against
@@ -39,6 +49,7 @@ COMMANDS = {
     **dict.fromkeys(("name", "label", "edit", "fork", "extract", "migrate"), "editing"),
     **dict.fromkeys(("branch", "compact"), "summarizing"),
     "export": "export",
+    "usage": "usage",
     "dataset": "dataset",
 }
 

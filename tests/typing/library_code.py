@@ -15,6 +15,7 @@ from pisession.catalog import Catalog
 from pisession.compaction import CompactionSettings, SummaryRequest, estimate_tokens, format_plan
 from pisession.export import to_jsonl, to_markdown
 from pisession.stats import session_stats
+from pisession.usage import UsageReport, UsageRow, usage_report
 from pisession.validate import validate_file
 
 
@@ -54,6 +55,17 @@ def main(folder: str) -> None:
             print(info.id, info.message_count)
         for hit in catalog.search("question", cwd=folder, session_dir=os.path.join(folder, "sessions")):
             print(hit.entry_id, hit.snippet)
+        daily: UsageReport = usage_report(
+            "daily", session_dir=os.path.join(folder, "sessions"), timezone="UTC", catalog=catalog
+        )
+        for row in daily.rows:
+            day: UsageRow = row
+            print(day.key, day.total_cost, day.models_used, [m.model_name for m in day.models])
+        print(daily.totals.total_tokens, daily.to_wire()["totals"], [s.reason for s in daily.skipped])
+        by_session = usage_report(
+            "session", since="2026-01-01", catalog=False, session_dir=os.path.join(folder, "sessions")
+        )
+        print([(row.session_id, row.last_activity) for row in by_session.rows])
 
 
 if __name__ == "__main__":

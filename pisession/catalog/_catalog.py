@@ -1,0 +1,277 @@
+"""The :class:`Catalog` object: one database, the calls that use it, and what to do when it cannot be used."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import sqlite3
+from collections.abc import Callable
+from typing import TypeVar
+
+import attrs
+
+from .._discovery import SessionInfo, _sorted
+from .._errors import CatalogError
+from .._paths import (
+    cwd_matches,
+    default_session_dir_path,
+    get_default_session_dir,
+    get_sessions_dir,
+    normalize_path,
+    paths_equal,
+    resolve_path,
+)
+from ._list import infos
+from ._refresh import Candidate, RefreshReport, current
+from ._schema import ProgressCallback, Row, connect, default_catalog_path, fts5_available, refuse_pi_data
+from ._search import Role, SearchHit, check_fts_query, hits, scope
+from ._usage import UsageScan, scan_usage
+from ._words import terms as query_terms
+
+_T = TypeVar("_T")
+
+
+class Catalog:
+    """A session catalog in one SQLite file (default :func:`default_catalog_path`).
+
+    ``fts=None`` uses FTS5 when SQLite has it; ``fts=False`` always scans stored text (a catalog
+    made one way is rebuilt when opened the other way). ``timeout`` is how long to wait for
+    another process's write transaction before falling back to reading the files.
+
+    >>> with Catalog() as catalog:  # doctest: +SKIP
+    ...     infos = catalog.list("/home/me/project")
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, timeout: float = 10.0, fts: bool | None = None
+    ) -> None:
+        self.path = default_catalog_path() if path is None else os.fspath(path)
+        if self.path != ":memory:":
+            self.path = os.path.abspath(normalize_path(self.path))
+            refuse_pi_data(self.path)
+        self.timeout = timeout
+        self.fts = fts5_available() if fts is None else fts
+        self.last_report = RefreshReport()
+        self.last_error: str | None = None
+        self._connection: sqlite3.Connection | None = None
+
+    # ------------------------------------------------------------------ lifetime
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the database connection (the next call opens it again)."""
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._connection is None:
+            self._connection = connect(self.path, self.timeout, self.fts)
+        return self._connection
+
+    # ------------------------------------------------------------------ listing
+
+    def list(
+        self,
+        cwd: str,
+        session_dir: str | None = None,
+        on_progress: ProgressCallback | None = None,
+        *,
+        text: bool = True,
+    ) -> builtins.list[SessionInfo]:
+        """Exactly :meth:`SessionManager.list`'s rows, from the catalog.
+
+        ``text=False`` leaves ``all_messages_text`` empty (faster when it is not shown).
+        Falls back to reading the files when the database cannot be used (see ``last_error``).
+        """
+        directory = normalize_path(session_dir) if session_dir else get_default_session_dir(cwd)
+        filter_cwd = session_dir is not None and not paths_equal(directory, default_session_dir_path(cwd))
+        try:
+            found = self._list([directory], None, on_progress, text)
+        except (sqlite3.Error, OSError, CatalogError) as error:
+            self._failed(error)
+            from .._discovery import list_sessions
+
+            found = list_sessions(cwd, session_dir, on_progress)
+            return found if text else [attrs.evolve(info, all_messages_text="") for info in found]
+        if filter_cwd:
+            resolved_cwd = resolve_path(cwd)
+            found = [info for info in found if cwd_matches(info.cwd, resolved_cwd)]
+        return _sorted(found)
+
+    def list_all(
+        self,
+        session_dir: str | None = None,
+        on_progress: ProgressCallback | None = None,
+        *,
+        text: bool = True,
+    ) -> builtins.list[SessionInfo]:
+        """Exactly :meth:`SessionManager.list_all`'s rows, from the catalog (see :meth:`list`)."""
+        try:
+            if session_dir:
+                found = self._list([normalize_path(session_dir)], None, on_progress, text)
+            else:
+                found = self._list(None, get_sessions_dir(), on_progress, text)
+        except (sqlite3.Error, OSError, CatalogError) as error:
+            self._failed(error)
+            from .._discovery import list_all_sessions
+
+            found = list_all_sessions(session_dir, on_progress)
+            return found if text else [attrs.evolve(info, all_messages_text="") for info in found]
+        return _sorted(found)
+
+    def refresh(self, session_dir: str | None = None) -> RefreshReport:
+        """Bring one folder (default: every project's folders) up to date; raises on database errors."""
+        if session_dir:
+            self._current([normalize_path(session_dir)], None, None)
+        else:
+            self._current(None, get_sessions_dir(), None)
+        return self.last_report
+
+    def _usage(
+        self,
+        session_dir: str | None,
+        local_day: Callable[[int], str],
+        max_size: int,
+        on_progress: ProgressCallback | None,
+    ) -> UsageScan:
+        """For :func:`pisession.usage.usage_report`: bring one folder (default: every project's)
+        up to date and sum its usage per file, model and day; raises on database errors."""
+        if session_dir:
+            found, self.last_report = current(
+                self._connect(), self.fts, [normalize_path(session_dir)], None, on_progress, max_size=max_size
+            )
+        else:
+            found, self.last_report = current(
+                self._connect(), self.fts, None, get_sessions_dir(), on_progress, max_size=max_size
+            )
+        return scan_usage(self._connect(), [row for _, row in found], local_day)
+
+    def _failed(self, error: BaseException) -> None:
+        self.last_error = f"{self.path}: {error}"
+        self.close()
+
+    def _list(
+        self,
+        directories: builtins.list[str] | None,
+        root: str | None,
+        on_progress: ProgressCallback | None,
+        text: bool,
+    ) -> builtins.list[SessionInfo]:
+        return infos(self._connect(), self._current(directories, root, on_progress), text)
+
+    def _current(
+        self,
+        directories: builtins.list[str] | None,
+        root: str | None,
+        on_progress: ProgressCallback | None,
+        index: bool = False,
+    ) -> builtins.list[tuple[Candidate, Row]]:
+        found, self.last_report = current(self._connect(), self.fts, directories, root, on_progress, index)
+        return found
+
+    # ------------------------------------------------------------------ search
+
+    def search(
+        self,
+        query: str,
+        *,
+        cwd: str | None = None,
+        all: bool = False,
+        role: Role | None = None,
+        limit: int | None = 50,
+        session_dir: str | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> builtins.list[SearchHit]:
+        """Messages whose text holds every word of ``query`` (quoted: as a phrase), newest first.
+
+        Searches the sessions :meth:`list` gives for ``cwd`` (default: the current folder), or
+        with ``all=True`` those :meth:`list_all` gives. ``role`` keeps only ``"user"``,
+        ``"assistant"`` or ``"tool"`` (tool results) messages. Words are matched whole and
+        case-insensitively. A database that cannot be used is replaced by one in memory.
+        ``on_progress(done, total)`` follows the files read (the first search indexes them all).
+
+        >>> Catalog().search("rounding error", all=True, role="user", limit=5)  # doctest: +SKIP
+        """
+        terms = query_terms(query)
+        if role not in (None, "user", "assistant", "tool"):
+            raise CatalogError(f"unknown role {role!r}: use user, assistant or tool")
+        if limit is not None and limit < 1:
+            raise CatalogError(f"limit must be at least 1, not {limit}")
+        if self.fts:
+            check_fts_query(query, terms)
+        try:
+            return self._search(terms, cwd, all, role, limit, session_dir, on_progress)
+        except (sqlite3.Error, OSError, CatalogError) as error:
+            if self.path == ":memory:":
+                raise
+            self._failed(error)
+            with Catalog(":memory:", fts=self.fts) as scratch:
+                return scratch._search(terms, cwd, all, role, limit, session_dir, on_progress)
+
+    def _search(
+        self,
+        terms: builtins.list[builtins.list[str]],
+        cwd: str | None,
+        all: bool,
+        role: Role | None,
+        limit: int | None,
+        session_dir: str | None,
+        on_progress: ProgressCallback | None,
+    ) -> builtins.list[SearchHit]:
+        connection = self._connect()
+        covered, self.last_report = scope(connection, self.fts, cwd, all, session_dir, on_progress)
+        return hits(connection, self.fts, covered, terms, role, limit)
+
+
+# ----------------------------------------------------------------------------------- module API
+
+
+def search(
+    query: str,
+    *,
+    cwd: str | None = None,
+    all: bool = False,
+    role: Role | None = None,
+    limit: int | None = 50,
+    session_dir: str | None = None,
+    on_progress: ProgressCallback | None = None,
+    catalog: Catalog | None = None,
+) -> list[SearchHit]:
+    """Search message text across sessions with the default catalog (or ``catalog``), newest first.
+
+    The arguments are :meth:`Catalog.search`'s.
+
+    >>> from pisession.catalog import search
+    >>> for hit in search("timeout", all=True, role="user"):  # doctest: +SKIP
+    ...     print(hit.session_path, hit.entry_id, hit.snippet)
+    """
+    own = Catalog() if catalog is None else catalog
+    try:
+        return own.search(
+            query, cwd=cwd, all=all, role=role, limit=limit, session_dir=session_dir, on_progress=on_progress
+        )
+    finally:
+        if catalog is None:
+            own.close()
+
+
+def with_catalog(catalog: Catalog | bool, call: Callable[[Catalog], _T]) -> _T:
+    """Run ``call`` with ``catalog``, or with the default catalog (opened and closed here) for True.
+
+    A default catalog that cannot be used (``$PISESSION_CATALOG`` inside Pi's data) gives an
+    in-memory one, so callers still get the rows.
+    """
+    if isinstance(catalog, Catalog):
+        return call(catalog)
+    try:
+        own = Catalog()
+    except CatalogError:
+        own = Catalog(":memory:")
+    with own:
+        return call(own)

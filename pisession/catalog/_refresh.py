@@ -1,0 +1,464 @@
+"""Bringing the ``files`` rows (and the search rows hanging off them) up to date with the folders.
+
+How a file is brought up to date (SPEC §7 defines the rows, :mod:`pisession._discovery` builds them):
+
+- its identity (device, inode), size and mtime are unchanged: not opened;
+- same identity, larger, and the bytes it had before are still there (first and last 512 bytes
+  compared): only the new lines are read, from the end of the last whole line read before;
+- anything else (new, replaced, truncated, rewritten in place): read in full;
+- gone: its row and search rows are deleted.
+
+Per file, the whole lines newly read reach the rows that hang off a ``files`` row through
+:func:`add_entry_rows`, and leave through :func:`drop_entry_rows` (a file read again in full, or
+gone): another kind of per-entry row is added and removed in those two places, inside the same
+write transaction as the file's row.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import time
+import zlib
+from typing import Any
+
+import attrs
+
+from .._discovery import SessionSummary, feed_lines
+from .._load import open_regular
+from ._schema import (
+    FILE_COLUMNS,
+    FOREIGN,
+    PENDING,
+    SESSION,
+    ProgressCallback,
+    Row,
+    header_subset,
+    indexable,
+    pack,
+    unpack,
+)
+from ._usage import add_usage_rows, usage_rows
+
+_EDGE = 512  # bytes compared at both ends of the old content before reading only the new end
+_PARTIAL_MAX = 1 << 16  # a longer unfinished last line is read again from the file, not stored
+# A write lands in the mtime tick it happens in; the kernel's coarse clock lags by a few ms where
+# times have sub-millisecond digits, file systems that keep whole seconds (FAT: two) lag by more.
+_RACY_NS = 50_000_000
+_RACY_COARSE_NS = 2_000_000_000
+_COMMIT_EVERY = 0.25  # seconds: short write transactions let other processes take turns
+
+
+@attrs.frozen
+class SkippedFile:
+    """A ``.jsonl`` file the catalog did not list, and why (not a session, unreadable...)."""
+
+    path: str
+    reason: str
+
+
+@attrs.frozen
+class RefreshReport:
+    """What the last refresh did: files seen, read in full, read from their old end, removed."""
+
+    files: int = 0
+    read: int = 0
+    appended: int = 0
+    removed: int = 0
+    skipped: tuple[SkippedFile, ...] = ()
+
+
+@attrs.frozen
+class Candidate:
+    """A ``.jsonl`` name found in a folder, with the ``stat`` taken for this call (None: failed)."""
+
+    path: str
+    dir: str
+    stat: os.stat_result | None
+
+
+def _stat(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except (OSError, ValueError):
+        return None
+
+
+def candidates(directories: list[str] | None, root: str | None) -> list[Candidate]:
+    """The files Pi's list would read, in the order it reads them (which breaks ties)."""
+    out: list[Candidate] = []
+    if directories is not None:
+        for directory in directories:
+            try:
+                names = sorted((n for n in os.listdir(directory) if n.endswith(".jsonl")), reverse=True)
+            except OSError:
+                continue
+            for name in names:
+                path = os.path.join(directory, name)
+                out.append(Candidate(path, directory, _stat(path)))
+        return out
+    assert root is not None
+    try:
+        folders = [os.path.join(root, e.name) for e in os.scandir(root) if e.is_dir() or e.is_symlink()]
+    except OSError:
+        return []
+    for folder in folders:
+        try:
+            names = [n for n in os.listdir(folder) if n.endswith(".jsonl")]
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(folder, name)
+            out.append(Candidate(path, folder, _stat(path)))
+    out.sort(
+        key=lambda c: (float("-inf") if c.stat is None else c.stat.st_mtime, os.path.basename(c.path)),
+        reverse=True,
+    )
+    return out
+
+
+def stored_rows(
+    connection: sqlite3.Connection, directories: list[str] | None, root: str | None
+) -> dict[str, Row]:
+    if directories is not None:
+        rows: list[Any] = []
+        for directory in directories:
+            rows += connection.execute(
+                f"SELECT {FILE_COLUMNS} FROM files WHERE dir = ?", (directory,)
+            ).fetchall()
+    else:
+        assert root is not None
+        prefix = os.path.join(root, "")
+        rows = connection.execute(
+            f"SELECT {FILE_COLUMNS} FROM files WHERE dir >= ? AND dir < ?",
+            (prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)),
+        ).fetchall()
+        rows = [row for row in rows if os.path.dirname(row[2]) == root]
+    return {row[1]: Row(*row) for row in rows}
+
+
+def current(
+    connection: sqlite3.Connection,
+    fts: bool,
+    directories: list[str] | None,
+    root: str | None,
+    on_progress: ProgressCallback | None,
+    index: bool = False,
+    max_size: int | None = None,
+) -> tuple[list[tuple[Candidate, Row]], RefreshReport]:
+    """Refresh the rows of these folders (and with ``index`` their search rows): the candidates
+    (in Pi's order) that have a row, and what was done. Files over ``max_size`` bytes are
+    skipped unread (and named)."""
+    found = candidates(directories, root)
+    rows = stored_rows(connection, directories, root)
+    skipped: list[SkippedFile] = []
+    readable = []
+    for candidate in found:
+        # decided without the write lock, so a folder holding a FIFO or a broken link costs none
+        if candidate.stat is None or not stat.S_ISREG(candidate.stat.st_mode):
+            why = "cannot be read" if candidate.stat is None else "not a regular file"
+            skipped.append(SkippedFile(candidate.path, why))
+        elif max_size is not None and candidate.stat.st_size > max_size:
+            skipped.append(SkippedFile(candidate.path, f"larger than {max_size:,} bytes: not read"))
+        else:
+            readable.append(candidate)
+    seen = {c.path for c in readable}
+    stale = [path for path in rows if path not in seen]
+    changed = [
+        c
+        for c in readable
+        if not _unchanged(c, rows.get(c.path)) or (index and rows[c.path].indexed < rows[c.path].parsed)
+    ]
+    counts = {"read": 0, "appended": 0}
+    total = len(found)
+    done = total - len(changed)
+    if on_progress is not None and changed:
+        on_progress(done, total)
+    if changed or stale:
+        started = time.monotonic()
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            for path in stale:
+                _delete(connection, fts, path)
+            for candidate in changed:
+                if time.monotonic() - started > _COMMIT_EVERY:
+                    connection.execute("COMMIT")
+                    connection.execute("BEGIN IMMEDIATE")
+                    started = time.monotonic()
+                row, outcome = _update(connection, fts, candidate, index)
+                if row is None:
+                    rows.pop(candidate.path, None)
+                else:
+                    rows[candidate.path] = row
+                if outcome in counts:
+                    counts[outcome] += 1
+                elif outcome:
+                    skipped.append(SkippedFile(candidate.path, outcome))
+                done += 1
+                if on_progress is not None:
+                    on_progress(done, total)
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+    out = []
+    for candidate in readable:
+        row = rows.get(candidate.path)
+        if row is None:
+            continue
+        if row.status == FOREIGN or (row.status == PENDING and not _partial_header(row, candidate.path)):
+            if not any(s.path == candidate.path for s in skipped):
+                skipped.append(SkippedFile(candidate.path, "not a Pi session (no session header)"))
+            continue
+        out.append((candidate, row))
+    report = RefreshReport(
+        files=total,
+        read=counts["read"],
+        appended=counts["appended"],
+        removed=len(stale),
+        skipped=tuple(skipped),
+    )
+    return out, report
+
+
+def _delete(connection: sqlite3.Connection, fts: bool, path: str) -> None:
+    found = connection.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+    if found is None:
+        return
+    drop_entry_rows(connection, fts, found[0])
+    connection.execute("DELETE FROM files WHERE id = ?", (found[0],))
+
+
+def drop_entry_rows(connection: sqlite3.Connection, fts: bool, file_id: int) -> None:
+    """Delete every row built from a file's entries (it is read again in full, or gone)."""
+    if fts:
+        connection.execute(
+            "DELETE FROM fts WHERE rowid IN (SELECT id FROM messages WHERE file_id = ?)", (file_id,)
+        )
+    connection.execute("DELETE FROM messages WHERE file_id = ?", (file_id,))
+    connection.execute("DELETE FROM usage WHERE file_id = ?", (file_id,))
+    connection.execute("DELETE FROM usage_damage WHERE file_id = ?", (file_id,))
+
+
+def add_entry_rows(
+    connection: sqlite3.Connection,
+    fts: bool,
+    file_id: int,
+    messages: list[tuple[object, float | None, str, str]],
+) -> None:
+    """Add the rows built from a file's newly read entries (its messages, for search)."""
+    if messages:
+        _add_messages(connection, fts, file_id, messages)
+
+
+def _index(connection: sqlite3.Connection, fts: bool, file_id: int, data: bytes) -> None:
+    """Add the messages of whole lines ``data`` (after the header) to the search index."""
+    collector = SessionSummary(messages=[])
+    collector.header = {}  # lines after the header: every message counts
+    feed_lines(collector, data)
+    add_entry_rows(connection, fts, file_id, collector.messages or [])
+
+
+def _add_messages(
+    connection: sqlite3.Connection,
+    fts: bool,
+    file_id: int,
+    messages: list[tuple[object, float | None, str, str]],
+) -> None:
+    first = (connection.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]) + 1
+    rows: list[tuple[int, int, str | None, float | None, str, str]] = [
+        (first + n, file_id, entry_id if isinstance(entry_id, str) else None, ts, role, indexable(text))
+        for n, (entry_id, ts, role, text) in enumerate(messages)
+    ]
+    if fts:
+        connection.executemany(
+            "INSERT INTO messages (id, file_id, entry_id, ts, role) VALUES (?, ?, ?, ?, ?)",
+            [row[:5] for row in rows],
+        )
+        connection.executemany(
+            "INSERT INTO fts (rowid, text) VALUES (?, ?)", [(row[0], row[5]) for row in rows]
+        )
+    else:
+        connection.executemany(
+            "INSERT INTO messages (id, file_id, entry_id, ts, role, text) VALUES (?, ?, ?, ?, ?, ?)", rows
+        )
+
+
+def _update(
+    connection: sqlite3.Connection, fts: bool, candidate: Candidate, index: bool
+) -> tuple[Row | None, str]:
+    """Catch one file up inside the caller's write transaction: (its row, what was done).
+
+    With ``index``, its messages also reach the search index (listing alone leaves that to
+    the first search: the index is most of a first build's cost).
+    """
+    path = candidate.path
+    found = connection.execute(f"SELECT {FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
+    old = None if found is None else Row(*found)
+    try:
+        handle = open_regular(path)
+    except OSError as error:
+        if old is not None:
+            _delete(connection, fts, path)
+        return None, f"cannot be read: {error.strerror or error}"
+    with handle:
+        checked_ns = time.time_ns()
+        stats = os.fstat(handle.fileno())
+        size = stats.st_size
+        fresh = old is not None and _same(old, stats)  # another process may have just caught it up
+        # written in the tick it was read in: unchanged if its bytes are (far cheaper than parsing)
+        if (
+            old is not None
+            and not fresh
+            and _same(old, stats, racy_too=True)
+            and zlib.crc32(handle.read(size + 1)) == old.crc
+        ):
+            connection.execute("UPDATE files SET checked_ns = ? WHERE id = ?", (checked_ns, old.id))
+            old = attrs.evolve(old, checked_ns=checked_ns)
+            fresh = True
+        if fresh:
+            assert old is not None
+            if index and old.indexed < old.parsed:
+                handle.seek(old.indexed)
+                _index(connection, fts, old.id, handle.read(old.parsed - old.indexed))
+                connection.execute("UPDATE files SET indexed = parsed WHERE id = ?", (old.id,))
+                old = attrs.evolve(old, indexed=old.parsed)
+            return old, ""
+        start = 0
+        summary = SessionSummary(messages=[] if index else None)
+        appended = old is not None and _grew(old, stats, handle)
+        if appended:
+            assert old is not None
+            start = old.parsed
+            all_text = connection.execute("SELECT all_text FROM files WHERE id = ?", (old.id,)).fetchone()[0]
+            summary = old.summary(unpack(all_text))
+            summary.messages = [] if index else None
+            if index and old.indexed < old.parsed:
+                handle.seek(old.indexed)
+                _index(connection, fts, old.id, handle.read(old.parsed - old.indexed))
+        handle.seek(start)
+        data = handle.read(size - start)
+    size = start + len(data)
+    cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+    partial = data[cut:]
+    if not summary.foreign:
+        feed_lines(summary, data[:cut])
+    if summary.foreign:
+        partial = b""
+    status = FOREIGN if summary.foreign else SESSION if summary.header is not None else PENDING
+    head, tail = _edges(data, start, old if appended else None)
+    if index or status != SESSION:
+        indexed = start + cut  # a file that is no session has nothing to index
+    else:
+        indexed = old.indexed if appended and old is not None else 0
+    values = (
+        path,
+        candidate.dir,
+        stats.st_dev,
+        stats.st_ino,
+        size,
+        stats.st_mtime_ns,
+        checked_ns,
+        zlib.crc32(data) if start == 0 else zlib.crc32(data[old.size - start :], old.crc),  # type: ignore[union-attr]
+        start + cut,
+        indexed,
+        head,
+        tail,
+        partial if len(partial) <= _PARTIAL_MAX else None,
+        status,
+        None if summary.header is None else header_subset(summary.header),
+        summary.message_count,
+        pack(summary.first_message),
+        None if summary.name is None else pack(summary.name),
+        summary.last_activity,
+        pack(" ".join(summary.texts)),
+    )
+    if old is None:
+        cursor = connection.execute(
+            "INSERT INTO files (path, dir, dev, ino, size, mtime_ns, checked_ns, crc, parsed, indexed, "
+            "head, tail, partial, status, header, message_count, first_message, name, last_activity, "
+            "all_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            values,
+        )
+        file_id = cursor.lastrowid
+        assert file_id is not None
+    else:
+        file_id = old.id
+        if not appended:
+            drop_entry_rows(connection, fts, file_id)
+        connection.execute(
+            "UPDATE files SET path = ?, dir = ?, dev = ?, ino = ?, size = ?, mtime_ns = ?, "
+            "checked_ns = ?, crc = ?, parsed = ?, indexed = ?, "
+            "head = ?, tail = ?, partial = ?, status = ?, header = ?, message_count = ?, "
+            "first_message = ?, name = ?, last_activity = ?, all_text = ? WHERE id = ?",
+            (*values, file_id),
+        )
+    if summary.messages and status == SESSION:
+        add_entry_rows(connection, fts, file_id, summary.messages)
+    if status == SESSION:
+        add_usage_rows(connection, file_id, *usage_rows(data[:cut], summary.header))
+    row = Row(file_id, *values[:-1])
+    return row, "appended" if appended else "read"
+
+
+# ----------------------------------------------------------------------------------- change detection
+
+
+def _partial_header(row: Row, path: str) -> bool:
+    """Whether the unfinished last line of a file with no whole line yet is a session header."""
+    partial = row.partial if row.partial is not None else read_range(path, row.parsed, row.size)
+    summary = SessionSummary()
+    feed_lines(summary, partial)
+    return summary.header is not None
+
+
+def _unchanged(candidate: Candidate, row: Row | None) -> bool:
+    return row is not None and candidate.stat is not None and _same(row, candidate.stat)
+
+
+def _same(row: Row, stats: os.stat_result, racy_too: bool = False) -> bool:
+    """The file is as it was read, and was not written too close to that read to tell.
+
+    A file written in the same timestamp tick as (or after) the read might have changed without
+    its size or mtime changing ("racily clean", as git calls it): its bytes are compared again.
+    """
+    margin = _RACY_COARSE_NS if stats.st_mtime_ns % 1_000_000 == 0 else _RACY_NS
+    return (
+        (racy_too or stats.st_mtime_ns < row.checked_ns - margin)
+        and stat.S_ISREG(stats.st_mode)
+        and row.dev == stats.st_dev
+        and row.ino == stats.st_ino
+        and row.size == stats.st_size
+        and row.mtime_ns == stats.st_mtime_ns
+    )
+
+
+def _grew(row: Row, stats: os.stat_result, handle: Any) -> bool:
+    """Same file, larger, and the bytes it had are still there: only its new end needs reading."""
+    if (row.dev, row.ino) != (stats.st_dev, stats.st_ino) or stats.st_size <= row.size:
+        return False
+    handle.seek(0)
+    if handle.read(len(row.head)) != row.head:
+        return False
+    handle.seek(row.size - len(row.tail))
+    return bool(handle.read(len(row.tail)) == row.tail)
+
+
+def _edges(data: bytes, start: int, old: Row | None) -> tuple[bytes, bytes]:
+    """The first and last bytes of the file's content as now read (``data`` starts at ``start``)."""
+    if old is None or start == 0:
+        return data[:_EDGE], data[-_EDGE:]
+    if len(data) >= _EDGE:
+        return old.head, data[-_EDGE:]
+    return old.head, (old.tail + data[old.size - start :])[-_EDGE:]
+
+
+def read_range(path: str, start: int, end: int) -> bytes:
+    try:
+        with open_regular(path) as handle:
+            handle.seek(start)
+            return bytes(handle.read(max(0, end - start)))
+    except OSError:
+        return b""

@@ -1,0 +1,216 @@
+"""The catalog's database: where it lives, opening it, its tables, and the row a file keeps.
+
+Tables: ``catalog_meta`` (schema version and search mode), ``files`` (one row per ``.jsonl``
+file: what was read of it and its picker row), ``messages`` (one row per message, for search) and,
+with FTS5, ``fts`` (the messages' text, rowid = ``messages.id``), ``usage`` (one row per entry
+that carries usage, for :mod:`pisession.usage`; see ``_usage``). A database whose meta does not
+match is rebuilt; one with tables but no ``catalog_meta`` is someone else's and is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from .._discovery import SessionSummary
+from .._errors import CatalogError
+from .._paths import get_agent_dir, get_sessions_dir, normalize_path, resolve_path
+
+ENV_CATALOG = "PISESSION_CATALOG"
+"""Environment variable naming the catalog's database file (default: see :func:`default_catalog_path`)."""
+
+ProgressCallback = Callable[[int, int], None]
+
+SCHEMA_VERSION = 5
+FILE_COLUMNS = (
+    "id, path, dir, dev, ino, size, mtime_ns, checked_ns, crc, parsed, indexed, head, tail, partial, "
+    "status, header, message_count, first_message, name, last_activity"
+)
+PENDING, SESSION, FOREIGN = 0, 1, 2  # files.status: no header yet, a session, not a session
+
+
+def default_catalog_path() -> str:
+    """``$PISESSION_CATALOG``, else ``$XDG_CACHE_HOME/pisession/catalog.sqlite3`` (``~/.cache``)."""
+    env = os.environ.get(ENV_CATALOG)
+    if env:
+        return os.path.abspath(normalize_path(env))
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(os.path.abspath(cache), "pisession", "catalog.sqlite3")
+
+
+@functools.cache
+def fts5_available() -> bool:
+    """Whether this Python's SQLite has FTS5 (else search scans the stored text)."""
+    try:
+        connection = sqlite3.connect(":memory:")
+        try:
+            connection.execute("CREATE VIRTUAL TABLE probe USING fts5(text)")
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return False
+    return True
+
+
+def refuse_pi_data(path: str) -> None:
+    target = os.path.realpath(path)
+    for guarded in (get_agent_dir(), get_sessions_dir()):
+        root = os.path.realpath(resolve_path(guarded))
+        if target == root or target.startswith(os.path.join(root, "")):
+            raise CatalogError(f"the catalog {path} must not be inside Pi's data folder {root}")
+
+
+def connect(path: str, timeout: float, fts: bool) -> sqlite3.Connection:
+    """Open (creating it if needed) the catalog at ``path`` with the tables for ``fts``."""
+    if path != ":memory:":
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        # the catalog holds the sessions' text: as private as Pi's own folder (SQLite gives its
+        # -wal and -shm files the database's mode)
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    connection = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    try:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+        _ensure_schema(connection, path, fts)
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None:
+    mode = "fts5" if fts else "plain"
+    if _schema_ok(connection, mode):
+        return
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        if not _schema_ok(connection, mode):
+            tables = {
+                row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            if tables and "catalog_meta" not in tables:
+                raise CatalogError(f"{path} is an SQLite database that is not a pisession catalog")
+            for table in ("usage_damage", "usage", "fts", "messages", "files", "catalog_meta"):
+                connection.execute(f"DROP TABLE IF EXISTS {table}")
+            connection.execute("CREATE TABLE catalog_meta (key TEXT PRIMARY KEY, value TEXT)")
+            connection.execute(
+                "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, "
+                "dir TEXT NOT NULL, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, "
+                "checked_ns INTEGER, crc INTEGER, parsed INTEGER, indexed INTEGER, head BLOB, "
+                "tail BLOB, partial BLOB, status INTEGER, header TEXT, message_count INTEGER, "
+                "first_message BLOB, name BLOB, last_activity REAL, all_text BLOB)"
+            )
+            connection.execute("CREATE INDEX files_dir ON files(dir)")
+            text_column = "" if fts else ", text TEXT"
+            connection.execute(
+                "CREATE TABLE messages (id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, entry_id TEXT, "
+                f"ts REAL, role TEXT{text_column})"
+            )
+            connection.execute("CREATE INDEX messages_file ON messages(file_id)")
+            # untyped number columns: whole token counts stay integers; NULL stands for NaN
+            connection.execute(
+                "CREATE TABLE usage (file_id INTEGER NOT NULL, entry_id TEXT, ts TEXT, ms INTEGER, "
+                "model_key TEXT, input, output, cache_read, cache_write, cost)"
+            )
+            connection.execute("CREATE INDEX usage_entry ON usage(file_id, entry_id)")
+            connection.execute("CREATE TABLE usage_damage (file_id INTEGER PRIMARY KEY, lines INTEGER)")
+            if fts:
+                connection.execute(
+                    "CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='unicode61 remove_diacritics 0')"
+                )
+            connection.executemany(
+                "INSERT INTO catalog_meta VALUES (?, ?)",
+                [("schema", str(SCHEMA_VERSION)), ("mode", mode)],
+            )
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+
+
+def _schema_ok(connection: sqlite3.Connection, mode: str) -> bool:
+    try:
+        meta = dict(connection.execute("SELECT key, value FROM catalog_meta").fetchall())
+    except sqlite3.OperationalError as error:
+        if "no such table" in str(error):
+            return False
+        raise
+    return meta.get("schema") == str(SCHEMA_VERSION) and meta.get("mode") == mode
+
+
+# ----------------------------------------------------------------------------------- stored values
+
+
+def pack(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")  # Pi's files may hold lone surrogates (\\ud800)
+
+
+def unpack(blob: bytes | None) -> str:
+    return "" if blob is None else bytes(blob).decode("utf-8", "surrogatepass")
+
+
+def indexable(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def chunks(items: Sequence[Any], size: int) -> Iterable[list[Any]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+@attrs.define
+class Row:
+    """A ``files`` row: how far the file was read, how to tell it changed, and its picker row."""
+
+    id: int
+    path: str
+    dir: str
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    checked_ns: int
+    crc: int
+    parsed: int
+    indexed: int
+    head: bytes
+    tail: bytes
+    partial: bytes | None
+    status: int
+    header: str | None
+    message_count: int
+    first_message: bytes | None
+    name: bytes | None
+    last_activity: float | None
+
+    def summary(self, all_text: str | None) -> SessionSummary:
+        summary = SessionSummary()
+        if self.status == SESSION and self.header is not None:
+            summary.header = json.loads(self.header)
+        summary.foreign = self.status == FOREIGN
+        summary.message_count = self.message_count
+        summary.first_message = unpack(self.first_message)
+        summary.name = None if self.name is None else unpack(self.name)
+        summary.last_activity = self.last_activity
+        if all_text:
+            summary.texts = [all_text]
+        return summary
+
+
+def header_subset(header: dict[str, Any]) -> str:
+    # Only what a picker row reads; a key's absence matters (new Date(undefined) is NaN).
+    return json.dumps(
+        {key: header[key] for key in ("id", "cwd", "parentSession", "timestamp") if key in header}
+    )

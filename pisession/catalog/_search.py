@@ -1,0 +1,211 @@
+"""Search over the catalog's message rows: FTS5 when SQLite has it, else a scan of stored text."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+import attrs
+
+from .._errors import CatalogError
+from .._paths import (
+    cwd_matches,
+    default_session_dir_path,
+    get_sessions_dir,
+    normalize_path,
+    paths_equal,
+    resolve_path,
+)
+from ._refresh import RefreshReport, current
+from ._schema import SESSION, ProgressCallback, chunks
+from ._words import MARK_CLOSE, MARK_OPEN, SNIPPET_TOKENS, fts_query, match, parse_snippet, plain_snippet
+
+Role = Literal["user", "assistant", "tool"]
+
+
+@attrs.frozen
+class SearchHit:
+    """One message that matched a search.
+
+    ``snippet`` is a one-line excerpt; ``marks`` are the ``(start, end)`` character ranges of the
+    matched words in it. ``entry_id`` can be passed on: ``pisession context PATH --leaf ID``,
+    ``SessionManager.open(hit.session_path).branch(hit.entry_id)``.
+    """
+
+    session_path: str
+    session_id: str
+    entry_id: str | None
+    time: datetime | None
+    role: Role
+    snippet: str
+    marks: tuple[tuple[int, int], ...]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "sessionPath": self.session_path,
+            "sessionId": self.session_id,
+            "entryId": self.entry_id,
+            "time": None if self.time is None else _iso(self.time),
+            "role": self.role,
+            "snippet": self.snippet,
+            "marks": [list(mark) for mark in self.marks],
+        }
+
+
+def _iso(moment: datetime) -> str:
+    moment = moment.astimezone(timezone.utc)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
+
+
+def format_hit(hit: SearchHit, mark: Callable[[str], str] = lambda word: f"[{word}]") -> str:
+    """One line for a hit: time, role, session id, entry id, snippet with each match passed to ``mark``.
+
+    >>> format_hit(hit)  # doctest: +SKIP
+    '2025-06-02 09:14  user       0197ab12  e3b0c442  … fix the [invoice] rounding …'
+    """
+    when = "????-??-?? ??:??" if hit.time is None else f"{hit.time.astimezone():%Y-%m-%d %H:%M}"
+    pieces: list[str] = []
+    at = 0
+    for start, end in hit.marks:
+        pieces.append(hit.snippet[at:start])
+        pieces.append(mark(hit.snippet[start:end]))
+        at = end
+    pieces.append(hit.snippet[at:])
+    return f"{when}  {hit.role:<9}  {hit.session_id[:8]:<8}  {(hit.entry_id or '-'):<8}  {''.join(pieces)}"
+
+
+_PROBE: sqlite3.Connection | None = None
+
+
+def check_fts_query(query: str, terms: list[list[str]]) -> None:
+    """A query FTS5 rejects is the caller's mistake, not a reason to rebuild the catalog in memory."""
+    global _PROBE
+    if _PROBE is None:
+        _PROBE = sqlite3.connect(":memory:", check_same_thread=False)
+        _PROBE.execute(
+            "CREATE VIRTUAL TABLE probe USING fts5(text, tokenize='unicode61 remove_diacritics 0')"
+        )
+    try:
+        _PROBE.execute("SELECT rowid FROM probe WHERE probe MATCH ?", (fts_query(terms),)).fetchall()
+    except sqlite3.Error as error:
+        raise CatalogError(f"cannot search for {query!r}: {error}") from None
+
+
+def hits(
+    connection: sqlite3.Connection,
+    fts: bool,
+    scope: dict[int, tuple[str, str]],
+    terms: list[list[str]],
+    role: Role | None,
+    limit: int | None,
+) -> list[SearchHit]:
+    """The messages of the files in ``scope`` (see :func:`scope`) that hold every term, newest first."""
+    if not scope:
+        return []
+    connection.execute("CREATE TEMP TABLE IF NOT EXISTS scope (file_id INTEGER PRIMARY KEY)")
+    connection.execute("DELETE FROM temp.scope")
+    connection.executemany("INSERT INTO temp.scope VALUES (?)", [(file_id,) for file_id in scope])
+    where = "m.file_id IN (SELECT file_id FROM temp.scope)" + (" AND m.role = ?" if role else "")
+    params: list[Any] = [role] if role else []
+    order = "ORDER BY m.ts IS NULL, m.ts DESC, f.path, m.id"
+    found: list[tuple[int, int, str | None, float | None, str, str]] = []
+    if fts:
+        query = fts_query(terms)
+        rows = connection.execute(
+            "SELECT m.id, m.file_id, m.entry_id, m.ts, m.role FROM fts "
+            "JOIN messages m ON m.id = fts.rowid JOIN files f ON f.id = m.file_id "
+            f"WHERE fts MATCH ? AND {where} {order}" + ("" if limit is None else f" LIMIT {int(limit)}"),
+            [query, *params],
+        ).fetchall()
+        snippets: dict[int, str] = {}
+        for chunk in chunks([row[0] for row in rows], 500):
+            marks = ",".join("?" * len(chunk))
+            snippets.update(
+                connection.execute(
+                    "SELECT rowid, snippet(fts, 0, ?, ?, '…', ?) "
+                    f"FROM fts WHERE fts MATCH ? AND rowid IN ({marks})",
+                    [MARK_OPEN, MARK_CLOSE, SNIPPET_TOKENS, query, *chunk],
+                ).fetchall()
+            )
+        found = [(*row, snippets.get(row[0], "")) for row in rows]
+    else:
+        cursor = connection.execute(
+            "SELECT m.id, m.file_id, m.entry_id, m.ts, m.role, m.text FROM messages m "
+            f"JOIN files f ON f.id = m.file_id WHERE {where} {order}",
+            params,
+        )
+        for message_id, file_id, entry_id, ts, message_role, text in cursor:
+            spans = match(text, terms)
+            if spans is None:
+                continue
+            found.append((message_id, file_id, entry_id, ts, message_role, plain_snippet(text, spans)))
+            if limit is not None and len(found) >= limit:
+                break
+        cursor.close()
+    out = []
+    for _, file_id, entry_id, ts, message_role, raw in found:
+        path, session_id = scope[file_id]
+        snippet, marked = parse_snippet(raw)
+        out.append(
+            SearchHit(
+                session_path=path,
+                session_id=session_id,
+                entry_id=entry_id,
+                time=None if ts is None else _from_ms(ts),
+                role=message_role,  # type: ignore[arg-type]
+                snippet=snippet,
+                marks=marked,
+            )
+        )
+    return out
+
+
+def scope(
+    connection: sqlite3.Connection,
+    fts: bool,
+    cwd: str | None,
+    all: bool,
+    session_dir: str | None,
+    on_progress: ProgressCallback | None,
+) -> tuple[dict[int, tuple[str, str]], RefreshReport]:
+    """file id → (path, session id) of the sessions a search covers."""
+    filter_cwd: str | None = None
+    if all:
+        if session_dir:
+            found, report = current(
+                connection, fts, [normalize_path(session_dir)], None, on_progress, index=True
+            )
+        else:
+            found, report = current(connection, fts, None, get_sessions_dir(), on_progress, index=True)
+    else:
+        cwd = os.getcwd() if cwd is None else cwd
+        if session_dir:
+            directory = normalize_path(session_dir)
+            if not paths_equal(directory, default_session_dir_path(cwd)):
+                filter_cwd = resolve_path(cwd)
+        else:
+            directory = default_session_dir_path(cwd)
+        found, report = current(connection, fts, [directory], None, on_progress, index=True)
+    out: dict[int, tuple[str, str]] = {}
+    for candidate, row in found:
+        if row.status != SESSION or row.header is None:
+            continue
+        header = json.loads(row.header)
+        if filter_cwd is not None:
+            header_cwd = header.get("cwd")
+            if not cwd_matches(header_cwd if isinstance(header_cwd, str) else "", filter_cwd):
+                continue
+        session_id = header.get("id")
+        out[row.id] = (candidate.path, session_id if isinstance(session_id, str) else str(session_id))
+    return out, report
+
+
+def _from_ms(ms: float) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None

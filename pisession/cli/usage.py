@@ -1,0 +1,187 @@
+"""``pisession usage``: usage and cost across sessions, as a table or ccusage's JSON
+(:func:`pisession.usage.usage_report`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
+
+from pisession import UsageQueryError
+
+from .commands import Commands
+from .output import CliError, emit, emit_json, note, terminal_columns
+
+if TYPE_CHECKING:
+    from pisession.usage import ModelUsage, UsageReport, UsageRow, UsageTotals
+
+_HEADINGS = {
+    "daily": "Date",
+    "weekly": "Week of",
+    "monthly": "Month",
+    "session": "Session",
+    "project": "Project",
+}
+_NUMBERS = ("Input", "Output", "C.write", "C.read", "Total")
+_NUMBER_WIDTH = 7
+_COST_WIDTH = 9  # $9,999.99: a dearer row pushes its own line one character wider
+_PROGRESS_AFTER = 1.0  # seconds: a first build shows its progress, a warm report never does
+
+
+def _tokens(value: float) -> str:
+    """A token count in at most seven characters: 999,999 then 12.35M, 1.23B."""
+    if value != value:
+        return "NaN"
+    if abs(value) < 1_000_000:
+        return f"{round(value):,}"
+    for size, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
+        if abs(value) >= size:
+            return f"{value / size:.2f}{unit}"
+    return str(value)  # unreachable
+
+
+def _dollars(value: float) -> str:
+    return "NaN" if value != value else f"${value:,.2f}"
+
+
+def _cut(text: str, room: int, *, keep_end: bool) -> str:
+    if len(text) <= room:
+        return text
+    return "…" + text[len(text) - room + 1 :] if keep_end else text[: room - 1] + "…"
+
+
+def _cells(totals: UsageTotals | ModelUsage, cost: float) -> list[str]:
+    return [
+        _tokens(totals.input_tokens),
+        _tokens(totals.output_tokens),
+        _tokens(totals.cache_creation_tokens),
+        _tokens(totals.cache_read_tokens),
+        _tokens(totals.total_tokens),
+        _dollars(cost),
+    ]
+
+
+def _label(report: UsageReport, row: UsageRow) -> str:
+    if report.group_by == "session":
+        day = (row.last_activity or "")[:10]
+        return f"{(row.session_id or '?')[:13]} {day}".rstrip()  # a UUIDv7's time: unique, a usable prefix
+    return row.key
+
+
+def format_table(report: UsageReport, *, breakdown: bool = False, columns: int = 80) -> list[str]:
+    """The report as aligned lines no wider than ``columns`` (at least 60): one per row, a
+    totals row, and with ``breakdown`` one line per model under each row."""
+    numbers_width = len(_NUMBERS) * (_NUMBER_WIDTH + 2) + 2 + _COST_WIDTH
+    # a path keeps its end (the project's name), a model name its start (provider and family)
+    keep_end = report.group_by == "project"
+    lines_in: list[tuple[str, list[str], bool]] = []
+    for row in report.rows:
+        lines_in.append((_label(report, row), _cells(row.totals, row.total_cost), keep_end))
+        if breakdown:
+            for model in row.models:
+                lines_in.append(("  " + model.model_name, _cells(model, model.cost), False))
+    model_lines = breakdown
+    total = ("Total", _cells(report.totals, report.totals.total_cost), False)
+    key_width = max(len(_HEADINGS[report.group_by]), *(len(label) for label, _, _ in [*lines_in, total]))
+    key_width = max(12, min(key_width, max(60, columns) - numbers_width))
+
+    def line(label: str, cells: list[str], keep_end: bool = False) -> str:
+        numbers = "".join(f"  {cell:>{_NUMBER_WIDTH}}" for cell in cells[:-1])
+        cut = _cut(label, key_width, keep_end=keep_end)
+        return f"{cut:<{key_width}}{numbers}  {cells[-1]:>{_COST_WIDTH}}".rstrip()
+
+    heading = line(_HEADINGS[report.group_by], [*_NUMBERS, "Cost"])
+    rule = "-" * len(heading)
+    out = [heading, rule]
+    for label, cells, keep in lines_in:
+        if model_lines and label.startswith("  ") and len(label) > key_width:
+            out.append(label)  # a long model name on its own line, its figures under it
+            label = ""
+        out.append(line(label, cells, keep))
+    out.extend([rule, line(*total)])
+    return out
+
+
+def _progress(stream: TextIO) -> Callable[[int, int], None] | None:
+    """A progress line on a terminal, once reading the files has taken more than a second."""
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        return None
+    started = time.monotonic()
+    shown = [False]
+
+    def report(done: int, total: int) -> None:
+        if done >= total:
+            if shown[0]:
+                stream.write("\r\033[K")
+                stream.flush()
+            return
+        if time.monotonic() - started < _PROGRESS_AFTER:
+            return
+        shown[0] = True
+        stream.write(f"\rpisession: reading sessions {done}/{total}")
+        stream.flush()
+
+    return report
+
+
+def cmd_usage(args: argparse.Namespace) -> int:
+    from pisession.usage import usage_report
+
+    from . import sessions
+
+    try:
+        report = usage_report(
+            args.group_by,
+            cwd=args.cwd,
+            since=args.since,
+            until=args.until,
+            timezone=args.timezone,
+            session_dir=sessions.session_dir(args),
+            on_progress=_progress(sys.stderr),
+        )
+    except UsageQueryError as error:
+        raise CliError(str(error), 2) from None
+    if report.catalog_error:
+        note(f"session catalog not used ({report.catalog_error}); read the session files instead")
+    for skipped in report.skipped:
+        note(f"not counted: {skipped.path}: {skipped.reason}")
+    if args.json:
+        emit_json(report.to_wire())
+        return 0
+    if not report.rows:
+        emit("No usage recorded" + (" in that period." if args.since or args.until else "."))
+        return 0
+    for text in format_table(report, breakdown=args.breakdown, columns=terminal_columns(80)):
+        emit(text)
+    return 0
+
+
+def register(commands: Commands) -> None:
+    sub = commands.add(
+        "usage",
+        cmd_usage,
+        "usage and cost per day, week, month, session or project",
+        "What every project's sessions spent (tokens and dollars), as Pi attributes it: assistant "
+        "messages under provider/model, usage entries, and tool-result, compaction and branch-summary "
+        "usage under Tools/summaries; every branch counts, and what a fork or branched session copied "
+        "from its parent counts once, in the parent. Read through the session catalog "
+        "($PISESSION_CATALOG), so a repeated report reads only what changed. --json prints ccusage's "
+        "JSON shape. Python: pisession.usage.usage_report('daily').",
+        [commands.where, commands.as_json],
+        session=False,
+    )
+    sub.add_argument(
+        "group_by",
+        metavar="GROUPING",
+        nargs="?",
+        default="daily",
+        choices=("daily", "weekly", "monthly", "session", "project"),
+        help="daily (default), weekly, monthly, session or project",
+    )
+    sub.add_argument("--cwd", metavar="DIR", help="only the sessions of project DIR")
+    sub.add_argument("--since", metavar="DATE", help="from this day on (YYYY-MM-DD, inclusive)")
+    sub.add_argument("--until", metavar="DATE", help="up to this day (YYYY-MM-DD, inclusive)")
+    sub.add_argument("--timezone", metavar="TZ", help="IANA time zone of the days (default: the local zone)")
+    sub.add_argument("--breakdown", action="store_true", help="one line per model under each row")

@@ -1,0 +1,473 @@
+"""Usage and cost across sessions: what was spent, on which model, when, in which project.
+
+Every project's sessions, summed per day, week, month, session or project, with Pi's own
+attribution (its ``/session`` breakdown) and with what a fork or branched session copied from
+its parent counted once, where it was first spent::
+
+    from pisession.usage import usage_report
+
+    report = usage_report("daily", since="2026-11-01", timezone="Europe/Berlin")
+    for row in report.rows:
+        print(row.key, f"${row.total_cost:.2f}", row.models_used)
+    print(report.totals.total_cost)
+    json_text = json.dumps(report.to_wire())  # ccusage's field names
+
+Which entries count, and under which model: assistant messages under ``provider/(responseModel or
+model)``, ``usage`` entries under their ``provider/model``, usage on tool results, compactions
+and branch summaries under ``Tools/summaries``; every branch of every session. A usage belongs
+to the day of its entry's timestamp in ``timezone``. The figures come from the session catalog
+(:mod:`pisession.catalog`), which reads only what changed since the last call; ``catalog=False``
+reads every file instead, with the same figures.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sqlite3
+from collections.abc import Callable
+from datetime import date, datetime, timedelta, tzinfo
+from datetime import timezone as dt_timezone
+from typing import TYPE_CHECKING, Any, Final, Literal, final
+
+import attrs
+
+from ._errors import CatalogError, UsageQueryError
+from ._js import iso_from_ms
+from ._paths import cwd_matches, resolve_path
+
+if TYPE_CHECKING:
+    from .catalog import Catalog
+
+__all__ = [
+    "usage_report",
+    "UsageReport",
+    "UsageRow",
+    "ModelUsage",
+    "UsageTotals",
+    "SkippedSource",
+    "GroupBy",
+    "GROUPINGS",
+    "MAX_FILE_SIZE",
+    "UsageQueryError",
+]
+
+GroupBy = Literal["daily", "weekly", "monthly", "session", "project"]
+GROUPINGS: Final[tuple[GroupBy, ...]] = ("daily", "weekly", "monthly", "session", "project")
+MAX_FILE_SIZE: Final = 1 << 30
+"""Files larger than this (1 GiB) are not read: they are named in :attr:`UsageReport.skipped`."""
+
+ProgressCallback = Callable[[int, int], None]
+Number = int | float
+
+_WIRE_LIST = {
+    "daily": "daily",
+    "weekly": "weekly",
+    "monthly": "monthly",
+    "session": "sessions",
+    "project": "projects",
+}
+_WIRE_KEY = {"daily": "date", "weekly": "week", "monthly": "month", "project": "projectPath"}
+
+
+def _wire_number(value: Number) -> Number | None:
+    return None if isinstance(value, float) and math.isnan(value) else value  # JSON has no NaN: null
+
+
+@final
+@attrs.frozen
+class ModelUsage:
+    """One model's share of a row. ``model_name`` is Pi's key (``anthropic/claude-sonnet-4-5``,
+    ``Tools/summaries``); ``cache_creation_tokens`` is Pi's ``cacheWrite``. A number is NaN where
+    Pi's own sum is (a usage that lacks a field)."""
+
+    model_name: str
+    input_tokens: Number
+    output_tokens: Number
+    cache_creation_tokens: Number
+    cache_read_tokens: Number
+    cost: float
+
+    @property
+    def total_tokens(self) -> Number:
+        """input + output + cache creation + cache read, as Pi counts tokens."""
+        return self.input_tokens + self.output_tokens + self.cache_creation_tokens + self.cache_read_tokens
+
+    def to_wire(self) -> dict[str, Any]:
+        """ccusage's ``modelBreakdowns`` item."""
+        return {
+            "modelName": self.model_name,
+            "inputTokens": _wire_number(self.input_tokens),
+            "outputTokens": _wire_number(self.output_tokens),
+            "cacheCreationTokens": _wire_number(self.cache_creation_tokens),
+            "cacheReadTokens": _wire_number(self.cache_read_tokens),
+            "cost": _wire_number(self.cost),
+        }
+
+
+@final
+@attrs.frozen
+class UsageTotals:
+    """Token counts and cost summed over rows (or over one row's models)."""
+
+    input_tokens: Number = 0
+    output_tokens: Number = 0
+    cache_creation_tokens: Number = 0
+    cache_read_tokens: Number = 0
+    total_cost: float = 0.0
+
+    @property
+    def total_tokens(self) -> Number:
+        """input + output + cache creation + cache read, as Pi counts tokens."""
+        return self.input_tokens + self.output_tokens + self.cache_creation_tokens + self.cache_read_tokens
+
+    def to_wire(self) -> dict[str, Any]:
+        """ccusage's ``totals`` object."""
+        return {
+            "inputTokens": _wire_number(self.input_tokens),
+            "outputTokens": _wire_number(self.output_tokens),
+            "cacheCreationTokens": _wire_number(self.cache_creation_tokens),
+            "cacheReadTokens": _wire_number(self.cache_read_tokens),
+            "totalTokens": _wire_number(self.total_tokens),
+            "totalCost": _wire_number(self.total_cost),
+        }
+
+
+@final
+@attrs.frozen
+class UsageRow:
+    """One day, week (its Monday), month, session or project.
+
+    ``key`` is the date (``YYYY-MM-DD``), the week's Monday, the month (``YYYY-MM``), the session
+    file's path or the project's path (the sessions' cwd). Session rows also carry the session's
+    id, its project and the times of its first and last counted usage (ISO, UTC).
+    """
+
+    key: str
+    totals: UsageTotals
+    models: tuple[ModelUsage, ...]
+    session_id: str | None = None
+    session_file: str | None = None
+    project_path: str | None = None
+    first_activity: str | None = None
+    last_activity: str | None = None
+
+    @property
+    def total_cost(self) -> float:
+        return self.totals.total_cost
+
+    @property
+    def total_tokens(self) -> Number:
+        return self.totals.total_tokens
+
+    @property
+    def models_used(self) -> tuple[str, ...]:
+        """The models' names, most expensive first."""
+        return tuple(model.model_name for model in self.models)
+
+    def to_wire(self, group_by: GroupBy) -> dict[str, Any]:
+        """The row as ccusage writes it for ``group_by``."""
+        out: dict[str, Any] = {}
+        if group_by == "session":
+            out["sessionId"] = self.session_id
+            out["sessionFile"] = self.session_file
+            out["projectPath"] = self.project_path
+            out["firstActivity"] = self.first_activity
+            out["lastActivity"] = self.last_activity
+        else:
+            out[_WIRE_KEY[group_by]] = self.key
+        out.update(self.totals.to_wire())
+        out["modelsUsed"] = list(self.models_used)
+        out["modelBreakdowns"] = [model.to_wire() for model in self.models]
+        return out
+
+
+@final
+@attrs.frozen
+class SkippedSource:
+    """Something the report could not read in full, and why: a file that is not a session (or
+    empty, or over :data:`MAX_FILE_SIZE`), a session with damaged lines (the rest of it counts)."""
+
+    path: str
+    reason: str
+
+
+@final
+@attrs.frozen
+class UsageReport:
+    """The rows of :func:`usage_report`, oldest first (sessions by their last usage, projects by
+    path), their totals, and what could not be read. ``catalog_error`` says why the catalog was
+    not used (the files were then read directly), or is None."""
+
+    group_by: GroupBy
+    timezone: str
+    rows: tuple[UsageRow, ...]
+    totals: UsageTotals
+    skipped: tuple[SkippedSource, ...] = ()
+    catalog_error: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """The report as ccusage's JSON: ``{"daily": [...], "totals": {...}}`` (``weekly``,
+        ``monthly``, ``sessions``, ``projects`` for the other groupings)."""
+        return {
+            _WIRE_LIST[self.group_by]: [row.to_wire(self.group_by) for row in self.rows],
+            "totals": self.totals.to_wire(),
+        }
+
+
+# ----------------------------------------------------------------------------------- arguments
+
+
+def _date(value: date | str | None, what: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        raise UsageQueryError(f"{what} must be a date, not a datetime: {value!r}")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) == 8 and text.isdigit():  # ccusage's YYYYMMDD
+            text = f"{text[:4]}-{text[4:6]}-{text[6:]}"
+        try:
+            if len(text) == 10:
+                return date.fromisoformat(text).isoformat()
+        except ValueError:
+            pass
+    raise UsageQueryError(f"{what} is not a date (YYYY-MM-DD or YYYYMMDD): {value!r}")
+
+
+def _zone(name: str | None) -> tuple[str, tzinfo | None]:
+    """(the zone's name, the zone; None for the local zone, read through the C library)."""
+    if name is None:
+        return "local", None
+    if name.upper() in ("UTC", "Z", "ETC/UTC"):
+        return "UTC", dt_timezone.utc
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return name, ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError) as error:
+        hint = "" if _has_zone_data() else " (no time zone data found: install the tzdata package)"
+        raise UsageQueryError(f"unknown time zone {name!r}{hint}") from error
+
+
+def _has_zone_data() -> bool:
+    import zoneinfo
+
+    try:
+        return bool(zoneinfo.available_timezones())
+    except Exception:  # a broken tzdata install is the same as none
+        return False
+
+
+def _day_function(zone: tzinfo | None) -> Callable[[int], str]:
+    """``ms`` → the local date ``YYYY-MM-DD`` in ``zone``, remembered per quarter hour (a day or
+    an offset changes on quarter-hour boundaries in every zone since 1970; where one does not, the
+    quarter is worked out per call)."""
+    cache: dict[int, str | None] = {}
+
+    def day(ms: int) -> str:
+        try:
+            if zone is None:
+                return datetime.fromtimestamp(ms / 1000).date().isoformat()
+            return datetime.fromtimestamp(ms / 1000, zone).date().isoformat()
+        except (OverflowError, OSError, ValueError):
+            return "1970-01-01"  # a timestamp out of Python's range: counted, on a day that shows it
+
+    def local_day(ms: int) -> str:
+        quarter = ms // 900_000
+        found = cache.get(quarter, "")
+        if found == "":
+            start = day(quarter * 900_000)
+            found = start if start == day(quarter * 900_000 + 899_999) else None
+            cache[quarter] = found
+        return found if found is not None else day(ms)
+
+    return local_day
+
+
+def _week(day: str) -> str:
+    moment = date.fromisoformat(day)
+    return (moment - timedelta(days=moment.weekday())).isoformat()
+
+
+# ----------------------------------------------------------------------------------- the report
+
+
+def usage_report(
+    group_by: GroupBy,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    since: date | str | None = None,
+    until: date | str | None = None,
+    timezone: str | None = None,
+    session_dir: str | os.PathLike[str] | None = None,
+    catalog: bool | Catalog = True,
+    on_progress: ProgressCallback | None = None,
+) -> UsageReport:
+    """Usage and cost of every project's sessions (``cwd``: one project's), grouped by
+    ``"daily"``, ``"weekly"``, ``"monthly"``, ``"session"`` or ``"project"``.
+
+    ``since`` and ``until`` are inclusive dates (``date`` or ``"YYYY-MM-DD"``) in ``timezone``
+    (an IANA name; default the local zone). ``session_dir``: one folder of sessions instead of
+    Pi's per-project folders. ``catalog``: True (the default catalog), a
+    :class:`~pisession.catalog.Catalog`, or False to read every file without one.
+    ``on_progress(done, total)`` follows the files read. Raises :class:`UsageQueryError` for a
+    bad argument; unreadable files never raise (see :attr:`UsageReport.skipped`)::
+
+        usage_report("monthly", cwd="/home/me/project").totals.total_cost
+    """
+    if group_by not in GROUPINGS:
+        raise UsageQueryError(f"unknown grouping {group_by!r}: use one of {', '.join(GROUPINGS)}")
+    first = _date(since, "since")
+    last = _date(until, "until")
+    zone_name, zone = _zone(timezone)
+    local_day = _day_function(zone)
+    folder = os.fspath(session_dir) if session_dir is not None else None
+    project = resolve_path(os.fspath(cwd)) if cwd is not None else None
+
+    from .catalog import Catalog
+
+    catalog_error: str | None = None
+    if isinstance(catalog, Catalog):
+        scan, skipped = _scan(catalog, folder, local_day, on_progress)
+    else:
+        try:
+            own = Catalog() if catalog else Catalog(":memory:")
+        except CatalogError as error:
+            catalog_error = str(error)
+            own = Catalog(":memory:")
+        try:
+            with own:
+                scan, skipped = _scan(own, folder, local_day, on_progress)
+        except (sqlite3.Error, OSError, CatalogError) as error:
+            catalog_error = f"{own.path}: {error}"
+            with Catalog(":memory:") as scratch:
+                scan, skipped = _scan(scratch, folder, local_day, on_progress)
+    rows = _rows(group_by, scan, first, last, project)
+    total = _sum_totals(row.totals for row in rows)
+    return UsageReport(group_by, zone_name, tuple(rows), total, tuple(skipped), catalog_error)
+
+
+def _scan(
+    catalog: Catalog,
+    folder: str | None,
+    local_day: Callable[[int], str],
+    on_progress: ProgressCallback | None,
+) -> tuple[Any, list[SkippedSource]]:
+    scan = catalog._usage(folder, local_day, MAX_FILE_SIZE, on_progress)
+    skipped = [SkippedSource(s.path, s.reason) for s in catalog.last_report.skipped]
+    for file_id, lines in sorted(scan.damaged.items()):
+        path = scan.sessions[file_id][0]
+        skipped.append(SkippedSource(path, f"{lines} damaged line{'s' if lines != 1 else ''} not read"))
+    return scan, skipped
+
+
+class _Sums:
+    """Running sums of one model in one row (NaN counted apart: SQLite has none)."""
+
+    __slots__ = ("values", "first", "last")
+
+    def __init__(self) -> None:
+        self.values: list[Number] = [0, 0, 0, 0, 0.0]
+        self.first: int | None = None
+        self.last: int | None = None
+
+    def add(self, group: tuple[Any, ...]) -> None:
+        values = self.values
+        for i in range(5):
+            value = math.nan if group[8 + i] else (group[3 + i] or 0)
+            values[i] = values[i] + value
+        self.first = group[13] if self.first is None else min(self.first, group[13])
+        self.last = group[14] if self.last is None else max(self.last, group[14])
+
+
+def _rows(
+    group_by: GroupBy, scan: Any, first: str | None, last: str | None, project: str | None
+) -> list[UsageRow]:
+    sessions: dict[int, tuple[str, dict[str, Any]]] = scan.sessions
+    keep: dict[int, bool] = {}
+    rows: dict[str, dict[str, _Sums]] = {}
+    for group in scan.groups:
+        file_id, model_key, day = group[0], group[1], group[2]
+        if (first is not None and day < first) or (last is not None and day > last):
+            continue
+        if project is not None:
+            kept = keep.get(file_id)
+            if kept is None:
+                cwd = sessions[file_id][1].get("cwd")
+                kept = keep[file_id] = isinstance(cwd, str) and cwd_matches(cwd, project)
+            if not kept:
+                continue
+        if group_by == "daily":
+            key = day
+        elif group_by == "weekly":
+            key = _week(day)
+        elif group_by == "monthly":
+            key = day[:7]
+        elif group_by == "session":
+            key = str(file_id)
+        else:
+            cwd = sessions[file_id][1].get("cwd")
+            key = cwd if isinstance(cwd, str) else ""
+        rows.setdefault(key, {}).setdefault(model_key, _Sums()).add(group)
+    out = [_row(group_by, key, models, sessions) for key, models in rows.items()]
+    kept_rows = [row for row in out if row.models]
+    if group_by == "session":
+        kept_rows.sort(key=lambda row: (row.last_activity or "", row.key))
+    else:
+        kept_rows.sort(key=lambda row: row.key)
+    return kept_rows
+
+
+def _counts(value: float) -> bool:
+    return value > 0  # NaN is not
+
+
+def _row(
+    group_by: GroupBy, key: str, models: dict[str, _Sums], sessions: dict[int, tuple[str, dict[str, Any]]]
+) -> UsageRow:
+    breakdown: list[ModelUsage] = []
+    firsts: list[int] = []
+    lasts: list[int] = []
+    for name, sums in models.items():
+        v = sums.values
+        usage = ModelUsage(name, v[0], v[1], v[3], v[2], float(v[4]))
+        # Pi drops a model whose cost and tokens are both zero (or NaN) from its breakdown
+        if _counts(usage.cost) or _counts(usage.total_tokens):
+            breakdown.append(usage)
+            if sums.first is not None and sums.last is not None:
+                firsts.append(sums.first)
+                lasts.append(sums.last)
+    breakdown.sort(key=lambda m: (-m.cost if not math.isnan(m.cost) else math.inf, m.model_name))
+    totals = _sum_totals(
+        UsageTotals(m.input_tokens, m.output_tokens, m.cache_creation_tokens, m.cache_read_tokens, m.cost)
+        for m in breakdown
+    )
+    if group_by != "session":
+        return UsageRow(key, totals, tuple(breakdown))
+    path, header = sessions[int(key)]
+    session_id = header.get("id")
+    cwd = header.get("cwd")
+    return UsageRow(
+        path,
+        totals,
+        tuple(breakdown),
+        session_id=session_id if isinstance(session_id, str) else None,
+        session_file=path,
+        project_path=cwd if isinstance(cwd, str) else None,
+        first_activity=iso_from_ms(min(firsts)) if firsts else None,
+        last_activity=iso_from_ms(max(lasts)) if lasts else None,
+    )
+
+
+def _sum_totals(parts: Any) -> UsageTotals:
+    values: list[Number] = [0, 0, 0, 0, 0.0]
+    for part in parts:
+        values[0] += part.input_tokens
+        values[1] += part.output_tokens
+        values[2] += part.cache_creation_tokens
+        values[3] += part.cache_read_tokens
+        values[4] += part.total_cost
+    return UsageTotals(values[0], values[1], values[2], values[3], float(values[4]))
