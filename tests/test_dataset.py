@@ -178,6 +178,31 @@ def test_a_family_of_branched_sessions_counts_each_usage_once(tmp_path: Path) ->
     assert sum(u["cost"] for u in usage) > want * 2  # the copies are there, not counted
 
 
+def test_counted_usage_equals_pisession_usage_per_session_and_model(agent: Path) -> None:
+    from pisession.usage import usage_report
+
+    report = usage_report("session", catalog=False)
+    want: dict[tuple[str, str], tuple[float, int]] = {}
+    for row in report.rows:
+        for model in row.models:
+            assert row.session_file is not None
+            want[(row.session_file, model.model_name)] = (model.cost, int(model.total_tokens))
+    out = tables()
+    files = {r["session_id"]: r["session_file"] for r in _rows(out["sessions"])}
+    got: dict[tuple[str, str], list[Any]] = defaultdict(lambda: [0.0, 0])
+    for u in _rows(out["usage"]):
+        if u["counted"]:
+            key = (files[u["session_id"]], u["model_key"])
+            got[key][0] += u["cost"]
+            got[key][1] += u["input"] + u["output"] + u["cache_read"] + u["cache_write"]
+    got = {k: v for k, v in got.items() if v != [0.0, 0]}
+    assert set(got) == set(want) and len(want) > 5
+    for key, (cost, tokens) in want.items():
+        assert got[key][0] == pytest.approx(cost, rel=1e-12)
+        assert got[key][1] == tokens
+    assert sum(v[0] for v in got.values()) == pytest.approx(report.totals.total_cost)
+
+
 def test_tool_calls_are_matched_with_their_results_on_every_branch(tmp_path: Path) -> None:
     folder, _ = _lay_family(tmp_path)
     calls = _rows(tables(session_dir=folder)["tool_calls"])
