@@ -447,6 +447,20 @@ def test_re_export_rewrites_only_changed_sessions_and_removes_deleted_ones(
     assert full.written == 8
 
 
+def test_worker_processes_write_the_same_folder(agent: Path, tmp_path: Path) -> None:
+    alone, pooled = tmp_path / "alone", tmp_path / "pooled"
+    assert write_parquet(alone, workers=1).written == 9
+    report = write_parquet(pooled, workers=2)
+    assert (report.written, report.files_written) == (9, 45)
+    assert sorted(p.relative_to(pooled) for p in pooled.rglob("*.parquet")) == sorted(
+        p.relative_to(alone) for p in alone.rglob("*.parquet")
+    )
+    for path in alone.rglob("*.parquet"):
+        assert pq.read_table(pooled / path.relative_to(alone)).equals(pq.read_table(path))
+    assert not [p for p in pooled.rglob("*") if p.name.endswith(".tmp")]
+    assert write_parquet(pooled, workers=2).unchanged == 9
+
+
 def test_a_changed_parent_rewrites_its_forks_copied_column(agent: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     write_parquet(out)

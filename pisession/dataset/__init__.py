@@ -29,7 +29,16 @@ except ImportError as error:  # pragma: no cover - exercised in a venv without p
     ) from error
 
 from .._errors import InvalidSessionError
-from ._export import MANIFEST, TABLES, DatasetError, Exporter, Scope, Source, read_source, select_sources
+from ._export import (
+    MANIFEST,
+    TABLES,
+    DatasetError,
+    Exporter,
+    Failed,
+    prepared_sessions,
+    read_source,
+    select_sources,
+)
 from ._rows import NotASession
 from ._schema import PROJECT, SCHEMAS, to_table
 
@@ -67,14 +76,6 @@ class DatasetReport:
     removed: int = 0
     files_written: int = 0
     skipped: tuple[SkippedSession, ...] = ()
-
-
-def _why(error: BaseException) -> str:
-    if isinstance(error, NotASession):
-        return "not a Pi session (no session header)"
-    if isinstance(error, OSError):
-        return f"cannot be read: {error.strerror or error}"
-    return str(error)
 
 
 def tables(
@@ -138,6 +139,7 @@ def write_parquet(
     session_dir: str | os.PathLike[str] | None = None,
     full: bool = False,
     on_progress: ProgressCallback | None = None,
+    workers: int | None = None,
 ) -> DatasetReport:
     """Write (or bring up to date) the Parquet folder ``out_dir``::
 
@@ -148,26 +150,42 @@ def write_parquet(
     file changed since the last run are read (``full=True``: all of them); the files of
     sessions that were deleted are removed. Each file is written under a hidden temporary name
     and renamed into place. ``on_progress(done, total)`` is called as sessions are handled.
-    Raises :class:`DatasetError` when ``out_dir`` is not a folder, is not empty and holds no
-    dataset, or another export holds its lock.
+    ``workers``: processes that read and write sessions side by side (default: up to the number
+    of CPUs, at most 4, once there are 32 sessions or more to write; 1: all in this process);
+    each holds one session at a time. Raises :class:`DatasetError` when ``out_dir`` is not a
+    folder, is not empty and holds no dataset, or another export holds its lock.
     """
     sources, scope = select_sources(cwd, session_dir)
     exporter = Exporter(os.fspath(out_dir))
     written = unchanged = removed = files = 0
     skipped: list[SkippedSession] = []
+    total = len(sources)
     with exporter.locked():
         selected = {s.path for s in sources}
         for path in exporter.gone(scope, selected):
             removed += exporter.remove(path) > 0
-        total = len(sources)
-        for done, source in enumerate(sources, start=1):
+        dirty = []
+        for source in sources:
             state = exporter.unchanged(source, full, scope)
-            if state is not False:
-                unchanged += state is True
+            if state is False:
+                dirty.append(source)
             else:
-                count = _export_one(exporter, source, scope, skipped)
-                files += count
-                written += count > 0
+                unchanged += state is True
+        done = total - len(dirty)
+        if on_progress is not None and total:
+            on_progress(done, total)
+        for source, result in prepared_sessions(dirty, exporter.out, workers):
+            if isinstance(result, Failed):
+                skipped.append(SkippedSession(source.path, result.reason))
+                if result.fingerprint is not None:  # not a session: not read again until it changes
+                    exporter.remove(source.path)
+                    exporter.record(source, result.fingerprint, result.read_ns, None, None, None)
+            elif not scope.selects(result.cwd):
+                result.discard()
+            else:
+                files += exporter.install(source, result)
+                written += 1
+            done += 1
             if on_progress is not None:
                 on_progress(done, total)
         exporter.save()
@@ -180,19 +198,3 @@ def write_parquet(
         files_written=files,
         skipped=tuple(skipped),
     )
-
-
-def _export_one(exporter: Exporter, source: Source, scope: Scope, skipped: list[SkippedSession]) -> int:
-    try:
-        session = read_source(source)
-    except NotASession as error:
-        exporter.remove(source.path)
-        exporter.record(source, error.fingerprint, error.read_ns, None, None, None)
-        skipped.append(SkippedSession(source.path, _why(error)))
-        return 0
-    except OSError as error:
-        skipped.append(SkippedSession(source.path, _why(error)))
-        return 0
-    if not scope.selects(session.cwd):
-        return 0
-    return exporter.write(source, session)

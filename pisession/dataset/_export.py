@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from .._errors import PisessionError
 from .._paths import cwd_matches, default_session_dir_path, get_sessions_dir, normalize_path, resolve_path
-from ._rows import Fingerprint, SessionRows, read_identities, read_rows
+from ._rows import Fingerprint, NotASession, SessionRows, read_identities, read_rows
 from ._schema import SCHEMAS, to_table
 
 __all__ = [
@@ -43,6 +43,10 @@ __all__ = [
     "Source",
     "select_sources",
     "Exporter",
+    "Failed",
+    "Prepared",
+    "prepare",
+    "prepared_sessions",
     "partition_name",
     "file_stem",
 ]
@@ -339,21 +343,19 @@ class Exporter:
         owner = self._owners.get(_owner_key(source.project, want))
         return want if owner is None or owner == source.path else f"{want}-{_path_hash(source.path)}"
 
-    def write(self, source: Source, session: SessionRows) -> int:
-        """Write the session's five files; returns how many were written."""
+    def install(self, source: Source, prepared: Prepared) -> int:
+        """Rename a prepared session's five files into place (under its file stem) and remember
+        what they were made from; returns how many files were installed."""
         old = self.rows.get(source.path)
-        stem = self.stem_for(source, session.session_id)
-        for table in TABLES:
-            target = self._file(table, source.project, stem)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            arrow = to_table(table, session.columns[table])
-            self._replace(target, functools.partial(_write_parquet, arrow))
+        stem = self.stem_for(source, prepared.session_id)
+        for table, tmp in prepared.files.items():
+            os.replace(tmp, self._file(table, source.project, stem))
         if old is not None and old.get("stem") not in (None, stem):  # its id changed: the old name goes
             self._owners.pop(_owner_key(old["project"], old["stem"]), None)
             self._unlink(old["project"], old["stem"])
         self._owners[_owner_key(source.project, stem)] = source.path
-        self.record(source, session.fingerprint, session.read_ns, stem, session.cwd, session.parent)
-        return len(TABLES)
+        self.record(source, prepared.fingerprint, prepared.read_ns, stem, prepared.cwd, prepared.parent)
+        return len(prepared.files)
 
     def record(
         self,
@@ -379,7 +381,7 @@ class Exporter:
     @staticmethod
     def _replace(target: str, write: Callable[[str], None]) -> None:
         folder, name = os.path.split(target)
-        tmp = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        tmp = _temporary(folder, name)
         try:
             write(tmp)
             os.replace(tmp, target)
@@ -387,6 +389,118 @@ class Exporter:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
+
+
+def _temporary(folder: str, name: str) -> str:
+    # hidden (engines skip names starting with "." or "_") and removed by the next run if left
+    return os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+
+
+class Prepared:
+    """A session read and written under temporary names in its folders, waiting to be renamed
+    into place (what a worker process hands back: plain values only)."""
+
+    __slots__ = ("session_id", "cwd", "parent", "fingerprint", "read_ns", "files")
+
+    def __init__(
+        self,
+        session_id: str,
+        cwd: str | None,
+        parent: str | None,
+        fingerprint: Fingerprint,
+        read_ns: int,
+        files: dict[str, str],
+    ) -> None:
+        self.session_id = session_id
+        self.cwd = cwd
+        self.parent = parent
+        self.fingerprint = fingerprint
+        self.read_ns = read_ns
+        self.files = files
+
+    def discard(self) -> None:
+        for tmp in self.files.values():
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+class Failed:
+    """A source that gave no rows: not a session (with the fingerprint it was read at), or unreadable."""
+
+    __slots__ = ("reason", "fingerprint", "read_ns")
+
+    def __init__(self, reason: str, fingerprint: Fingerprint | None = None, read_ns: int = 0) -> None:
+        self.reason = reason
+        self.fingerprint = fingerprint
+        self.read_ns = read_ns
+
+
+def prepare(path: str, project: str, out: str) -> Prepared | Failed:
+    """Read one session and write its five tables under temporary names in their final folders
+    (in a worker process, or in this one)."""
+    try:
+        session = read_rows(path, parent_of=_parents)
+    except NotASession as error:
+        return Failed("not a Pi session (no session header)", error.fingerprint, error.read_ns)
+    except OSError as error:
+        return Failed(f"cannot be read: {error.strerror or error}")
+    files: dict[str, str] = {}
+    try:
+        for table in TABLES:
+            folder = os.path.join(out, table, partition_name(project))
+            os.makedirs(folder, exist_ok=True)
+            tmp = _temporary(folder, "session.parquet")
+            files[table] = tmp
+            _write_parquet(to_table(table, session.columns[table]), tmp)
+    except BaseException:
+        Prepared(session.session_id, None, None, session.fingerprint, 0, files).discard()
+        raise
+    return Prepared(
+        session.session_id, session.cwd, session.parent, session.fingerprint, session.read_ns, files
+    )
+
+
+def _prepare_one(args: tuple[str, str, str]) -> Prepared | Failed:
+    return prepare(*args)
+
+
+def prepared_sessions(
+    sources: list[Source], out: str, workers: int | None
+) -> Iterator[tuple[Source, Prepared | Failed]]:
+    """Each source prepared, in order: in this process, or (``workers`` > 1, or None and enough
+    sessions to be worth starting processes) in a pool of worker processes."""
+    count = _worker_count(len(sources), workers)
+    if count <= 1:
+        for source in sources:
+            yield source, prepare(source.path, source.project, out)
+        return
+    import concurrent.futures
+    import multiprocessing
+
+    # forkserver (spawn where there is none): a fork of a process that has started Arrow's
+    # threads could inherit a held lock
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    jobs = [(s.path, s.project, out) for s in sources]
+    context = multiprocessing.get_context(method)
+    with concurrent.futures.ProcessPoolExecutor(count, mp_context=context) as pool:
+        results = pool.map(_prepare_one, jobs, chunksize=4)
+        try:
+            for source, result in zip(sources, results, strict=True):
+                yield source, result
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+
+
+_PARALLEL_FROM = 32  # sessions to write before worker processes pay for their start (~0.3 s each)
+
+
+def _worker_count(jobs: int, workers: int | None) -> int:
+    if workers is not None:
+        return max(1, min(workers, jobs))
+    if jobs < _PARALLEL_FROM:
+        return 1
+    return max(1, min(os.cpu_count() or 1, 4, jobs // 8))
 
 
 def _write_parquet(table: pa.Table, path: str) -> None:
