@@ -61,7 +61,11 @@ _SAVE_EVERY = 2.0  # seconds: an interrupted export keeps what it finished
 # unchanged ("racily clean"), so it is read again next time (the catalog's rule, same margins).
 _RACY_NS = 50_000_000
 _RACY_COARSE_NS = 2_000_000_000
-_COMPRESSION = "zstd"
+# Snappy (Parquet's default, read by every engine) took about 30 % less CPU than zstd here for
+# files about a third larger. Long unique text gains nothing from a dictionary or min/max
+# statistics, which only cost time to build.
+_COMPRESSION = "snappy"
+_PLAIN = frozenset(("json", "text", "context_text", "arguments", "result_text"))
 
 
 class DatasetError(PisessionError):
@@ -503,8 +507,14 @@ def _worker_count(jobs: int, workers: int | None) -> int:
     return max(1, min(os.cpu_count() or 1, 4, jobs // 8))
 
 
+@functools.cache
+def _encodings(names: tuple[str, ...]) -> list[str]:
+    return [name for name in names if name not in _PLAIN]
+
+
 def _write_parquet(table: pa.Table, path: str) -> None:
-    pq.write_table(table, path, compression=_COMPRESSION)
+    keyed = _encodings(tuple(table.column_names))
+    pq.write_table(table, path, compression=_COMPRESSION, use_dictionary=keyed, write_statistics=keyed)
 
 
 def _write_text(path: str, text: str) -> None:

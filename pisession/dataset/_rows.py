@@ -344,37 +344,46 @@ def _messages(
     edited: set[str],
 ) -> None:
     c = rows.columns["messages"]
+    # one bound append per column: this loop runs once per message of every session
+    add_session, add_entry = c["session_id"].append, c["entry_id"].append
+    add_index = c["message_index"].append
+    add_role, add_time, add_text = c["role"].append, c["timestamp"].append, c["text"].append
+    add_provider, add_model, add_stop = c["provider"].append, c["model"].append, c["stop_reason"].append
+    add_branch, add_in, add_at = c["on_leaf_branch"].append, c["in_context"].append, c["context_index"].append
+    add_context_text = c["context_text"].append
     session_id = rows.session_id
+    type_at, entry_at, id_at = index.type_at, index.entry_at, index.id_at
     for pos in range(len(index)):
-        kind = index.type_at(pos)
-        if kind not in _MESSAGE_BEARING:
+        if type_at(pos) not in _MESSAGE_BEARING:
             continue
-        entry = index.entry_at(pos)
-        messages = entry_to_messages(entry)
+        messages = entry_to_messages(entry_at(pos))
         if not messages:
             continue
-        entry_id = _str(index.id_at(pos))
+        entry_id = _str(id_at(pos))
         first, in_context = contributed.get(pos, (None, None))
         replaced = in_context is not None and entry_id is not None and entry_id in edited
         on_branch = pos in branch
         for i, message in enumerate(messages):
             if not isinstance(message, dict):
                 continue
-            c["session_id"].append(session_id)
-            c["entry_id"].append(entry_id)
-            c["message_index"].append(i)
-            c["role"].append(_str(message.get("role")))
-            c["timestamp"].append(_ms(message.get("timestamp")))
-            c["text"].append(message_text(message))
-            c["provider"].append(_str(message.get("provider")))
-            c["model"].append(_str(message.get("model")))
-            c["stop_reason"].append(_str(message.get("stopReason")))
-            c["on_leaf_branch"].append(on_branch)
-            c["in_context"].append(in_context is not None)
-            c["context_index"].append(None if first is None else first + i)
+            get = message.get
+            add_session(session_id)
+            add_entry(entry_id)
+            add_index(i)
+            role = get("role")
+            add_role(role if type(role) is str else None)
+            add_time(_ms(get("timestamp")))
+            add_text(message_text(message))
+            provider, model, stop = get("provider"), get("model"), get("stopReason")
+            add_provider(provider if type(provider) is str else None)
+            add_model(model if type(model) is str else None)
+            add_stop(stop if type(stop) is str else None)
+            add_branch(on_branch)
+            add_in(in_context is not None)
+            add_at(None if first is None else first + i)
             projected = in_context[i] if replaced and in_context is not None and i < len(in_context) else None
-            changed = projected is not None and projected.get("content") != message.get("content")
-            c["context_text"].append(message_text(projected) if changed and projected is not None else None)
+            changed = projected is not None and projected.get("content") != get("content")
+            add_context_text(message_text(projected) if changed and projected is not None else None)
 
 
 _MESSAGE_BEARING = frozenset(("message", "custom_message", "branch_summary", "compaction"))
