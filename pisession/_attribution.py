@@ -35,7 +35,7 @@ import attrs
 
 from ._js import MISSING, js_join_item, js_truthy
 
-__all__ = ["UsageItem", "usage_items", "copied_entry_ids", "TOOLS_KEY"]
+__all__ = ["UsageItem", "usage_items", "usage_item", "usage_fields", "copied_entry_ids", "TOOLS_KEY"]
 
 TOOLS_KEY: Final = "Tools/summaries"
 """The key Pi files tool-result, compaction and branch-summary usage under."""
@@ -92,7 +92,12 @@ def _js_addend(value: object) -> int | float:
     return _NAN
 
 
-def _item(entry: Mapping[str, Any], key: str, usage: Any) -> UsageItem | None:
+# (entry id, timestamp, model key, input, output, cache read, cache write, cost): a UsageItem's
+# fields, for callers that store them without making an object per entry (the catalog).
+UsageFields = tuple[str, str, str, "int | float", "int | float", "int | float", "int | float", float]
+
+
+def _fields(entry: Mapping[str, Any], key: str, usage: Any) -> UsageFields | None:
     if not js_truthy(usage):
         return None
     if not isinstance(usage, Mapping):
@@ -103,20 +108,20 @@ def _item(entry: Mapping[str, Any], key: str, usage: Any) -> UsageItem | None:
     total = cost.get("total", MISSING) if isinstance(cost, Mapping) else MISSING
     entry_id = entry.get("id")
     timestamp = entry.get("timestamp")
-    return UsageItem(
-        entry_id=entry_id if isinstance(entry_id, str) else "",
-        timestamp=timestamp if isinstance(timestamp, str) else "",
-        model_key=key,
-        input=_js_addend(usage.get("input", MISSING)),
-        output=_js_addend(usage.get("output", MISSING)),
-        cache_read=_js_addend(usage.get("cacheRead", MISSING)),
-        cache_write=_js_addend(usage.get("cacheWrite", MISSING)),
-        cost=float(_js_addend(total)),
+    return (
+        entry_id if isinstance(entry_id, str) else "",
+        timestamp if isinstance(timestamp, str) else "",
+        key,
+        _js_addend(usage.get("input", MISSING)),
+        _js_addend(usage.get("output", MISSING)),
+        _js_addend(usage.get("cacheRead", MISSING)),
+        _js_addend(usage.get("cacheWrite", MISSING)),
+        float(_js_addend(total)),
     )
 
 
-def usage_item(entry: Mapping[str, Any]) -> UsageItem | None:
-    """The usage one entry carries under Pi's rules, or None."""
+def usage_fields(entry: Mapping[str, Any]) -> UsageFields | None:
+    """The fields of :func:`usage_item`'s item as a tuple, or None (no object made)."""
     kind = entry.get("type")
     if kind == "message":
         message = entry.get("message", MISSING)
@@ -128,16 +133,22 @@ def usage_item(entry: Mapping[str, Any]) -> UsageItem | None:
             if model is None or model is MISSING:
                 model = message.get("model", MISSING)
             key = f"{_js_string(message.get('provider', MISSING))}/{_js_string(model)}"
-            return _item(entry, key, message.get("usage", MISSING))
+            return _fields(entry, key, message.get("usage", MISSING))
         if role == "toolResult":
-            return _item(entry, TOOLS_KEY, message.get("usage", MISSING))
+            return _fields(entry, TOOLS_KEY, message.get("usage", MISSING))
         return None
     if kind == "usage":
         key = f"{_js_string(entry.get('provider', MISSING))}/{_js_string(entry.get('model', MISSING))}"
-        return _item(entry, key, entry.get("usage", MISSING))
+        return _fields(entry, key, entry.get("usage", MISSING))
     if kind == "compaction" or kind == "branch_summary":
-        return _item(entry, TOOLS_KEY, entry.get("usage", MISSING))
+        return _fields(entry, TOOLS_KEY, entry.get("usage", MISSING))
     return None
+
+
+def usage_item(entry: Mapping[str, Any]) -> UsageItem | None:
+    """The usage one entry carries under Pi's rules, or None."""
+    fields = usage_fields(entry)
+    return None if fields is None else UsageItem(*fields)
 
 
 def usage_items(entries: Iterable[Mapping[str, Any]]) -> list[UsageItem]:

@@ -262,29 +262,29 @@ def _has_zone_data() -> bool:
 
 
 def _day_function(zone: tzinfo | None) -> Callable[[int], str]:
-    """``ms`` → the local date ``YYYY-MM-DD`` in ``zone``, remembered per quarter hour (a day or
-    an offset changes on quarter-hour boundaries in every zone since 1970; where one does not, the
-    quarter is worked out per call)."""
-    cache: dict[int, str | None] = {}
+    """quarter hour (ms // 900,000) → its local date ``YYYY-MM-DD`` in ``zone``, remembered.
 
-    def day(ms: int) -> str:
-        try:
-            if zone is None:
-                return datetime.fromtimestamp(ms / 1000).date().isoformat()
-            return datetime.fromtimestamp(ms / 1000, zone).date().isoformat()
-        except (OverflowError, OSError, ValueError):
-            return "1970-01-01"  # a timestamp out of Python's range: counted, on a day that shows it
+    Every UTC offset in use since 1972 is a whole number of quarter hours, so a quarter never
+    straddles local midnight; one that would (a historical offset) is filed under the day it
+    starts."""
+    cache: dict[int, str] = {}
 
-    def local_day(ms: int) -> str:
-        quarter = ms // 900_000
-        found = cache.get(quarter, "")
-        if found == "":
-            start = day(quarter * 900_000)
-            found = start if start == day(quarter * 900_000 + 899_999) else None
+    def day(quarter: int) -> str:
+        found = cache.get(quarter)
+        if found is None:
+            try:
+                moment = (
+                    datetime.fromtimestamp(quarter * 900, zone)
+                    if zone
+                    else datetime.fromtimestamp(quarter * 900)
+                )
+                found = moment.date().isoformat()
+            except (OverflowError, OSError, ValueError):
+                found = "1970-01-01"  # a time out of Python's range: counted, on a day that shows it
             cache[quarter] = found
-        return found if found is not None else day(ms)
+        return found
 
-    return local_day
+    return day
 
 
 def _week(day: str) -> str:
@@ -331,7 +331,7 @@ def usage_report(
 
     catalog_error: str | None = None
     if isinstance(catalog, Catalog):
-        scan, skipped = _scan(catalog, folder, local_day, on_progress)
+        scan, skipped = _scan(catalog, folder, on_progress)
     else:
         try:
             own = Catalog() if catalog else Catalog(":memory:")
@@ -340,23 +340,20 @@ def usage_report(
             own = Catalog(":memory:")
         try:
             with own:
-                scan, skipped = _scan(own, folder, local_day, on_progress)
+                scan, skipped = _scan(own, folder, on_progress)
         except (sqlite3.Error, OSError, CatalogError) as error:
             catalog_error = f"{own.path}: {error}"
             with Catalog(":memory:") as scratch:
-                scan, skipped = _scan(scratch, folder, local_day, on_progress)
-    rows = _rows(group_by, scan, first, last, project)
+                scan, skipped = _scan(scratch, folder, on_progress)
+    rows = _rows(group_by, scan, local_day, first, last, project)
     total = _sum_totals(row.totals for row in rows)
     return UsageReport(group_by, zone_name, tuple(rows), total, tuple(skipped), catalog_error)
 
 
 def _scan(
-    catalog: Catalog,
-    folder: str | None,
-    local_day: Callable[[int], str],
-    on_progress: ProgressCallback | None,
+    catalog: Catalog, folder: str | None, on_progress: ProgressCallback | None
 ) -> tuple[Any, list[SkippedSource]]:
-    scan = catalog._usage(folder, local_day, MAX_FILE_SIZE, on_progress)
+    scan = catalog._usage(folder, MAX_FILE_SIZE, on_progress)
     skipped = [SkippedSource(s.path, s.reason) for s in catalog.last_report.skipped]
     for file_id, lines in sorted(scan.damaged.items()):
         path = scan.sessions[file_id][0]
@@ -384,13 +381,18 @@ class _Sums:
 
 
 def _rows(
-    group_by: GroupBy, scan: Any, first: str | None, last: str | None, project: str | None
+    group_by: GroupBy,
+    scan: Any,
+    local_day: Callable[[int], str],
+    first: str | None,
+    last: str | None,
+    project: str | None,
 ) -> list[UsageRow]:
     sessions: dict[int, tuple[str, dict[str, Any]]] = scan.sessions
     keep: dict[int, bool] = {}
     rows: dict[str, dict[str, _Sums]] = {}
     for group in scan.groups:
-        file_id, model_key, day = group[0], group[1], group[2]
+        file_id, model_key, day = group[0], group[1], local_day(group[2])
         if (first is not None and day < first) or (last is not None and day > last):
             continue
         if project is not None:

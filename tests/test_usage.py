@@ -478,3 +478,45 @@ def test_the_csv_example_turns_the_json_into_one_line_per_model(agent: Path, tmp
         check=True,
     )
     assert piped.stdout == result.stdout
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN["files"]))
+def test_the_catalogs_fast_read_gives_the_exact_reads_rows(name: str) -> None:
+    # usage_rows decodes only the fields it needs (msgspec) and reads Pi's timestamps directly;
+    # the exact path is the full JavaScript-exact parse and Date.
+    from pisession import read_session_entries
+    from pisession._attribution import usage_items
+    from pisession._js import js_date_ms
+    from pisession.catalog._usage import usage_rows
+
+    data = (CASES / name).read_bytes()
+    rows, _ = usage_rows(data, None)
+    header = read_session_entries(CASES / name)[0]
+    exact = []
+    for item in usage_items(read_session_entries(CASES / name)):
+        ms = js_date_ms(item.timestamp) if item.timestamp else None
+        ms = ms if ms is not None else (js_date_ms(header["timestamp"]) or 0)
+        numbers = [
+            None if v != v else v
+            for v in (item.input, item.output, item.cache_read, item.cache_write, item.cost)
+        ]
+        exact.append((item.entry_id, item.timestamp, ms, item.model_key, *numbers))
+    assert rows == exact
+    assert [tuple(map(type, r)) for r in rows] == [tuple(map(type, r)) for r in exact]  # ints stay ints
+
+
+def test_odd_timestamps_are_read_as_javascript_reads_them() -> None:
+    from pisession._js import js_date_ms
+    from pisession.catalog._usage import _timestamp_ms
+
+    for stamp in (
+        "2026-11-03T00:20:00.008Z",
+        "2026-02-30T10:00:00.000Z",
+        "2026-11-03T24:00:00.000Z",
+        "2026-11-03T10:00:00Z",
+        "2026-11-03T10:00:00.000+02:00",
+        "2026-11-03",
+        "yesterday",
+        "\uff12\uff10\uff12\uff16-11-03T00:20:00.008Z",  # full-width digits: \d in a bytes pattern is ASCII
+    ):
+        assert _timestamp_ms(stamp) == js_date_ms(stamp), stamp

@@ -136,12 +136,11 @@ class Catalog:
     def _usage(
         self,
         session_dir: str | None,
-        local_day: Callable[[int], str],
         max_size: int,
         on_progress: ProgressCallback | None,
     ) -> UsageScan:
         """For :func:`pisession.usage.usage_report`: bring one folder (default: every project's)
-        up to date and sum its usage per file, model and day; raises on database errors."""
+        up to date and sum its usage per file, model and quarter hour; raises on database errors."""
         if session_dir:
             found, self.last_report = current(
                 self._connect(), self.fts, [normalize_path(session_dir)], None, on_progress, max_size=max_size
@@ -150,7 +149,7 @@ class Catalog:
             found, self.last_report = current(
                 self._connect(), self.fts, None, get_sessions_dir(), on_progress, max_size=max_size
             )
-        return scan_usage(self._connect(), [row for _, row in found], local_day)
+        return scan_usage(self._connect(), [row for _, row in found])
 
     def _failed(self, error: BaseException) -> None:
         self.last_error = f"{self.path}: {error}"

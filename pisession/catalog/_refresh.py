@@ -39,7 +39,7 @@ from ._schema import (
     pack,
     unpack,
 )
-from ._usage import add_usage_rows, usage_rows
+from ._usage import add_usage_rows, drop_usage_rows, usage_rows
 
 _EDGE = 512  # bytes compared at both ends of the old content before reading only the new end
 _PARTIAL_MAX = 1 << 16  # a longer unfinished last line is read again from the file, not stored
@@ -238,8 +238,7 @@ def drop_entry_rows(connection: sqlite3.Connection, fts: bool, file_id: int) -> 
             "DELETE FROM fts WHERE rowid IN (SELECT id FROM messages WHERE file_id = ?)", (file_id,)
         )
     connection.execute("DELETE FROM messages WHERE file_id = ?", (file_id,))
-    connection.execute("DELETE FROM usage WHERE file_id = ?", (file_id,))
-    connection.execute("DELETE FROM usage_damage WHERE file_id = ?", (file_id,))
+    drop_usage_rows(connection, file_id)
 
 
 def add_entry_rows(

@@ -34,6 +34,14 @@ FILE_COLUMNS = (
     "status, header, message_count, first_message, name, last_activity"
 )
 PENDING, SESSION, FOREIGN = 0, 1, 2  # files.status: no header yet, a session, not a session
+# The usage rows summed per file, model and quarter hour (a warm report reads these, not every
+# entry's row): sums of the numbers, how many were NaN (stored NULL), first and last time.
+USAGE_SUMS_TABLE = (
+    "CREATE TABLE usage_sums (file_id INTEGER NOT NULL, model_key TEXT NOT NULL, quarter INTEGER NOT NULL, "
+    "input, output, cache_read, cache_write, cost, nan_input INTEGER, nan_output INTEGER, "
+    "nan_cache_read INTEGER, nan_cache_write INTEGER, nan_cost INTEGER, first_ms INTEGER, last_ms INTEGER, "
+    "PRIMARY KEY (file_id, model_key, quarter)) WITHOUT ROWID"
+)
 
 
 def default_catalog_path() -> str:
@@ -98,7 +106,7 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
             }
             if tables and "catalog_meta" not in tables:
                 raise CatalogError(f"{path} is an SQLite database that is not a pisession catalog")
-            for table in ("usage_damage", "usage", "fts", "messages", "files", "catalog_meta"):
+            for table in ("usage_sums", "usage_damage", "usage", "fts", "messages", "files", "catalog_meta"):
                 connection.execute(f"DROP TABLE IF EXISTS {table}")
             connection.execute("CREATE TABLE catalog_meta (key TEXT PRIMARY KEY, value TEXT)")
             connection.execute(
@@ -122,6 +130,7 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
             )
             connection.execute("CREATE INDEX usage_entry ON usage(file_id, entry_id)")
             connection.execute("CREATE TABLE usage_damage (file_id INTEGER PRIMARY KEY, lines INTEGER)")
+            connection.execute(USAGE_SUMS_TABLE)
             if fts:
                 connection.execute(
                     "CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='unicode61 remove_diacritics 0')"

@@ -9,19 +9,91 @@ session its header's ``parentSession`` names, when that session was started earl
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import sqlite3
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .._attribution import usage_item
-from .._js import js_date_ms
+from .._attribution import usage_fields
+from .._js import MISSING, js_date_ms
 from .._load import parse_line
 
 UsageRow = tuple[str, str, int, str, Any, Any, Any, Any, Any]
 
 # A line Pi counts holds the key "usage", unless the key is written with escapes ("\u0075sage").
 _MARKERS = (b'"usage"', b"\\u")
+
+
+@functools.cache
+def _decoder() -> tuple[Callable[[bytes], Any], tuple[type[Exception], ...]] | None:
+    """msgspec's decoder of the fields usage needs, and the errors it raises (None without
+    msgspec). It validates the whole line but builds only those fields: an assistant message's
+    content, most of its bytes, is skipped. Lines it cannot take as they are (invalid UTF-8, a
+    ``message`` that is not an object, ...) go through the full JavaScript-exact parse."""
+    try:
+        import msgspec
+    except ImportError:  # exercised by tests that hide it
+        return None
+    from typing import Any as AnyType
+
+    fields = [(name, AnyType, MISSING) for name in ("role", "provider", "model", "responseModel", "usage")]
+    message = msgspec.defstruct("_UsageMessage", fields, gc=False)
+    entry = msgspec.defstruct(
+        "_UsageEntry",
+        [
+            *((name, AnyType, MISSING) for name in ("type", "id", "timestamp", "provider", "model", "usage")),
+            ("message", message | None, None),
+        ],
+        gc=False,
+    )
+    return msgspec.json.Decoder(entry).decode, (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+
+
+def _as_entry(head: Any) -> dict[str, Any]:
+    """The decoded fields as the wire dict :func:`usage_fields` reads (MISSING reads as absent)."""
+    message = head.message
+    return {
+        "type": head.type,
+        "id": head.id,
+        "timestamp": head.timestamp,
+        "provider": head.provider,
+        "model": head.model,
+        "usage": head.usage,
+        "message": None
+        if message is None
+        else {
+            "role": message.role,
+            "provider": message.provider,
+            "model": message.model,
+            "responseModel": message.responseModel,
+            "usage": message.usage,
+        },
+    }
+
+
+_ISO = re.compile(rb"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})Z")
+_DAY_MS: dict[bytes, int | None] = {}
+
+
+def _timestamp_ms(timestamp: str) -> int | None:
+    """``new Date(timestamp).getTime()``: Pi's own form (``2026-11-03T00:20:00.008Z``) read
+    directly, anything else by :func:`js_date_ms`."""
+    raw = timestamp.encode("ascii", "replace")
+    match = _ISO.fullmatch(raw)
+    if match is None:
+        return js_date_ms(timestamp)
+    hour, minute, second, ms = (int(x) for x in match.groups()[3:])
+    if hour > 23 or minute > 59 or second > 59:
+        return js_date_ms(timestamp)
+    day = _DAY_MS.get(raw[:10], -1)
+    if day == -1:
+        day = js_date_ms(timestamp[:10])  # a date alone is UTC midnight; None for 2026-02-30
+        _DAY_MS[raw[:10]] = day
+    if day is None:
+        return js_date_ms(timestamp)
+    return day + ((hour * 60 + minute) * 60 + second) * 1000 + ms
 
 
 def usage_rows(data: bytes, header: dict[str, Any] | None) -> tuple[list[UsageRow], int]:
@@ -36,6 +108,7 @@ def usage_rows(data: bytes, header: dict[str, Any] | None) -> tuple[list[UsageRo
     rows: list[UsageRow] = []
     damaged = 0
     fallback: int | None = None
+    fast = _decoder()
     for line in data.split(b"\n"):  # Pi's open splits on "\n" only
         if _MARKERS[0] not in line and _MARKERS[1] not in line:
             if line and not (line[:1] == b"{" and line[-1:] == b"}"):
@@ -43,14 +116,22 @@ def usage_rows(data: bytes, header: dict[str, Any] | None) -> tuple[list[UsageRo
                 if stripped and not (stripped[:1] == b"{" and stripped[-1:] == b"}"):
                     damaged += 1
             continue
-        entry = parse_line(line)
+        entry: dict[str, Any] | None = None
+        if fast is not None:
+            try:
+                entry = _as_entry(fast[0](line))
+            except fast[1]:
+                entry = None
         if entry is None:
-            damaged += 1
+            entry = parse_line(line)
+            if entry is None:
+                damaged += 1
+                continue
+        fields = usage_fields(entry)
+        if fields is None:
             continue
-        item = usage_item(entry)
-        if item is None:
-            continue
-        ms = js_date_ms(item.timestamp) if item.timestamp else None
+        entry_id, timestamp, key, tokens_in, tokens_out, cache_read, cache_write, cost = fields
+        ms = _timestamp_ms(timestamp) if timestamp else None
         if ms is None:
             if fallback is None:
                 stamp = (header or {}).get("timestamp")
@@ -58,15 +139,15 @@ def usage_rows(data: bytes, header: dict[str, Any] | None) -> tuple[list[UsageRo
             ms = fallback
         rows.append(
             (
-                item.entry_id,
-                item.timestamp,
+                entry_id,
+                timestamp,
                 ms,
-                item.model_key,
-                _number(item.input),
-                _number(item.output),
-                _number(item.cache_read),
-                _number(item.cache_write),
-                _number(item.cost),
+                key,
+                _number(tokens_in),
+                _number(tokens_out),
+                _number(cache_read),
+                _number(cache_write),
+                _number(cost),
             )
         )
     return rows, damaged
@@ -76,13 +157,35 @@ def _number(value: float) -> float | None:
     return None if value != value else value  # SQLite has no NaN
 
 
+QUARTER_MS = 900_000
+
+
+def quarter_of(ms: int) -> int:
+    return ms // QUARTER_MS
+
+
 def add_usage_rows(connection: sqlite3.Connection, file_id: int, rows: list[UsageRow], damaged: int) -> None:
-    """Store a file's newly read usage rows (and count its newly read damaged lines)."""
+    """Store a file's newly read usage rows, add them to its quarter-hour sums, and count its
+    newly read damaged lines."""
     if rows:
         connection.executemany(
             "INSERT INTO usage (file_id, entry_id, ts, ms, model_key, input, output, cache_read, "
             "cache_write, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(file_id, *row) for row in rows],
+        )
+        connection.executemany(
+            "INSERT INTO usage_sums VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (file_id, model_key, quarter) DO UPDATE SET "
+            "input = input + excluded.input, output = output + excluded.output, "
+            "cache_read = cache_read + excluded.cache_read, "
+            "cache_write = cache_write + excluded.cache_write, "
+            "cost = cost + excluded.cost, nan_input = nan_input + excluded.nan_input, "
+            "nan_output = nan_output + excluded.nan_output, "
+            "nan_cache_read = nan_cache_read + excluded.nan_cache_read, "
+            "nan_cache_write = nan_cache_write + excluded.nan_cache_write, "
+            "nan_cost = nan_cost + excluded.nan_cost, "
+            "first_ms = MIN(first_ms, excluded.first_ms), last_ms = MAX(last_ms, excluded.last_ms)",
+            [(file_id, *key, *sums) for key, sums in _sums(rows).items()],
         )
     if damaged:
         connection.execute(
@@ -92,42 +195,75 @@ def add_usage_rows(connection: sqlite3.Connection, file_id: int, rows: list[Usag
         )
 
 
+def _sums(rows: list[UsageRow]) -> dict[tuple[str, int], list[Any]]:
+    """Rows summed per (model key, quarter): five sums (NaN left out), five NaN counts, first and
+    last ms, in file order."""
+    out: dict[tuple[str, int], list[Any]] = {}
+    for row in rows:
+        ms = row[2]
+        key = (row[3], quarter_of(ms))
+        sums = out.get(key)
+        if sums is None:
+            sums = out[key] = [0, 0, 0, 0, 0.0, 0, 0, 0, 0, 0, ms, ms]
+        for i in range(5):
+            value = row[4 + i]
+            if value is None:
+                sums[5 + i] += 1
+            else:
+                sums[i] += value
+        if ms < sums[10]:
+            sums[10] = ms
+        if ms > sums[11]:
+            sums[11] = ms
+    return out
+
+
+def drop_usage_rows(connection: sqlite3.Connection, file_id: int) -> None:
+    """Delete a file's usage rows (it is read again in full, or gone)."""
+    connection.execute("DELETE FROM usage WHERE file_id = ?", (file_id,))
+    connection.execute("DELETE FROM usage_sums WHERE file_id = ?", (file_id,))
+    connection.execute("DELETE FROM usage_damage WHERE file_id = ?", (file_id,))
+
+
 def damaged_lines(connection: sqlite3.Connection) -> dict[int, int]:
     """Damaged lines per file id, for the files that have any."""
     return dict(connection.execute("SELECT file_id, lines FROM usage_damage").fetchall())
 
 
-# One summed group: (file id, model key, day, input, output, cache read, cache write, cost,
+# A summed group: (file id, model key, quarter, input, output, cache read, cache write, cost,
 # then how many of each of those five were NaN, first ms, last ms).
-Group = tuple[int, str, str, Any, Any, Any, Any, Any, int, int, int, int, int, int, int]
-
-_GROUPS = """
-SELECT u.file_id, u.model_key, local_day(u.ms) AS day,
+_OWN_SUMS = """
+SELECT s.file_id, s.model_key, s.quarter, s.input, s.output, s.cache_read, s.cache_write, s.cost,
+       s.nan_input, s.nan_output, s.nan_cache_read, s.nan_cache_write, s.nan_cost, s.first_ms, s.last_ms
+FROM usage_sums s JOIN temp.usage_scope c ON c.file_id = s.file_id
+WHERE c.parent_id IS NULL
+"""
+# A session with a parent: its entries, less those that have the same id and timestamp there.
+_FORK_SUMS = """
+SELECT u.file_id, u.model_key, (u.ms - (u.ms < 0) * 899999) / 900000 AS quarter,
        SUM(u.input), SUM(u.output), SUM(u.cache_read), SUM(u.cache_write), SUM(u.cost),
        SUM(u.input IS NULL), SUM(u.output IS NULL), SUM(u.cache_read IS NULL),
        SUM(u.cache_write IS NULL), SUM(u.cost IS NULL), MIN(u.ms), MAX(u.ms)
-FROM usage u JOIN temp.usage_scope s ON s.file_id = u.file_id
-WHERE NOT EXISTS (
-    SELECT 1 FROM usage v
-    WHERE s.parent_id IS NOT NULL AND v.file_id = s.parent_id AND v.entry_id = u.entry_id AND v.ts = u.ts
+FROM usage u JOIN temp.usage_scope c ON c.file_id = u.file_id
+WHERE c.parent_id IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM usage v WHERE v.file_id = c.parent_id AND v.entry_id = u.entry_id AND v.ts = u.ts
 )
-GROUP BY u.file_id, u.model_key, day
+GROUP BY u.file_id, u.model_key, quarter
 """
 
 
 def usage_groups(
-    connection: sqlite3.Connection,
-    scope: Iterable[tuple[int, int | None]],
-    local_day: Callable[[int], str],
+    connection: sqlite3.Connection, scope: Iterable[tuple[int, int | None]]
 ) -> list[tuple[Any, ...]]:
-    """Summed usage per (file, model, day) of the files ``scope`` names as ``(file id, parent
-    file id or None)``; the rows a file shares with its parent are left out."""
-    connection.create_function("local_day", 1, local_day, deterministic=True)
+    """Summed usage per (file, model, quarter hour) of the files ``scope`` names as ``(file id,
+    parent file id or None)``; the rows a file shares with its parent are left out."""
     connection.execute("CREATE TEMP TABLE IF NOT EXISTS usage_scope (file_id INTEGER PRIMARY KEY, parent_id)")
     connection.execute("DELETE FROM temp.usage_scope")
     connection.executemany("INSERT INTO temp.usage_scope VALUES (?, ?)", scope)
     try:
-        return connection.execute(_GROUPS).fetchall()
+        groups: list[tuple[Any, ...]] = connection.execute(_OWN_SUMS).fetchall()
+        groups += connection.execute(_FORK_SUMS).fetchall()  # a SUM of NaNs only is NULL: read as 0
+        return groups
     finally:
         connection.execute("DELETE FROM temp.usage_scope")
 
@@ -149,9 +285,7 @@ class UsageScan:
         self.damaged = damaged
 
 
-def scan_usage(
-    connection: sqlite3.Connection, rows: Iterable[Any], local_day: Callable[[int], str]
-) -> UsageScan:
+def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan:
     """Sum the usage of the session files ``rows`` (catalog ``files`` rows, up to date).
 
     A session's parent is the file its header's ``parentSession`` names, when that file is among
@@ -181,4 +315,4 @@ def scan_usage(
             parent_id = None
         scope.append((file_id, parent_id))
     damaged = {k: v for k, v in damaged_lines(connection).items() if k in sessions}
-    return UsageScan(usage_groups(connection, scope, local_day), sessions, damaged)
+    return UsageScan(usage_groups(connection, scope), sessions, damaged)
