@@ -39,6 +39,7 @@ from run import append_as_pi, catalog_data  # noqa: E402
 
 DUCKDB = """
 import sys, time, duckdb
+duckdb.sql("SET enable_progress_bar = false")
 start = time.perf_counter()
 duckdb.sql(
     "COPY (SELECT * FROM read_json_auto('" + sys.argv[1] + "/*/*.jsonl', union_by_name = true, "
@@ -58,16 +59,16 @@ print(time.perf_counter() - start, report.written, report.unchanged)
 
 def child(code: str, *args: str, env: dict[str, str] | None = None) -> tuple[float, float, float, str]:
     """(wall seconds, in-process seconds, peak RSS in MB, rest of the output) of one fresh process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    assert proc.stdout is not None and proc.stderr is not None
-    out = proc.stdout.read().decode()
+    with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=stdout, stderr=stderr, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)  # files, not pipes: a full pipe would block the child
+        wall = time.perf_counter() - start
+        stdout.seek(0)
+        stderr.seek(0)
+        out, err = stdout.read().decode(), stderr.read().decode()
     if status != 0:
-        raise RuntimeError(proc.stderr.read().decode())
+        raise RuntimeError(err)
     first, *rest = out.split()
     return wall, float(first), usage.ru_maxrss / 1024, " ".join(rest)
 
