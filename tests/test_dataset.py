@@ -583,6 +583,34 @@ def test_an_output_folder_that_is_not_a_dataset_is_refused_untouched(tmp_path: P
         write_parquet(tmp_path / "file", session_dir=tmp_path)
 
 
+def test_a_second_export_into_the_same_folder_waits_then_says_so(
+    agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import filelock
+
+    from pisession.dataset import _export
+
+    out = tmp_path / "out"
+    write_parquet(out)
+    monkeypatch.setattr(_export, "LOCK_TIMEOUT", 0.2)
+    with (
+        filelock.FileLock(str(out / ".pisession-dataset.lock")),
+        pytest.raises(DatasetError, match="another export"),
+    ):
+        write_parquet(out, full=True)
+
+
+def test_file_and_folder_names_that_are_not_utf8_are_skipped(tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    folder.mkdir()
+    _session(folder / "ok.jsonl", "ok")
+    _session(Path(os.fsdecode(bytes(folder) + b"/bad-\xff.jsonl")), "bad")
+    out = tmp_path / "out"
+    report = write_parquet(out, session_dir=folder)
+    assert (report.sessions, report.written) == (1, 1)
+    assert (out / "sessions" / "project=s" / "ok.parquet").exists()
+
+
 def test_a_path_that_is_not_a_session_raises_a_typed_error(tmp_path: Path) -> None:
     bad = tmp_path / "x.jsonl"
     bad.write_text('{"type":"message"}\n', encoding="utf-8")

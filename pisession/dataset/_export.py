@@ -54,6 +54,7 @@ __all__ = [
 TABLES = tuple(SCHEMAS)
 MANIFEST = ".pisession-dataset.json"
 _LOCK = ".pisession-dataset.lock"
+LOCK_TIMEOUT = 10.0  # seconds an export waits for another one writing the same folder
 _FORMAT = 1  # bump when a schema or a column's meaning changes: every file is written again
 _SAVE_EVERY = 2.0  # seconds: an interrupted export keeps what it finished
 # A write lands in the mtime tick it happens in, and the kernel's coarse clock lags by a few ms
@@ -101,9 +102,18 @@ class Scope:
         return self.cwd is None or cwd_matches(header_cwd, self.cwd)
 
 
+def _utf8(name: str) -> bool:
+    """Names that are not UTF-8 (surrogate-escaped here) are skipped, as Pi skips them."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _jsonl(folder: str) -> list[str]:
     try:
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".jsonl"))
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".jsonl") and _utf8(n))
     except OSError:
         return []
     return [os.path.join(folder, n) for n in names]
@@ -133,7 +143,7 @@ def select_sources(
         return [Source(p, os.path.basename(folder)) for p in _jsonl(folder)], Scope({folder}, None, None)
     root = resolve_path(get_sessions_dir())
     try:
-        folders = sorted(e.name for e in os.scandir(root) if e.is_dir())
+        folders = sorted(e.name for e in os.scandir(root) if e.is_dir() and _utf8(e.name))
     except OSError:
         folders = []
     sources = [Source(p, name) for name in folders for p in _jsonl(os.path.join(root, name))]
@@ -209,7 +219,7 @@ def _parents(path: str) -> list[dict[str, Any]]:
 class Exporter:
     """One run of ``write_parquet`` over an output folder, under its lock."""
 
-    def __init__(self, out_dir: str, *, lock_timeout: float = 10.0) -> None:
+    def __init__(self, out_dir: str, *, lock_timeout: float | None = None) -> None:
         self.out = os.path.abspath(normalize_path(out_dir))
         if os.path.exists(self.out) and not os.path.isdir(self.out):
             raise DatasetError(f"{self.out} is not a folder")
@@ -222,8 +232,8 @@ class Exporter:
                     "choose a new or empty folder"
                 )
         os.makedirs(self.out, exist_ok=True)
-        self._lock = filelock.FileLock(os.path.join(self.out, _LOCK), timeout=lock_timeout)
-        self._lock_timeout = lock_timeout
+        self._lock_timeout = LOCK_TIMEOUT if lock_timeout is None else lock_timeout
+        self._lock = filelock.FileLock(os.path.join(self.out, _LOCK), timeout=self._lock_timeout)
         self.rows: dict[str, dict[str, Any]] = {}
         self._owners: dict[tuple[str, str], str] = {}  # (project, stem) as the file system compares them
         self.format_ok = True
