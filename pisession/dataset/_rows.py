@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .._attribution import copied_entry_ids, usage_items
@@ -143,9 +143,6 @@ class SessionRows:
             table: {name: [] for name in names} for table, names in COLUMNS.items()
         }
 
-    def count(self, table: str) -> int:
-        return len(self.columns[table][COLUMNS[table][0]])
-
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
@@ -231,9 +228,7 @@ def read_identities(path: str) -> list[dict[str, Any]]:
     return out
 
 
-def read_rows(
-    path: str, *, parent_entries: Iterable[Mapping[str, Any]] | None = None, parent_of: Any = None
-) -> SessionRows:
+def read_rows(path: str, *, parent_of: Callable[[str], list[dict[str, Any]]] | None = None) -> SessionRows:
     """The rows of the session at ``path``; raises :class:`NotASession` or ``OSError``.
 
     ``parent_of(path) -> entries``: how a fork's parent session is read (for ``copied``);
@@ -289,8 +284,7 @@ def read_rows(
     }
     copied: frozenset[str] = frozenset()
     if parent is not None:
-        parents = parent_entries if parent_entries is not None else (parent_of or read_identities)(parent)
-        copied = copied_entry_ids(wire, parents)
+        copied = copied_entry_ids(wire, (parent_of or read_identities)(parent))
 
     _sessions(rows, header, index, leaf)
     _entries(rows, body, index, branch, in_context, copied)
