@@ -57,8 +57,9 @@ print(time.perf_counter() - start, report.written, report.unchanged)
 """
 
 
-def child(code: str, *args: str, env: dict[str, str] | None = None) -> tuple[float, float, float, str]:
-    """(wall seconds, in-process seconds, peak RSS in MB, rest of the output) of one fresh process."""
+def child(code: str, *args: str, env: dict[str, str] | None = None) -> tuple[float, float, float, float, str]:
+    """(wall seconds, in-process seconds, CPU seconds (user + system, its worker processes
+    included), peak RSS in MB of its largest process, rest of the output) of one fresh process."""
     with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
         start = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=stdout, stderr=stderr, env=env)
@@ -70,10 +71,10 @@ def child(code: str, *args: str, env: dict[str, str] | None = None) -> tuple[flo
     if status != 0:
         raise RuntimeError(err)
     first, *rest = out.split()
-    return wall, float(first), usage.ru_maxrss / 1024, " ".join(rest)
+    return wall, float(first), usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, " ".join(rest)
 
 
-def measure(count: int, reps: int) -> dict[str, list[tuple[float, float, float]]]:
+def measure(count: int, reps: int) -> dict[str, list[tuple[float, float, float, float]]]:
     root = catalog_data(count)
     sessions = root / "sessions"
     files = sorted(sessions.glob("*/*.jsonl"))
@@ -86,7 +87,7 @@ def measure(count: int, reps: int) -> dict[str, list[tuple[float, float, float]]
     )
     env = {**os.environ, "PI_CODING_AGENT_DIR": str(root)}
     env.pop("PI_CODING_AGENT_SESSION_DIR", None)
-    rows: dict[str, list[tuple[float, float, float]]] = {
+    rows: dict[str, list[tuple[float, float, float, float]]] = {
         "duckdb copy": [],
         "full export": [],
         "re-export": [],
@@ -97,18 +98,18 @@ def measure(count: int, reps: int) -> dict[str, list[tuple[float, float, float]]
         try:
             for rep in range(reps):
                 target = Path(tmp) / "x.parquet"
-                wall, inner, rss, _ = child(DUCKDB, str(sessions), str(target))
-                rows["duckdb copy"].append((wall, inner, rss))
+                wall, inner, cpu, rss, _ = child(DUCKDB, str(sessions), str(target))
+                rows["duckdb copy"].append((wall, inner, cpu, rss))
                 target.unlink()
                 out = Path(tmp) / f"out-{rep}"
-                wall, inner, rss, done = child(OURS, str(out), env=env)
-                rows["full export"].append((wall, inner, rss))
+                wall, inner, cpu, rss, done = child(OURS, str(out), env=env)
+                rows["full export"].append((wall, inner, cpu, rss))
                 assert done.split()[0] == str(len(files)), done
                 for path in appended:
                     append_as_pi(path, f"dataset benchmark follow-up {rep}")
                 time.sleep(0.1)  # past the racily-clean window of the appended files
-                wall, inner, rss, done = child(OURS, str(out), env=env)
-                rows["re-export"].append((wall, inner, rss))
+                wall, inner, cpu, rss, done = child(OURS, str(out), env=env)
+                rows["re-export"].append((wall, inner, cpu, rss))
                 assert done.split()[0] == str(len(appended)), done
                 shutil.rmtree(out)
         finally:
@@ -118,18 +119,19 @@ def measure(count: int, reps: int) -> dict[str, list[tuple[float, float, float]]
     return rows
 
 
-def report(count: int, rows: dict[str, list[tuple[float, float, float]]]) -> dict[str, float]:
+def report(count: int, rows: dict[str, list[tuple[float, float, float, float]]]) -> dict[str, float]:
     medians = {
-        name: tuple(statistics.median(s[i] for s in samples) for i in range(3))
+        name: tuple(statistics.median(s[i] for s in samples) for i in range(4))
         for name, samples in rows.items()
     }
     copy, full = medians["duckdb copy"][0], medians["full export"][0]
+    copy_cpu, full_cpu = medians["duckdb copy"][2], medians["full export"][2]
     targets = {
         "full export": (full / copy, 2.0, "x duckdb copy"),
         "re-export": (medians["re-export"][0] / full, 0.1, "x full export"),
     }
-    print(f"{'row':<26}{'process s':>10}{'call s':>9}{'peak RSS MB':>13}{'ratio':>9}  target")
-    for name, (wall, inner, rss) in medians.items():
+    print(f"{'row':<26}{'process s':>10}{'call s':>9}{'CPU s':>8}{'peak RSS MB':>13}{'ratio':>9}  target")
+    for name, (wall, inner, cpu, rss) in medians.items():
         ratio, target, unit = targets.get(name, (None, None, ""))
         extra = (
             ""
@@ -137,11 +139,12 @@ def report(count: int, rows: dict[str, list[tuple[float, float, float]]]) -> dic
             else f"{ratio:>9.3f}  <= {target} {unit} {'ok' if ratio <= target else 'MISS'}"
         )
         label = name + (", 10 appended" if name == "re-export" else "")
-        print(f"{label:<26}{wall:>10.2f}{inner:>9.2f}{rss:>13.0f}{extra}")
+        print(f"{label:<26}{wall:>10.2f}{inner:>9.2f}{cpu:>8.2f}{rss:>13.0f}{extra}")
+    print(f"CPU time, full export / duckdb copy: {full_cpu / copy_cpu:.3f} (the load moves it least)")
     return {
         f"{name} {field}": medians[name][i]
         for name in medians
-        for i, field in enumerate(("wall", "call", "rss"))
+        for i, field in enumerate(("wall", "call", "cpu", "rss"))
     }
 
 
