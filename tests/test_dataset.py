@@ -447,6 +447,15 @@ def test_re_export_rewrites_only_changed_sessions_and_removes_deleted_ones(
     assert full.written == 8
 
 
+def test_progress_is_reported_up_to_the_last_session(agent: Path, tmp_path: Path) -> None:
+    calls: list[tuple[int, int]] = []
+    write_parquet(tmp_path / "out", on_progress=lambda done, total: calls.append((done, total)))
+    assert calls[-1] == (9, 9) and [d for d, _ in calls] == sorted(d for d, _ in calls)
+    calls.clear()
+    write_parquet(tmp_path / "out", on_progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(9, 9)]  # nothing to write: done at once
+
+
 def test_worker_processes_write_the_same_folder(agent: Path, tmp_path: Path) -> None:
     alone, pooled = tmp_path / "alone", tmp_path / "pooled"
     assert write_parquet(alone, workers=1).written == 9
