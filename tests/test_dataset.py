@@ -31,13 +31,25 @@ from pisession.dataset import SCHEMAS, TABLES, DatasetError, tables, write_parqu
 HERE = Path(__file__).parent
 CONFORMANCE = HERE / "conformance"
 GOLDEN_READ = CONFORMANCE / "golden" / "read"
-sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))  # golden entries nested 1,200 levels
-GOLDEN = json.loads((CONFORMANCE / "golden" / "dataset.json").read_text(encoding="utf-8"))
+
+
+def _load(path: Path) -> Any:
+    """JSON of a golden file; entries nested 1,200 levels need a deeper recursion limit, raised
+    only while loading (left raised, deep-JSON tests elsewhere would overflow the C stack)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20_000))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+GOLDEN = _load(CONFORMANCE / "golden" / "dataset.json")
 SAMPLE = Path(pisession.__file__).parent / "data" / "sample.jsonl"
 
 
 def _golden_read(name: str) -> dict[str, Any]:
-    return json.loads((GOLDEN_READ / f"{name}.json").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    return _load(GOLDEN_READ / f"{name}.json")  # type: ignore[no-any-return]
 
 
 # Cases pisession reads differently on purpose (docs/differences.md, tests/conformance/test_read.py).
