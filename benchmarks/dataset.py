@@ -9,6 +9,9 @@ as ``run.py --catalog N`` does), alternating fresh processes, medians of ``--rep
 - ``duckdb copy``: ``COPY (SELECT * FROM read_json_auto('DIR/*/*.jsonl', union_by_name = true,
   ignore_errors = true)) TO 'x.parquet'`` (one file, none of the tree's columns);
 - ``full export``: ``write_parquet(OUT)`` into a new folder (target: at most 2x the copy);
+- ``full export, 1 process``: the same with ``workers=1``: its CPU time and peak RSS are the
+  whole export's (worker processes are the forkserver's children, whose usage the parent's
+  ``wait4`` does not see);
 - ``re-export, 10 appended``: one user line appended (as Pi appends it) to 10 sessions, then
   ``write_parquet(OUT)`` again (target: at most 0.1x the full export); the appended files are
   restored afterwards (size and mtime);
