@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -41,7 +42,16 @@ def corpus(count: int) -> Path:
     root = DATA / "catalog-3000"
     if not (root / "sessions").is_dir():
         subprocess.run(
-            ["node", str(HERE / "make_sessions.mjs"), "--out", str(DATA), "--only", "catalog", "--catalog", "3000"],
+            [
+                "node",
+                str(HERE / "make_sessions.mjs"),
+                "--out",
+                str(DATA),
+                "--only",
+                "catalog",
+                "--catalog",
+                "3000",
+            ],
             check=True,
             stdout=subprocess.DEVNULL,
         )
@@ -77,7 +87,12 @@ def measure(agent: Path, reps: int) -> dict[str, object]:
     ours = [*pisession_argv(), "usage", "daily", "--json", "--timezone", "UTC"]
     with tempfile.TemporaryDirectory() as tmp:
         catalog = Path(tmp) / "catalog.sqlite3"
-        env = {**os.environ, "PI_CODING_AGENT_DIR": str(agent), "PISESSION_CATALOG": str(catalog), "TZ": "UTC"}
+        env = {
+            **os.environ,
+            "PI_CODING_AGENT_DIR": str(agent),
+            "PISESSION_CATALOG": str(catalog),
+            "TZ": "UTC",
+        }
         env.pop("PI_CODING_AGENT_SESSION_DIR", None)
         results: dict[str, list[float]] = {"ccusage": [], "cold": [], "warm": [], "grown": []}
         peer_out = ours_out = b""
@@ -103,18 +118,31 @@ def measure(agent: Path, reps: int) -> dict[str, object]:
                 os.utime(path, ns=(mtime_ns, mtime_ns))
     mb = sum(p.stat().st_size for p in files) / 1e6
     medians = {k: statistics.median(v) for k, v in results.items()}
-    return {"sessions": len(files), "mb": mb, **medians, "peer": json.loads(peer_out), "ours": json.loads(ours_out)}
+    return {
+        "sessions": len(files),
+        "mb": mb,
+        **medians,
+        "peer": json.loads(peer_out),
+        "ours": json.loads(ours_out),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # a SIGTERM must still run measure()'s clean-up (it takes the appended lines back out)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--sizes", type=int, nargs="+", default=[250, 500, 1000, 2000, 3000])
     args = parser.parse_args(argv)
     if not CCUSAGE.exists():
         print(f"ccusage is missing: {CCUSAGE} (see this script's docstring)", file=sys.stderr)
         return 2
-    print(f"{'sessions':>8}{'MB':>6}{'ccusage':>10}{'cold':>9}{'warm':>8}{'grown':>8}{'cold/cc':>9}{'warm/cc':>9}  (ms, medians)")
+    print(
+        f"{'sessions':>8}{'MB':>6}{'ccusage':>10}{'cold':>9}{'warm':>8}{'grown':>8}"
+        f"{'cold/cc':>9}{'warm/cc':>9}  (ms, medians)"
+    )
     last: dict[str, object] = {}
     for size in args.sizes:
         row = measure(corpus(size), args.reps)
@@ -128,9 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     if last:
         peer, ours = last["peer"], last["ours"]
         assert isinstance(peer, dict) and isinstance(ours, dict)
-        print(f"\ntotals on {last['sessions']} sessions: ccusage ${peer['totals']['totalCost']:.2f} "
-              f"{peer['totals']['totalTokens']:,} tokens; pisession ${ours['totals']['totalCost']:.2f} "
-              f"{ours['totals']['totalTokens']:,} tokens")
+        print(
+            f"\ntotals on {last['sessions']} sessions: ccusage ${peer['totals']['totalCost']:.2f} "
+            f"{peer['totals']['totalTokens']:,} tokens; pisession ${ours['totals']['totalCost']:.2f} "
+            f"{ours['totals']['totalTokens']:,} tokens"
+        )
     return 0
 
 

@@ -237,13 +237,74 @@ def feed_lines(summary: SessionSummary, data: bytes) -> bool:
     return True
 
 
-def _sorted(infos: list[SessionInfo]) -> list[SessionInfo]:
-    return sorted(infos, key=lambda info: -info.modified.timestamp())
+def _sorted(infos: list[SessionInfo], mtimes: dict[str, float] | None = None) -> list[SessionInfo]:
+    """Newest first, as Pi sorts; sessions with the same ``modified`` in the order Pi read them:
+    by name, descending in ``localeCompare`` order, or with ``mtimes`` (a sessions root: path →
+    mtime) by mtime first. Names are collated only where there are ties (rare, and collating
+    costs far more than comparing code points)."""
+    ordered = sorted(infos, key=lambda info: -info.modified.timestamp())
+    start = 0
+    while start < len(ordered):
+        stamp = ordered[start].modified.timestamp()
+        end = start + 1
+        while end < len(ordered) and ordered[end].modified.timestamp() == stamp:
+            end += 1
+        if end - start > 1:
+            from ._collation import collation_key
+
+            ordered[start:end] = sorted(
+                ordered[start:end],
+                key=lambda info: (
+                    0.0 if mtimes is None else mtimes.get(info.path, float("-inf")),
+                    collation_key(os.path.basename(info.path)),
+                ),
+                reverse=True,
+            )
+        start = end
+    return ordered
+
+
+def utf8_name(name: str) -> bool:
+    """Whether a name read from the disk is valid UTF-8. Pi reads names as UTF-8 with replacement
+    characters, so for any other name it looks for a file that does not exist, and skips it."""
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def jsonl_names(folder: str) -> list[str]:
+    """The ``.jsonl`` names in ``folder`` that Pi can open (raises OSError as ``os.listdir``)."""
+    return [n for n in os.listdir(folder) if n.endswith(".jsonl") and utf8_name(n)]
+
+
+def project_folders(root: str) -> list[str]:
+    """The folders (or links) in a sessions root that Pi reads (raises OSError as ``os.scandir``)."""
+    return [
+        os.path.join(root, e.name)
+        for e in os.scandir(root)
+        if (e.is_dir() or e.is_symlink()) and utf8_name(e.name)
+    ]
+
+
+def is_sessions_root(folder: str) -> bool:
+    """Whether a folder named as a session folder holds no ``.jsonl`` file of its own, and so is read
+    as a root of project folders (Pi's ``sessions/``). Pi's ``listAll(folder)`` lists nothing there;
+    pisession lists what the project folders in it hold, as ``listAll()`` does for the default root."""
+    try:
+        return not jsonl_names(folder) and bool(project_folders(folder))
+    except OSError:
+        return False
 
 
 def _list_dir(directory: str, on_progress: ProgressCallback | None) -> list[SessionInfo]:
+    if not utf8_name(directory):
+        return []  # as Pi, which cannot name it
     try:
-        names = sorted((n for n in os.listdir(directory) if n.endswith(".jsonl")), reverse=True)
+        names = sorted(jsonl_names(directory), reverse=True)
     except OSError:
         return []
     infos = []
@@ -276,18 +337,25 @@ def list_sessions(
 def list_all_sessions(
     session_dir: str | None = None, on_progress: ProgressCallback | None = None
 ) -> list[SessionInfo]:
-    """Pi's ``SessionManager.listAll``: every project's sessions (or one folder's), newest first."""
+    """Pi's ``SessionManager.listAll``: every project's sessions (or one folder's), newest first.
+
+    A ``session_dir`` holding no ``.jsonl`` file but project folders is read as a sessions root
+    (see :func:`is_sessions_root`).
+    """
     if session_dir:
-        return _sorted(_list_dir(normalize_path(session_dir), on_progress))
-    root = get_sessions_dir()
+        root = normalize_path(session_dir)
+        if not is_sessions_root(root):
+            return _sorted(_list_dir(root, on_progress))
+    else:
+        root = get_sessions_dir()
     try:
-        folders = [os.path.join(root, e.name) for e in os.scandir(root) if e.is_dir() or e.is_symlink()]
+        folders = project_folders(root)
     except OSError:
         return []
     candidates: list[tuple[float, str]] = []
     for folder in folders:
         try:
-            names = [n for n in os.listdir(folder) if n.endswith(".jsonl")]
+            names = jsonl_names(folder)
         except OSError:
             continue
         for name in names:
@@ -306,4 +374,4 @@ def list_all_sessions(
             infos.append(info)
         if on_progress is not None:
             on_progress(loaded, total)
-    return _sorted(infos)
+    return _sorted(infos, {path: mtime for mtime, path in candidates})

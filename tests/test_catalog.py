@@ -316,7 +316,7 @@ def test_a_corrupt_database_falls_back_to_the_files(tmp_path: Path) -> None:
     database.write_bytes(b"this is not a database" * 100)
     with Catalog(database) as broken:
         assert broken.list_all(str(folder)) == list_all_sessions(str(folder))
-        assert broken.last_error is not None and "not a database" in broken.last_error
+        assert broken.last_error is not None and "not an SQLite database" in broken.last_error
         hits = broken.search("invoice", all=True, session_dir=str(folder))
         assert len(hits) == 3
     assert database.read_bytes() == b"this is not a database" * 100

@@ -6,6 +6,7 @@ parent session left out), summed here per day, week, month, session and project.
 
 from __future__ import annotations
 
+import io as io_module
 import json
 import math
 import os
@@ -520,3 +521,86 @@ def test_odd_timestamps_are_read_as_javascript_reads_them() -> None:
         "\uff12\uff10\uff12\uff16-11-03T00:20:00.008Z",  # full-width digits: \d in a bytes pattern is ASCII
     ):
         assert _timestamp_ms(stamp) == js_date_ms(stamp), stamp
+
+
+def test_a_last_line_without_its_newline_counts_once(agent: Path, tmp_path: Path) -> None:
+    # Pi reads a final line that lacks its "\n"; the catalog keeps it aside until it is finished.
+    name = next(n for n in GOLDEN["corpus"] if "proj-b" in n)
+    path = agent / name
+    line = json.dumps(
+        {
+            "type": "usage",
+            "id": "tail0001",
+            "parentId": None,
+            "timestamp": "2026-11-03T09:00:00.000Z",
+            "kind": "k",
+            "provider": "p",
+            "model": "unfinished",
+            "usage": {"input": 5, "output": 5, "cacheRead": 0, "cacheWrite": 0, "cost": {"total": 0.5}},
+        }
+    )
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        before = usage_report("daily", timezone="UTC", catalog=catalog).totals.total_cost
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+        unfinished = usage_report("daily", timezone="UTC", catalog=catalog)
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write("\n")
+        finished = usage_report("daily", timezone="UTC", catalog=catalog)
+    assert math.isclose(unfinished.totals.total_cost, before + 0.5, rel_tol=1e-12)
+    assert math.isclose(finished.totals.total_cost, before + 0.5, rel_tol=1e-12)
+    assert usage_report("daily", timezone="UTC", catalog=False).totals == finished.totals
+
+
+def test_a_file_truncated_in_place_is_read_again(agent: Path, tmp_path: Path) -> None:
+    name = next(n for n in GOLDEN["corpus"] if "2026-11-10" in n)
+    path = agent / name
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        usage_report("session", timezone="UTC", catalog=catalog)
+        lines = path.read_bytes().split(b"\n")
+        with open(path, "r+b") as handle:  # same inode, shorter
+            handle.truncate(len(b"\n".join(lines[:3])) + 1)
+        row = next(
+            r for r in usage_report("session", timezone="UTC", catalog=catalog).rows if r.key == str(path)
+        )
+    assert math.isclose(
+        row.total_cost, json.loads(lines[2])["message"]["usage"]["cost"]["total"], rel_tol=1e-12
+    )
+
+
+class FakeTerminal(io_module.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_shows_only_on_a_terminal_after_a_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pisession.cli import usage as usage_cli
+
+    assert usage_cli._progress(io_module.StringIO()) is None  # not a terminal: never
+    clock = [100.0]
+    monkeypatch.setattr(usage_cli.time, "monotonic", lambda: clock[0])
+    terminal = FakeTerminal()
+    report = usage_cli._progress(terminal)
+    assert report is not None
+    report(10, 1000)
+    assert terminal.getvalue() == ""  # a warm or quick build says nothing
+    clock[0] += 1.5
+    report(500, 1000)
+    assert "500/1000" in terminal.getvalue()
+    report(1000, 1000)
+    assert terminal.getvalue().endswith("\r\033[K")  # the line is cleared when done
+
+
+def test_without_time_zone_data_a_named_zone_says_what_to_install(
+    agent: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import zoneinfo
+
+    def missing(key: str) -> Any:
+        raise zoneinfo.ZoneInfoNotFoundError(key)
+
+    monkeypatch.setattr(zoneinfo, "ZoneInfo", missing)
+    monkeypatch.setattr(zoneinfo, "available_timezones", lambda: set())
+    with pytest.raises(UsageQueryError, match="tzdata"):
+        usage_report("daily", timezone="Europe/Berlin")
+    assert usage_report("daily", timezone="UTC").rows  # UTC needs no data

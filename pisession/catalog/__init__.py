@@ -36,16 +36,19 @@ them), ``_catalog`` (the :class:`Catalog` object and the module-level calls).
 
 from __future__ import annotations
 
-from ._catalog import Catalog, search, with_catalog
+from ._catalog import Catalog, search, search_sessions, with_catalog
+from ._location import ENV_CATALOG, default_catalog_path
 from ._refresh import RefreshReport, SkippedFile
-from ._schema import ENV_CATALOG, default_catalog_path, fts5_available
-from ._search import Role, SearchHit, format_hit
+from ._schema import fts5_available
+from ._search import Role, SearchHit, SessionMatch, format_hit
 
 __all__ = [
     "Catalog",
     "RefreshReport",
     "SkippedFile",
     "SearchHit",
+    "SessionMatch",
+    "search_sessions",
     "Role",
     "search",
     "with_catalog",

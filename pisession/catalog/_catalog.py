@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import attrs
 
-from .._discovery import SessionInfo, _sorted
+from .._discovery import SessionInfo, _sorted, is_sessions_root
 from .._errors import CatalogError
 from .._paths import (
     cwd_matches,
@@ -22,9 +22,10 @@ from .._paths import (
     resolve_path,
 )
 from ._list import infos
+from ._location import default_catalog_path, is_movable_default, move_aside, refuse_pi_data
 from ._refresh import Candidate, RefreshReport, current
-from ._schema import ProgressCallback, Row, connect, default_catalog_path, fts5_available, refuse_pi_data
-from ._search import Role, SearchHit, check_fts_query, hits, scope
+from ._schema import ProgressCallback, Row, connect, fts5_available
+from ._search import Role, SearchHit, SessionMatch, check_fts_query, hits, scope, session_matches
 from ._usage import UsageScan, scan_usage
 from ._words import terms as query_terms
 
@@ -46,6 +47,7 @@ class Catalog:
         self, path: str | os.PathLike[str] | None = None, *, timeout: float = 10.0, fts: bool | None = None
     ) -> None:
         self.path = default_catalog_path() if path is None else os.fspath(path)
+        self._movable = path is None and is_movable_default(self.path)
         if self.path != ":memory:":
             self.path = os.path.abspath(normalize_path(self.path))
             refuse_pi_data(self.path)
@@ -53,6 +55,8 @@ class Catalog:
         self.fts = fts5_available() if fts is None else fts
         self.last_report = RefreshReport()
         self.last_error: str | None = None
+        self.last_notice: str | None = None
+        self._mtimes: dict[str, float] = {}
         self._connection: sqlite3.Connection | None = None
 
     # ------------------------------------------------------------------ lifetime
@@ -71,7 +75,16 @@ class Catalog:
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
-            self._connection = connect(self.path, self.timeout, self.fts)
+            try:
+                self._connection, notice = connect(self.path, self.timeout, self.fts, self._movable)
+            except sqlite3.DatabaseError as error:
+                # a damaged catalog at the default location is a cache: start it again, once
+                if not self._movable or isinstance(error, sqlite3.OperationalError):
+                    raise
+                notice = move_aside(self.path, f"damaged ({error})")
+                self._connection, _ = connect(self.path, self.timeout, self.fts, False)
+            if notice:
+                self.last_notice = notice
         return self._connection
 
     # ------------------------------------------------------------------ listing
@@ -113,24 +126,20 @@ class Catalog:
     ) -> builtins.list[SessionInfo]:
         """Exactly :meth:`SessionManager.list_all`'s rows, from the catalog (see :meth:`list`)."""
         try:
-            if session_dir:
-                found = self._list([normalize_path(session_dir)], None, on_progress, text)
-            else:
-                found = self._list(None, get_sessions_dir(), on_progress, text)
+            directories, root = _all_of(session_dir)
+            found = self._list(directories, root, on_progress, text)
+            mtimes = None if root is None else self._mtimes
         except (sqlite3.Error, OSError, CatalogError) as error:
             self._failed(error)
             from .._discovery import list_all_sessions
 
             found = list_all_sessions(session_dir, on_progress)
             return found if text else [attrs.evolve(info, all_messages_text="") for info in found]
-        return _sorted(found)
+        return _sorted(found, mtimes)
 
     def refresh(self, session_dir: str | None = None) -> RefreshReport:
         """Bring one folder (default: every project's folders) up to date; raises on database errors."""
-        if session_dir:
-            self._current([normalize_path(session_dir)], None, None)
-        else:
-            self._current(None, get_sessions_dir(), None)
+        self._current(*_all_of(session_dir), None)
         return self.last_report
 
     def _usage(
@@ -141,14 +150,10 @@ class Catalog:
     ) -> UsageScan:
         """For :func:`pisession.usage.usage_report`: bring one folder (default: every project's)
         up to date and sum its usage per file, model and quarter hour; raises on database errors."""
-        if session_dir:
-            found, self.last_report = current(
-                self._connect(), self.fts, [normalize_path(session_dir)], None, on_progress, max_size=max_size
-            )
-        else:
-            found, self.last_report = current(
-                self._connect(), self.fts, None, get_sessions_dir(), on_progress, max_size=max_size
-            )
+        directories, root = _all_of(session_dir)
+        found, self.last_report = current(
+            self._connect(), self.fts, directories, root, on_progress, max_size=max_size
+        )
         return scan_usage(self._connect(), [row for _, row in found])
 
     def _failed(self, error: BaseException) -> None:
@@ -162,7 +167,10 @@ class Catalog:
         on_progress: ProgressCallback | None,
         text: bool,
     ) -> builtins.list[SessionInfo]:
-        return infos(self._connect(), self._current(directories, root, on_progress), text)
+        found = self._current(directories, root, on_progress)
+        # a sessions root's ties are broken by mtime first, as Pi's listAll reads them
+        self._mtimes = {c.path: c.stat.st_mtime for c, _ in found if c.stat is not None}
+        return infos(self._connect(), found, text)
 
     def _current(
         self,
@@ -189,29 +197,73 @@ class Catalog:
     ) -> builtins.list[SearchHit]:
         """Messages whose text holds every word of ``query`` (quoted: as a phrase), newest first.
 
-        Searches the sessions :meth:`list` gives for ``cwd`` (default: the current folder), or
-        with ``all=True`` those :meth:`list_all` gives. ``role`` keeps only ``"user"``,
-        ``"assistant"`` or ``"tool"`` (tool results) messages. Words are matched whole and
-        case-insensitively. A database that cannot be used is replaced by one in memory.
-        ``on_progress(done, total)`` follows the files read (the first search indexes them all).
+        Which sessions are searched:
+
+        - ``all=True``: every project's sessions (Pi's ``listAll``), or those in ``session_dir``;
+        - ``session_dir`` without ``cwd``: every session in that folder;
+        - otherwise the sessions :meth:`list` gives for ``cwd`` (default: the current folder) and
+          ``session_dir``.
+
+        A ``session_dir`` that holds no ``.jsonl`` file but project folders (Pi's ``sessions/``)
+        is searched as a root of project folders. ``role`` keeps only ``"user"``, ``"assistant"``
+        or ``"tool"`` (tool results) messages. ``limit`` is the most hits returned (None: all).
+        Words are matched whole and case-insensitively. A database that cannot be used is
+        replaced by one in memory. ``on_progress(done, total)`` follows the files read (the
+        first search indexes them all).
 
         >>> Catalog().search("rounding error", all=True, role="user", limit=5)  # doctest: +SKIP
         """
+        terms = self._checked(query, role)
+        if limit is not None and limit < 1:
+            raise CatalogError(f"limit must be at least 1, not {limit}")
+        return self._fall_back(
+            lambda catalog: catalog._search(terms, cwd, all, role, limit, session_dir, on_progress)
+        )
+
+    def search_sessions(
+        self,
+        query: str,
+        *,
+        cwd: str | None = None,
+        all: bool = False,
+        role: Role | None = None,
+        session_dir: str | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> builtins.list[SessionMatch]:
+        """The sessions holding messages that match ``query``, each with its number of matching
+        messages, the session with the newest match first. Counts without fetching every hit;
+        the arguments are :meth:`search`'s.
+
+        >>> [(m.session_id, m.hits) for m in Catalog().search_sessions("timeout", all=True)]  # doctest: +SKIP
+        [('0197ab12-...', 4), ('0196f0c3-...', 1)]
+        """
+        terms = self._checked(query, role)
+
+        def count(catalog: Catalog) -> builtins.list[SessionMatch]:
+            connection = catalog._connect()
+            covered, catalog.last_report = scope(connection, catalog.fts, cwd, all, session_dir, on_progress)
+            return session_matches(connection, catalog.fts, covered, terms, role)
+
+        return self._fall_back(count)
+
+    def _checked(self, query: str, role: Role | None) -> builtins.list[builtins.list[str]]:
         terms = query_terms(query)
         if role not in (None, "user", "assistant", "tool"):
             raise CatalogError(f"unknown role {role!r}: use user, assistant or tool")
-        if limit is not None and limit < 1:
-            raise CatalogError(f"limit must be at least 1, not {limit}")
         if self.fts:
             check_fts_query(query, terms)
+        return terms
+
+    def _fall_back(self, call: Callable[[Catalog], _T]) -> _T:
+        """``call`` on this catalog, or on a throwaway one in memory when this one cannot be used."""
         try:
-            return self._search(terms, cwd, all, role, limit, session_dir, on_progress)
+            return call(self)
         except (sqlite3.Error, OSError, CatalogError) as error:
             if self.path == ":memory:":
                 raise
             self._failed(error)
             with Catalog(":memory:", fts=self.fts) as scratch:
-                return scratch._search(terms, cwd, all, role, limit, session_dir, on_progress)
+                return call(scratch)
 
     def _search(
         self,
@@ -226,6 +278,14 @@ class Catalog:
         connection = self._connect()
         covered, self.last_report = scope(connection, self.fts, cwd, all, session_dir, on_progress)
         return hits(connection, self.fts, covered, terms, role, limit)
+
+
+def _all_of(session_dir: str | None) -> tuple[builtins.list[str] | None, str | None]:
+    """The folders (or the sessions root) :meth:`Catalog.list_all` reads for ``session_dir``."""
+    if not session_dir:
+        return None, get_sessions_dir()
+    folder = normalize_path(session_dir)
+    return (None, folder) if is_sessions_root(folder) else ([folder], None)
 
 
 # ----------------------------------------------------------------------------------- module API
@@ -254,6 +314,33 @@ def search(
     try:
         return own.search(
             query, cwd=cwd, all=all, role=role, limit=limit, session_dir=session_dir, on_progress=on_progress
+        )
+    finally:
+        if catalog is None:
+            own.close()
+
+
+def search_sessions(
+    query: str,
+    *,
+    cwd: str | None = None,
+    all: bool = False,
+    role: Role | None = None,
+    session_dir: str | None = None,
+    on_progress: ProgressCallback | None = None,
+    catalog: Catalog | None = None,
+) -> list[SessionMatch]:
+    """The sessions that match ``query``, with hit counts, through the default catalog (or
+    ``catalog``); the arguments are :meth:`Catalog.search_sessions`'s.
+
+    >>> from pisession.catalog import search_sessions
+    >>> for match in search_sessions("timeout", all=True):  # doctest: +SKIP
+    ...     print(match.hits, match.session_path)
+    """
+    own = Catalog() if catalog is None else catalog
+    try:
+        return own.search_sessions(
+            query, cwd=cwd, all=all, role=role, session_dir=session_dir, on_progress=on_progress
         )
     finally:
         if catalog is None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+import zlib
 
 from .._discovery import SessionInfo, feed_lines
+from .._errors import CatalogError
 from ._refresh import Candidate, read_range
 from ._schema import SESSION, Row, chunks, unpack
 
@@ -16,9 +17,8 @@ def infos(
     """The picker rows of refreshed files (see :func:`current`), unsorted."""
     texts: dict[int, str] = {}
     if text:
-        texts = _texts(
-            connection, [row.id for _, row in found if row.status == SESSION and row.message_count]
-        )
+        wanted = {row.id: c.path for c, row in found if row.status == SESSION and row.message_count}
+        texts = _texts(connection, wanted)
     out = []
     for candidate, row in found:
         assert candidate.stat is not None
@@ -34,12 +34,22 @@ def infos(
     return out
 
 
-def _texts(connection: sqlite3.Connection, ids: Sequence[int]) -> dict[int, str]:
+def _texts(connection: sqlite3.Connection, paths: dict[int, str]) -> dict[int, str]:
+    """The stored message text of these files (id → path), each checked against its checksum.
+
+    A row changed since the refresh (another process rebuilt the catalog) or damaged raises
+    :class:`CatalogError`: the caller reads the files instead of serving wrong or empty text.
+    """
     out: dict[int, str] = {}
-    for chunk in chunks(ids, 500):
+    for chunk in chunks(list(paths), 500):
         marks = ",".join("?" * len(chunk))
-        for file_id, blob in connection.execute(
-            f"SELECT id, all_text FROM files WHERE id IN ({marks})", chunk
+        for file_id, path, blob, crc in connection.execute(
+            f"SELECT id, path, all_text, text_crc FROM files WHERE id IN ({marks})", chunk
         ):
+            if path != paths[file_id] or blob is None or zlib.crc32(blob) != crc:
+                raise CatalogError(f"the catalog's row for {paths[file_id]} changed or is damaged")
             out[file_id] = unpack(blob)
+    if len(out) != len(paths):
+        missing = next(path for file_id, path in paths.items() if file_id not in out)
+        raise CatalogError(f"the catalog's row for {missing} disappeared while it was read")
     return out

@@ -16,6 +16,7 @@ write transaction as the file's row.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import stat
@@ -25,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from .._discovery import SessionSummary, feed_lines
+from .._discovery import SessionSummary, feed_lines, jsonl_names, project_folders, utf8_name
 from .._load import open_regular
 from ._schema import (
     FILE_COLUMNS,
@@ -40,6 +41,7 @@ from ._schema import (
     unpack,
 )
 from ._usage import add_usage_rows, drop_usage_rows, usage_rows
+from ._words import index_text
 
 _EDGE = 512  # bytes compared at both ends of the old content before reading only the new end
 _PARTIAL_MAX = 1 << 16  # a longer unfinished last line is read again from the file, not stored
@@ -47,6 +49,7 @@ _PARTIAL_MAX = 1 << 16  # a longer unfinished last line is read again from the f
 # times have sub-millisecond digits, file systems that keep whole seconds (FAT: two) lag by more.
 _RACY_NS = 50_000_000
 _RACY_COARSE_NS = 2_000_000_000
+_CHECK_BLOCK = 1 << 20
 _COMMIT_EVERY = 0.25  # seconds: short write transactions let other processes take turns
 
 
@@ -90,8 +93,10 @@ def candidates(directories: list[str] | None, root: str | None) -> list[Candidat
     out: list[Candidate] = []
     if directories is not None:
         for directory in directories:
+            if not utf8_name(directory):
+                continue  # as Pi, which cannot name it
             try:
-                names = sorted((n for n in os.listdir(directory) if n.endswith(".jsonl")), reverse=True)
+                names = sorted(jsonl_names(directory), reverse=True)
             except OSError:
                 continue
             for name in names:
@@ -100,12 +105,12 @@ def candidates(directories: list[str] | None, root: str | None) -> list[Candidat
         return out
     assert root is not None
     try:
-        folders = [os.path.join(root, e.name) for e in os.scandir(root) if e.is_dir() or e.is_symlink()]
+        folders = project_folders(root)
     except OSError:
         return []
     for folder in folders:
         try:
-            names = [n for n in os.listdir(folder) if n.endswith(".jsonl")]
+            names = jsonl_names(folder)
         except OSError:
             continue
         for name in names:
@@ -177,16 +182,18 @@ def current(
         on_progress(done, total)
     if changed or stale:
         started = time.monotonic()
+        dropped = 0  # search rows deleted: their words must then be purged from the index
         connection.execute("BEGIN IMMEDIATE")
         try:
             for path in stale:
-                _delete(connection, fts, path)
+                dropped += _delete(connection, fts, path)
             for candidate in changed:
                 if time.monotonic() - started > _COMMIT_EVERY:
                     connection.execute("COMMIT")
                     connection.execute("BEGIN IMMEDIATE")
                     started = time.monotonic()
-                row, outcome = _update(connection, fts, candidate, index)
+                row, outcome, deleted = _update(connection, fts, candidate, index)
+                dropped += deleted
                 if row is None:
                     rows.pop(candidate.path, None)
                 else:
@@ -203,6 +210,8 @@ def current(
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
             raise
+        if dropped:
+            _purge(connection, fts)
     out = []
     for candidate in readable:
         row = rows.get(candidate.path)
@@ -223,22 +232,41 @@ def current(
     return out, report
 
 
-def _delete(connection: sqlite3.Connection, fts: bool, path: str) -> None:
+def _delete(connection: sqlite3.Connection, fts: bool, path: str) -> int:
     found = connection.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
     if found is None:
-        return
-    drop_entry_rows(connection, fts, found[0])
+        return 0
+    deleted = drop_entry_rows(connection, fts, found[0])
     connection.execute("DELETE FROM files WHERE id = ?", (found[0],))
+    return deleted
 
 
-def drop_entry_rows(connection: sqlite3.Connection, fts: bool, file_id: int) -> None:
-    """Delete every row built from a file's entries (it is read again in full, or gone)."""
+def _purge(connection: sqlite3.Connection, fts: bool) -> None:
+    """Leave none of the deleted rows' text readable in the database or its WAL.
+
+    Freed pages are zeroed (``secure_delete``), but FTS5 only marks a deleted row's words as
+    deleted until its segments are merged: ``optimize`` merges them all (this SQLite has no
+    FTS5 ``secure-delete``); the checkpoint then empties the WAL of the old pages. Both run only
+    after a refresh that deleted rows.
+    """
     if fts:
-        connection.execute(
-            "DELETE FROM fts WHERE rowid IN (SELECT id FROM messages WHERE file_id = ?)", (file_id,)
+        connection.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+    with contextlib.suppress(sqlite3.Error):  # a reader holding the WAL: its frames are reused later
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def drop_entry_rows(connection: sqlite3.Connection, fts: bool, file_id: int) -> int:
+    """Delete every row built from a file's entries (it is read again in full, or gone); how many."""
+    rows = connection.execute("SELECT id, text FROM messages WHERE file_id = ?", (file_id,)).fetchall()
+    if fts:
+        # a contentless index forgets a row given the words it was indexed with
+        connection.executemany(
+            "INSERT INTO fts (fts, rowid, text) VALUES ('delete', ?, ?)",
+            [(message_id, index_text(text or "")) for message_id, text in rows],
         )
     connection.execute("DELETE FROM messages WHERE file_id = ?", (file_id,))
     drop_usage_rows(connection, file_id)
+    return len(rows)
 
 
 def add_entry_rows(
@@ -271,24 +299,20 @@ def _add_messages(
         (first + n, file_id, entry_id if isinstance(entry_id, str) else None, ts, role, indexable(text))
         for n, (entry_id, ts, role, text) in enumerate(messages)
     ]
+    connection.executemany(
+        "INSERT INTO messages (id, file_id, entry_id, ts, role, text) VALUES (?, ?, ?, ?, ?, ?)", rows
+    )
     if fts:
         connection.executemany(
-            "INSERT INTO messages (id, file_id, entry_id, ts, role) VALUES (?, ?, ?, ?, ?)",
-            [row[:5] for row in rows],
-        )
-        connection.executemany(
-            "INSERT INTO fts (rowid, text) VALUES (?, ?)", [(row[0], row[5]) for row in rows]
-        )
-    else:
-        connection.executemany(
-            "INSERT INTO messages (id, file_id, entry_id, ts, role, text) VALUES (?, ?, ?, ?, ?, ?)", rows
+            "INSERT INTO fts (rowid, text) VALUES (?, ?)", [(row[0], index_text(row[5])) for row in rows]
         )
 
 
 def _update(
     connection: sqlite3.Connection, fts: bool, candidate: Candidate, index: bool
-) -> tuple[Row | None, str]:
-    """Catch one file up inside the caller's write transaction: (its row, what was done).
+) -> tuple[Row | None, str, int]:
+    """Catch one file up inside the caller's write transaction: (its row, what was done, how many
+    search rows were deleted).
 
     With ``index``, its messages also reach the search index (listing alone leaves that to
     the first search: the index is most of a first build's cost).
@@ -299,9 +323,8 @@ def _update(
     try:
         handle = open_regular(path)
     except OSError as error:
-        if old is not None:
-            _delete(connection, fts, path)
-        return None, f"cannot be read: {error.strerror or error}"
+        deleted = 0 if old is None else _delete(connection, fts, path)
+        return None, f"cannot be read: {error.strerror or error}", deleted
     with handle:
         checked_ns = time.time_ns()
         stats = os.fstat(handle.fileno())
@@ -324,7 +347,7 @@ def _update(
                 _index(connection, fts, old.id, handle.read(old.parsed - old.indexed))
                 connection.execute("UPDATE files SET indexed = parsed WHERE id = ?", (old.id,))
                 old = attrs.evolve(old, indexed=old.parsed)
-            return old, ""
+            return old, "", 0
         start = 0
         summary = SessionSummary(messages=[] if index else None)
         appended = old is not None and _grew(old, stats, handle)
@@ -352,6 +375,7 @@ def _update(
         indexed = start + cut  # a file that is no session has nothing to index
     else:
         indexed = old.indexed if appended and old is not None else 0
+    all_text = pack(" ".join(summary.texts))
     values = (
         path,
         candidate.dir,
@@ -359,6 +383,7 @@ def _update(
         stats.st_ino,
         size,
         stats.st_mtime_ns,
+        stats.st_ctime_ns,
         checked_ns,
         zlib.crc32(data) if start == 0 else zlib.crc32(data[old.size - start :], old.crc),  # type: ignore[union-attr]
         start + cut,
@@ -372,13 +397,15 @@ def _update(
         pack(summary.first_message),
         None if summary.name is None else pack(summary.name),
         summary.last_activity,
-        pack(" ".join(summary.texts)),
+        all_text,
+        zlib.crc32(all_text),
     )
+    deleted = 0
     if old is None:
         cursor = connection.execute(
-            "INSERT INTO files (path, dir, dev, ino, size, mtime_ns, checked_ns, crc, parsed, indexed, "
-            "head, tail, partial, status, header, message_count, first_message, name, last_activity, "
-            "all_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO files (path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, "
+            "indexed, head, tail, partial, status, header, message_count, first_message, name, "
+            f"last_activity, all_text, text_crc) VALUES ({', '.join('?' * 22)})",
             values,
         )
         file_id = cursor.lastrowid
@@ -386,20 +413,20 @@ def _update(
     else:
         file_id = old.id
         if not appended:
-            drop_entry_rows(connection, fts, file_id)
+            deleted = drop_entry_rows(connection, fts, file_id)
         connection.execute(
-            "UPDATE files SET path = ?, dir = ?, dev = ?, ino = ?, size = ?, mtime_ns = ?, "
+            "UPDATE files SET path = ?, dir = ?, dev = ?, ino = ?, size = ?, mtime_ns = ?, ctime_ns = ?, "
             "checked_ns = ?, crc = ?, parsed = ?, indexed = ?, "
             "head = ?, tail = ?, partial = ?, status = ?, header = ?, message_count = ?, "
-            "first_message = ?, name = ?, last_activity = ?, all_text = ? WHERE id = ?",
+            "first_message = ?, name = ?, last_activity = ?, all_text = ?, text_crc = ? WHERE id = ?",
             (*values, file_id),
         )
     if summary.messages and status == SESSION:
         add_entry_rows(connection, fts, file_id, summary.messages)
     if status == SESSION:
         add_usage_rows(connection, file_id, *usage_rows(data[:cut], summary.header))
-    row = Row(file_id, *values[:-1])
-    return row, "appended" if appended else "read"
+    row = Row(file_id, *values[:-2])
+    return row, "appended" if appended else "read", deleted
 
 
 # ----------------------------------------------------------------------------------- change detection
@@ -431,18 +458,36 @@ def _same(row: Row, stats: os.stat_result, racy_too: bool = False) -> bool:
         and row.ino == stats.st_ino
         and row.size == stats.st_size
         and row.mtime_ns == stats.st_mtime_ns
+        # a rewrite that puts the old mtime back (touch -r, a redaction script) still moves ctime
+        and row.ctime_ns == stats.st_ctime_ns
     )
 
 
 def _grew(row: Row, stats: os.stat_result, handle: Any) -> bool:
-    """Same file, larger, and the bytes it had are still there: only its new end needs reading."""
+    """Same file, larger, and the bytes it had are still there: only its new end needs parsing.
+
+    "Still there" is checked on every byte (the checksum of what was read before), not only at
+    the edges: a line rewritten in the middle and then appended to must be read again. Checking
+    costs a read of the old bytes, a small part of what parsing them again would.
+    """
     if (row.dev, row.ino) != (stats.st_dev, stats.st_ino) or stats.st_size <= row.size:
         return False
     handle.seek(0)
     if handle.read(len(row.head)) != row.head:
         return False
     handle.seek(row.size - len(row.tail))
-    return bool(handle.read(len(row.tail)) == row.tail)
+    if handle.read(len(row.tail)) != row.tail:
+        return False
+    handle.seek(0)
+    crc = 0
+    left = row.size
+    while left > 0:
+        block = handle.read(min(left, _CHECK_BLOCK))
+        if not block:
+            return False
+        crc = zlib.crc32(block, crc)
+        left -= len(block)
+    return crc == row.crc
 
 
 def _edges(data: bytes, start: int, old: Row | None) -> tuple[bytes, bytes]:

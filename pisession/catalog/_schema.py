@@ -3,17 +3,18 @@
 Tables: ``catalog_meta`` (schema version and search mode), ``files`` (one row per ``.jsonl``
 file: what was read of it and its picker row), ``messages`` (one row per message, for search) and,
 with FTS5, ``fts`` (the messages' text, rowid = ``messages.id``), ``usage`` (one row per entry
-that carries usage, for :mod:`pisession.usage`; see ``_usage``). A database whose meta does not
-match is rebuilt; one with tables but no ``catalog_meta`` is someone else's and is refused.
+that carries usage, for :mod:`pisession.usage`; see ``_usage``) with ``usage_sums`` and
+``usage_damage``. A database whose meta does not match is rebuilt, only once the database is
+known to be ours (:mod:`._location`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
 import sqlite3
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -21,17 +22,14 @@ import attrs
 
 from .._discovery import SessionSummary
 from .._errors import CatalogError
-from .._paths import get_agent_dir, get_sessions_dir, normalize_path, resolve_path
-
-ENV_CATALOG = "PISESSION_CATALOG"
-"""Environment variable naming the catalog's database file (default: see :func:`default_catalog_path`)."""
+from ._location import APPLICATION_ID, claim_file, make_folder
 
 ProgressCallback = Callable[[int, int], None]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6  # 5 on h/catalog alone; 6 adds the usage tables
 FILE_COLUMNS = (
-    "id, path, dir, dev, ino, size, mtime_ns, checked_ns, crc, parsed, indexed, head, tail, partial, "
-    "status, header, message_count, first_message, name, last_activity"
+    "id, path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, indexed, head, tail, "
+    "partial, status, header, message_count, first_message, name, last_activity"
 )
 PENDING, SESSION, FOREIGN = 0, 1, 2  # files.status: no header yet, a session, not a session
 # The usage rows summed per file, model and quarter hour (a warm report reads these, not every
@@ -44,22 +42,13 @@ USAGE_SUMS_TABLE = (
 )
 
 
-def default_catalog_path() -> str:
-    """``$PISESSION_CATALOG``, else ``$XDG_CACHE_HOME/pisession/catalog.sqlite3`` (``~/.cache``)."""
-    env = os.environ.get(ENV_CATALOG)
-    if env:
-        return os.path.abspath(normalize_path(env))
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(os.path.abspath(cache), "pisession", "catalog.sqlite3")
-
-
 @functools.cache
 def fts5_available() -> bool:
     """Whether this Python's SQLite has FTS5 (else search scans the stored text)."""
     try:
         connection = sqlite3.connect(":memory:")
         try:
-            connection.execute("CREATE VIRTUAL TABLE probe USING fts5(text)")
+            connection.execute("CREATE VIRTUAL TABLE probe USING fts5(text, content='', tokenize='ascii')")
         finally:
             connection.close()
     except sqlite3.Error:
@@ -67,31 +56,50 @@ def fts5_available() -> bool:
     return True
 
 
-def refuse_pi_data(path: str) -> None:
-    target = os.path.realpath(path)
-    for guarded in (get_agent_dir(), get_sessions_dir()):
-        root = os.path.realpath(resolve_path(guarded))
-        if target == root or target.startswith(os.path.join(root, "")):
-            raise CatalogError(f"the catalog {path} must not be inside Pi's data folder {root}")
-
-
-def connect(path: str, timeout: float, fts: bool) -> sqlite3.Connection:
-    """Open (creating it if needed) the catalog at ``path`` with the tables for ``fts``."""
+def connect(path: str, timeout: float, fts: bool, movable: bool) -> tuple[sqlite3.Connection, str | None]:
+    """Open (creating it if needed) the catalog at ``path`` with the tables for ``fts``; the
+    notice, if a file that was not ours was moved aside (only when ``movable``)."""
+    notice = None
     if path != ":memory:":
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        # the catalog holds the sessions' text: as private as Pi's own folder (SQLite gives its
-        # -wal and -shm files the database's mode)
-        with contextlib.suppress(FileExistsError):
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        make_folder(os.path.dirname(path))
+        notice = claim_file(path, movable)
     connection = sqlite3.connect(path, timeout=timeout, isolation_level=None)
     try:
+        # a deleted session's text must not stay readable in freed pages
+        connection.execute("PRAGMA secure_delete=ON")
+        if path != ":memory:":
+            _mark_ours(connection, path)
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=NORMAL")
         _ensure_schema(connection, path, fts)
     except BaseException:
         connection.close()
         raise
-    return connection
+    return connection, notice
+
+
+def _application_id(connection: sqlite3.Connection) -> int:
+    return int(connection.execute("PRAGMA application_id").fetchone()[0])
+
+
+def _mark_ours(connection: sqlite3.Connection, path: str) -> None:
+    """Write our application id into a new, empty database, before anything else writes to it.
+
+    In rollback mode, so it lands in the main file's header, where :func:`claim_file` reads it.
+    """
+    if _application_id(connection) == APPLICATION_ID:
+        return
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        if _application_id(connection) != APPLICATION_ID:
+            if connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise CatalogError(f"{path} is an SQLite database that is not a pisession catalog")
+            connection.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        connection.execute("COMMIT")
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
 
 
 def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None:
@@ -101,10 +109,7 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
     connection.execute("BEGIN IMMEDIATE")
     try:
         if not _schema_ok(connection, mode):
-            tables = {
-                row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
-            }
-            if tables and "catalog_meta" not in tables:
+            if path != ":memory:" and _application_id(connection) != APPLICATION_ID:
                 raise CatalogError(f"{path} is an SQLite database that is not a pisession catalog")
             for table in ("usage_sums", "usage_damage", "usage", "fts", "messages", "files", "catalog_meta"):
                 connection.execute(f"DROP TABLE IF EXISTS {table}")
@@ -112,15 +117,14 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
             connection.execute(
                 "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, "
                 "dir TEXT NOT NULL, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, "
-                "checked_ns INTEGER, crc INTEGER, parsed INTEGER, indexed INTEGER, head BLOB, "
-                "tail BLOB, partial BLOB, status INTEGER, header TEXT, message_count INTEGER, "
-                "first_message BLOB, name BLOB, last_activity REAL, all_text BLOB)"
+                "ctime_ns INTEGER, checked_ns INTEGER, crc INTEGER, parsed INTEGER, indexed INTEGER, "
+                "head BLOB, tail BLOB, partial BLOB, status INTEGER, header TEXT, message_count INTEGER, "
+                "first_message BLOB, name BLOB, last_activity REAL, all_text BLOB, text_crc INTEGER)"
             )
             connection.execute("CREATE INDEX files_dir ON files(dir)")
-            text_column = "" if fts else ", text TEXT"
             connection.execute(
                 "CREATE TABLE messages (id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, entry_id TEXT, "
-                f"ts REAL, role TEXT{text_column})"
+                "ts REAL, role TEXT, text TEXT)"
             )
             connection.execute("CREATE INDEX messages_file ON messages(file_id)")
             # untyped number columns: whole token counts stay integers; NULL stands for NaN
@@ -132,16 +136,16 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
             connection.execute("CREATE TABLE usage_damage (file_id INTEGER PRIMARY KEY, lines INTEGER)")
             connection.execute(USAGE_SUMS_TABLE)
             if fts:
-                connection.execute(
-                    "CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='unicode61 remove_diacritics 0')"
-                )
+                # the words come pre-split by _words.index_text; the message text is in messages
+                connection.execute("CREATE VIRTUAL TABLE fts USING fts5(text, content='', tokenize='ascii')")
             connection.executemany(
                 "INSERT INTO catalog_meta VALUES (?, ?)",
-                [("schema", str(SCHEMA_VERSION)), ("mode", mode)],
+                [("schema", str(SCHEMA_VERSION)), ("mode", mode), ("unicode", unicodedata.unidata_version)],
             )
         connection.execute("COMMIT")
     except BaseException:
-        connection.execute("ROLLBACK")
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
         raise
 
 
@@ -152,7 +156,12 @@ def _schema_ok(connection: sqlite3.Connection, mode: str) -> bool:
         if "no such table" in str(error):
             return False
         raise
-    return meta.get("schema") == str(SCHEMA_VERSION) and meta.get("mode") == mode
+    # another Python's Unicode tables may split words differently from those the index was built with
+    return (
+        meta.get("schema") == str(SCHEMA_VERSION)
+        and meta.get("mode") == mode
+        and meta.get("unicode") == unicodedata.unidata_version
+    )
 
 
 # ----------------------------------------------------------------------------------- stored values
@@ -190,6 +199,7 @@ class Row:
     ino: int
     size: int
     mtime_ns: int
+    ctime_ns: int
     checked_ns: int
     crc: int
     parsed: int

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import attrs
 
+from .._discovery import is_sessions_root
 from .._errors import CatalogError
 from .._paths import (
     cwd_matches,
@@ -22,9 +23,10 @@ from .._paths import (
 )
 from ._refresh import RefreshReport, current
 from ._schema import SESSION, ProgressCallback, chunks
-from ._words import MARK_CLOSE, MARK_OPEN, SNIPPET_TOKENS, fts_query, match, parse_snippet, plain_snippet
+from ._words import excerpt, fts_query, matches, parse_snippet
 
 Role = Literal["user", "assistant", "tool"]
+_NO_LIMIT = 2**62  # a larger limit (SQLite's integers end at 2**63 - 1) is no limit
 
 
 @attrs.frozen
@@ -86,9 +88,7 @@ def check_fts_query(query: str, terms: list[list[str]]) -> None:
     global _PROBE
     if _PROBE is None:
         _PROBE = sqlite3.connect(":memory:", check_same_thread=False)
-        _PROBE.execute(
-            "CREATE VIRTUAL TABLE probe USING fts5(text, tokenize='unicode61 remove_diacritics 0')"
-        )
+        _PROBE.execute("CREATE VIRTUAL TABLE probe USING fts5(text, content='', tokenize='ascii')")
     try:
         _PROBE.execute("SELECT rowid FROM probe WHERE probe MATCH ?", (fts_query(terms),)).fetchall()
     except sqlite3.Error as error:
@@ -106,9 +106,7 @@ def hits(
     """The messages of the files in ``scope`` (see :func:`scope`) that hold every term, newest first."""
     if not scope:
         return []
-    connection.execute("CREATE TEMP TABLE IF NOT EXISTS scope (file_id INTEGER PRIMARY KEY)")
-    connection.execute("DELETE FROM temp.scope")
-    connection.executemany("INSERT INTO temp.scope VALUES (?)", [(file_id,) for file_id in scope])
+    fill_scope(connection, scope)
     where = "m.file_id IN (SELECT file_id FROM temp.scope)" + (" AND m.role = ?" if role else "")
     params: list[Any] = [role] if role else []
     order = "ORDER BY m.ts IS NULL, m.ts DESC, f.path, m.id"
@@ -118,19 +116,17 @@ def hits(
         rows = connection.execute(
             "SELECT m.id, m.file_id, m.entry_id, m.ts, m.role FROM fts "
             "JOIN messages m ON m.id = fts.rowid JOIN files f ON f.id = m.file_id "
-            f"WHERE fts MATCH ? AND {where} {order}" + ("" if limit is None else f" LIMIT {int(limit)}"),
+            f"WHERE fts MATCH ? AND {where} {order}"
+            + ("" if limit is None else f" LIMIT {min(limit, _NO_LIMIT)}"),
             [query, *params],
         ).fetchall()
         snippets: dict[int, str] = {}
         for chunk in chunks([row[0] for row in rows], 500):
             marks = ",".join("?" * len(chunk))
-            snippets.update(
-                connection.execute(
-                    "SELECT rowid, snippet(fts, 0, ?, ?, '…', ?) "
-                    f"FROM fts WHERE fts MATCH ? AND rowid IN ({marks})",
-                    [MARK_OPEN, MARK_CLOSE, SNIPPET_TOKENS, query, *chunk],
-                ).fetchall()
-            )
+            for message_id, text in connection.execute(
+                f"SELECT id, text FROM messages WHERE id IN ({marks})", chunk
+            ):
+                snippets[message_id] = excerpt(text or "", terms)
         found = [(*row, snippets.get(row[0], "")) for row in rows]
     else:
         cursor = connection.execute(
@@ -139,10 +135,9 @@ def hits(
             params,
         )
         for message_id, file_id, entry_id, ts, message_role, text in cursor:
-            spans = match(text, terms)
-            if spans is None:
+            if not matches(text, terms):
                 continue
-            found.append((message_id, file_id, entry_id, ts, message_role, plain_snippet(text, spans)))
+            found.append((message_id, file_id, entry_id, ts, message_role, excerpt(text, terms)))
             if limit is not None and len(found) >= limit:
                 break
         cursor.close()
@@ -172,15 +167,16 @@ def scope(
     session_dir: str | None,
     on_progress: ProgressCallback | None,
 ) -> tuple[dict[int, tuple[str, str]], RefreshReport]:
-    """file id → (path, session id) of the sessions a search covers."""
+    """file id → (path, session id) of the sessions a search covers (see :meth:`Catalog.search`)."""
     filter_cwd: str | None = None
-    if all:
-        if session_dir:
-            found, report = current(
-                connection, fts, [normalize_path(session_dir)], None, on_progress, index=True
-            )
+    directories: list[str] | None
+    root: str | None = None
+    if all or (session_dir and cwd is None):
+        if not session_dir:
+            directories, root = None, get_sessions_dir()
         else:
-            found, report = current(connection, fts, None, get_sessions_dir(), on_progress, index=True)
+            folder = normalize_path(session_dir)
+            directories, root = (None, folder) if is_sessions_root(folder) else ([folder], None)
     else:
         cwd = os.getcwd() if cwd is None else cwd
         if session_dir:
@@ -189,7 +185,8 @@ def scope(
                 filter_cwd = resolve_path(cwd)
         else:
             directory = default_session_dir_path(cwd)
-        found, report = current(connection, fts, [directory], None, on_progress, index=True)
+        directories = [directory]
+    found, report = current(connection, fts, directories, root, on_progress, index=True)
     out: dict[int, tuple[str, str]] = {}
     for candidate, row in found:
         if row.status != SESSION or row.header is None:
@@ -202,6 +199,76 @@ def scope(
         session_id = header.get("id")
         out[row.id] = (candidate.path, session_id if isinstance(session_id, str) else str(session_id))
     return out, report
+
+
+@attrs.frozen
+class SessionMatch:
+    """A session holding messages that match a search: how many, and when the newest was sent."""
+
+    session_path: str
+    session_id: str
+    hits: int
+    newest: datetime | None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "sessionPath": self.session_path,
+            "sessionId": self.session_id,
+            "hits": self.hits,
+            "newest": None if self.newest is None else _iso(self.newest),
+        }
+
+
+def session_matches(
+    connection: sqlite3.Connection,
+    fts: bool,
+    scope: dict[int, tuple[str, str]],
+    terms: list[list[str]],
+    role: Role | None,
+) -> list[SessionMatch]:
+    """The sessions in ``scope`` with messages holding every term, counted in the database (FTS5)
+    without building a hit or a snippet; the session with the newest matching message first."""
+    if not scope:
+        return []
+    fill_scope(connection, scope)
+    where = "m.file_id IN (SELECT file_id FROM temp.scope)" + (" AND m.role = ?" if role else "")
+    params: list[Any] = [role] if role else []
+    counts: dict[int, list[Any]] = {}
+    if fts:
+        rows = connection.execute(
+            "SELECT m.file_id, count(*), max(m.ts) FROM fts JOIN messages m ON m.id = fts.rowid "
+            f"WHERE fts MATCH ? AND {where} GROUP BY m.file_id",
+            [fts_query(terms), *params],
+        ).fetchall()
+        counts = {file_id: [hits, newest] for file_id, hits, newest in rows}
+    else:
+        cursor = connection.execute(f"SELECT m.file_id, m.ts, m.text FROM messages m WHERE {where}", params)
+        for file_id, ts, text in cursor:
+            if not matches(text, terms):
+                continue
+            seen = counts.setdefault(file_id, [0, None])
+            seen[0] += 1
+            if ts is not None and (seen[1] is None or ts > seen[1]):
+                seen[1] = ts
+        cursor.close()
+    ordered = sorted(
+        counts.items(), key=lambda item: (item[1][1] is None, -(item[1][1] or 0), scope[item[0]][0])
+    )
+    return [
+        SessionMatch(
+            session_path=scope[file_id][0],
+            session_id=scope[file_id][1],
+            hits=hits,
+            newest=None if newest is None else _from_ms(newest),
+        )
+        for file_id, (hits, newest) in ordered
+    ]
+
+
+def fill_scope(connection: sqlite3.Connection, scope: dict[int, tuple[str, str]]) -> None:
+    connection.execute("CREATE TEMP TABLE IF NOT EXISTS scope (file_id INTEGER PRIMARY KEY)")
+    connection.execute("DELETE FROM temp.scope")
+    connection.executemany("INSERT INTO temp.scope VALUES (?)", [(file_id,) for file_id in scope])
 
 
 def _from_ms(ms: float) -> datetime | None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from .._attribution import usage_fields
 from .._js import MISSING, js_date_ms
-from .._load import parse_line
+from .._load import open_regular, parse_line
 
 UsageRow = tuple[str, str, int, str, Any, Any, Any, Any, Any]
 
@@ -315,4 +315,38 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
             parent_id = None
         scope.append((file_id, parent_id))
     damaged = {k: v for k, v in damaged_lines(connection).items() if k in sessions}
-    return UsageScan(usage_groups(connection, scope), sessions, damaged)
+    groups = usage_groups(connection, scope)
+    parents = dict(scope)
+    for row in rows:
+        if row.id in sessions and row.size > row.parsed:
+            groups += _unfinished_line(connection, row, sessions[row.id][1], parents.get(row.id))
+    return UsageScan(groups, sessions, damaged)
+
+
+def _unfinished_line(
+    connection: sqlite3.Connection, row: Any, header: dict[str, Any], parent_id: int | None
+) -> list[tuple[Any, ...]]:
+    """The usage of a file's last line when it lacks its newline (the catalog keeps such a line
+    aside until it is finished): Pi reads it, so it counts, unless it is a copy of the parent's."""
+    partial = row.partial
+    if partial is None:  # too long to keep: read it from the file
+        try:
+            with open_regular(row.path) as handle:
+                handle.seek(row.parsed)
+                partial = handle.read(row.size - row.parsed)
+        except OSError:
+            return []
+    found, _ = usage_rows(bytes(partial), header)
+    groups = []
+    for entry_id, timestamp, ms, key, *numbers in found:
+        if (
+            parent_id is not None
+            and connection.execute(
+                "SELECT 1 FROM usage WHERE file_id = ? AND entry_id = ? AND ts = ?",
+                (parent_id, entry_id, timestamp),
+            ).fetchone()
+        ):
+            continue
+        nans = [1 if value is None else 0 for value in numbers]
+        groups.append((row.id, key, quarter_of(ms), *(value or 0 for value in numbers), *nans, ms, ms))
+    return groups

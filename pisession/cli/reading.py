@@ -190,6 +190,23 @@ def _short_ids(ids: list[str], minimum: int = 8) -> dict[str, str]:
     return out
 
 
+def _nothing_listed(args: argparse.Namespace, cwd: str, session_dir: str | None) -> str:
+    """What was looked through, when it held no session to list."""
+    if args.all:
+        where = session_dir or f"any project ({os.path.dirname(default_session_dir(cwd))})"
+        return f"No sessions found in {where}."
+    directory = session_dir or default_session_dir(cwd)
+    if directory == default_session_dir(cwd) or not os.path.isdir(directory):
+        return f"No sessions found in {directory}."
+    others = len(SessionManager.list_all(directory))  # the folder is shared: ls keeps cwd's sessions
+    if not others:
+        return f"No sessions found in {directory}."
+    return (
+        f"No sessions of {cwd} in {directory} ({others} of other folders there: --all lists them, "
+        "--cwd DIR another folder's)."
+    )
+
+
 def cmd_ls(args: argparse.Namespace) -> int:
     session_dir = sessions.session_dir(args)
     cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else os.getcwd()
@@ -220,8 +237,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         return 0
     style = Style(sys.stdout)
     if not infos:
-        where = "any project" if args.all else (session_dir or default_session_dir(cwd))
-        emit(f"No sessions found in {where}.")
+        emit(_nothing_listed(args, cwd, session_dir))
         return 0
     short = _short_ids([info.id for info in infos if isinstance(info.id, str)])
     shown = [short[info.id] if isinstance(info.id, str) else id_text(info.id) for info in infos]

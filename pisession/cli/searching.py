@@ -8,14 +8,14 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from pisession import PisessionError
+from pisession import PisessionError, default_session_dir
 
 from . import sessions
 from .commands import Commands
 from .output import Style, emit, emit_json, note
 
 if TYPE_CHECKING:
-    from pisession.catalog import Catalog
+    from pisession.catalog import Catalog, SessionMatch
 
 
 def open_catalog(*, in_memory: bool = False) -> Catalog | None:
@@ -33,47 +33,101 @@ def open_catalog(*, in_memory: bool = False) -> Catalog | None:
 
 def close_catalog(catalog: Catalog) -> None:
     """Close it, saying so when it failed and the files were read instead."""
+    if catalog.last_notice:
+        note(catalog.last_notice)
     if catalog.last_error:
         note(f"session catalog not used ({catalog.last_error}); read the session files instead")
     catalog.close()
+
+
+def _searched(args: argparse.Namespace, cwd: str, session_dir: str | None, scoped_cwd: str | None) -> str:
+    """What a search covered, in words, for "nothing found" and "showing N of M"."""
+    if session_dir and scoped_cwd is None:
+        return f"the sessions in {session_dir}"
+    if args.all:
+        return f"every project's sessions ({os.path.dirname(default_session_dir(cwd))})"
+    folder = session_dir or default_session_dir(cwd)
+    return f"the sessions of {cwd} ({folder}; --all searches every project)"
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     from pisession.catalog import format_hit
 
     cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else os.getcwd()
+    session_dir = sessions.session_dir(args)
+    # a folder named on the command line is searched whole, unless --cwd narrows it
+    scoped_cwd = None if getattr(args, "session_dir", None) and not args.cwd else cwd
     catalog = open_catalog(in_memory=True)
     assert catalog is not None
+    progress = sessions.progress(sys.stderr)
     try:
-        hits = catalog.search(
-            args.query,
-            cwd=cwd,
-            all=args.all,
-            role=args.role,
-            limit=args.limit,
-            session_dir=sessions.session_dir(args),
-            on_progress=sessions.progress(sys.stderr),
-        )
+        if args.sessions:
+            matches = catalog.search_sessions(
+                args.query,
+                cwd=scoped_cwd,
+                all=args.all,
+                role=args.role,
+                session_dir=session_dir,
+                on_progress=progress,
+            )
+        else:
+            hits = catalog.search(
+                args.query,
+                cwd=scoped_cwd,
+                all=args.all,
+                role=args.role,
+                limit=args.limit,
+                session_dir=session_dir,
+                on_progress=progress,
+            )
+            total = len(hits)
+            if hits and args.limit is not None and len(hits) >= args.limit:
+                counted = catalog.search_sessions(
+                    args.query, cwd=scoped_cwd, all=args.all, role=args.role, session_dir=session_dir
+                )
+                total = sum(match.hits for match in counted)
     finally:
         close_catalog(catalog)
+    searched = _searched(args, cwd, session_dir, scoped_cwd)
+    if args.sessions:
+        return _print_sessions(args, matches, searched)
     if args.json:
         emit_json([hit.to_wire() for hit in hits])
         return 0
     if not hits:
-        emit(f"No messages match {args.query!r}.")
+        emit(f"No messages match {args.query!r} in {searched}.")
         return 0
     style = Style(sys.stdout)
     for hit in hits:
         emit(format_hit(hit, lambda word: style(word, "bold")))
     first = hits[0]
     where = f" --leaf {first.entry_id}" if first.entry_id else ""
-    plural = "es" if len(hits) != 1 else ""
-    emit(
-        style(
-            f"{len(hits)} match{plural}, newest first · pisession context {first.session_path}{where}",
-            "dim",
-        )
+    plural = "es" if total != 1 else ""
+    shown = (
+        f"showing {len(hits)} of {total} matches (-n to see more)"
+        if total > len(hits)
+        else f"{total} match{plural}"
     )
+    emit(style(f"{shown}, newest first · pisession context {first.session_path}{where}", "dim"))
+    return 0
+
+
+def _print_sessions(args: argparse.Namespace, matches: list[SessionMatch], searched: str) -> int:
+    if args.json:
+        emit_json([match.to_wire() for match in matches])
+        return 0
+    if not matches:
+        emit(f"No messages match {args.query!r} in {searched}.")
+        return 0
+    style = Style(sys.stdout)
+    width = max(4, *(len(str(match.hits)) for match in matches))
+    emit(style(f"{'NEWEST MATCH':<16}  {'HITS':>{width}}  {'ID':<8}  PATH", "bold"))
+    for match in matches:
+        when = "????-??-?? ??:??" if match.newest is None else f"{match.newest.astimezone():%Y-%m-%d %H:%M}"
+        emit(f"{when}  {match.hits:>{width}}  {match.session_id[:8]:<8}  {match.session_path}")
+    total = sum(match.hits for match in matches)
+    plural = "s" if len(matches) != 1 else ""
+    emit(style(f"{len(matches)} session{plural}, {total} matching messages, newest first", "dim"))
     return 0
 
 
@@ -94,3 +148,8 @@ def register(commands: Commands) -> None:
     sub.add_argument("--cwd", metavar="DIR", help="search the sessions of DIR instead of the current folder")
     sub.add_argument("--role", choices=("user", "assistant", "tool"), help="only messages of this role")
     sub.add_argument("-n", "--limit", metavar="N", type=int, default=50, help="at most N matches (50)")
+    sub.add_argument(
+        "--sessions",
+        action="store_true",
+        help="list the sessions that match, with their number of matching messages, instead of the messages",
+    )
