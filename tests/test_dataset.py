@@ -653,6 +653,12 @@ def test_a_session_with_no_entries_writes_typed_empty_tables(tmp_path: Path) -> 
         assert read.num_rows == (1 if table == "sessions" else 0)
 
 
+def test_a_session_dir_holding_project_folders_is_read_as_a_sessions_root(agent: Path) -> None:
+    by_root = tables(session_dir=agent / "sessions")["sessions"]
+    assert by_root.num_rows == 9
+    assert set(by_root.column("project").to_pylist()) == {"--project--", "--sample--", "--cases--"}
+
+
 def test_cwd_selects_one_project(agent: Path) -> None:
     folder = agent / "sessions" / "--elsewhere--"
     folder.mkdir()

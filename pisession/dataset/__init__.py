@@ -92,7 +92,9 @@ def tables(
 
     Which sessions: ``paths`` (session files); else ``cwd``'s sessions (from ``session_dir``
     when given, keeping those whose header names ``cwd``, as Pi's ``list``); else every file of
-    ``session_dir``; else every project's sessions in Pi's sessions folder. Each table has its
+    ``session_dir`` (or, when it holds project folders and no ``.jsonl`` of its own, every
+    project's, as ``pisession ls --all`` reads it); else every project's sessions in Pi's
+    sessions folder. Each table has its
     :data:`SCHEMAS` columns and then ``project`` (the session folder's name, as the Parquet
     folder's partition gives it). A discovered file that is not a session is left out; one
     named in ``paths`` raises :class:`~pisession.InvalidSessionError` (``OSError`` if unreadable).

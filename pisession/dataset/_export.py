@@ -30,6 +30,7 @@ import filelock
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .._discovery import is_sessions_root, jsonl_names, project_folders
 from .._errors import PisessionError
 from .._paths import cwd_matches, default_session_dir_path, get_sessions_dir, normalize_path, resolve_path
 from ._rows import Fingerprint, NotASession, SessionRows, read_identities, read_rows
@@ -102,18 +103,9 @@ class Scope:
         return self.cwd is None or cwd_matches(header_cwd, self.cwd)
 
 
-def _utf8(name: str) -> bool:
-    """Names that are not UTF-8 (surrogate-escaped here) are skipped, as Pi skips them."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _jsonl(folder: str) -> list[str]:
     try:
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".jsonl") and _utf8(n))
+        names = sorted(jsonl_names(folder))
     except OSError:
         return []
     return [os.path.join(folder, n) for n in names]
@@ -140,13 +132,16 @@ def select_sources(
         return [Source(p, os.path.basename(folder)) for p in _jsonl(folder)], scope
     if session_dir is not None:
         folder = resolve_path(normalize_path(os.fspath(session_dir)))
-        return [Source(p, os.path.basename(folder)) for p in _jsonl(folder)], Scope({folder}, None, None)
-    root = resolve_path(get_sessions_dir())
+        if not is_sessions_root(folder):
+            return [Source(p, os.path.basename(folder)) for p in _jsonl(folder)], Scope({folder}, None, None)
+        root = folder  # no .jsonl of its own but project folders: a sessions root, as `ls --all` reads it
+    else:
+        root = resolve_path(get_sessions_dir())
     try:
-        folders = sorted(e.name for e in os.scandir(root) if e.is_dir() and _utf8(e.name))
+        folders = sorted(project_folders(root))
     except OSError:
         folders = []
-    sources = [Source(p, name) for name in folders for p in _jsonl(os.path.join(root, name))]
+    sources = [Source(p, os.path.basename(f)) for f in folders for p in _jsonl(f)]
     return sources, Scope(None, root, None)
 
 
