@@ -94,6 +94,7 @@ def measure(count: int, reps: int) -> dict[str, list[tuple[float, float, float, 
     rows: dict[str, list[tuple[float, float, float, float]]] = {
         "duckdb copy": [],
         "full export": [],
+        "full export, 1 process": [],
         "re-export": [],
     }
     appended = files[:: max(1, len(files) // 10)][:10]
