@@ -59,6 +59,7 @@ def cmd_dataset(args: argparse.Namespace) -> int:
         session_dir=sessions.session_dir(args),
         full=args.full,
         on_progress=_progress(sys.stderr),
+        workers=None,  # worker processes once there are many sessions to write
     )
     for skipped in report.skipped:
         note(f"skipped {skipped.path}: {skipped.reason}")

@@ -141,7 +141,7 @@ def write_parquet(
     session_dir: str | os.PathLike[str] | None = None,
     full: bool = False,
     on_progress: ProgressCallback | None = None,
-    workers: int | None = None,
+    workers: int | None = 1,
 ) -> DatasetReport:
     """Write (or bring up to date) the Parquet folder ``out_dir``::
 
@@ -152,10 +152,13 @@ def write_parquet(
     file changed since the last run are read (``full=True``: all of them); the files of
     sessions that were deleted are removed. Each file is written under a hidden temporary name
     and renamed into place. ``on_progress(done, total)`` is called as sessions are handled.
-    ``workers``: processes that read and write sessions side by side (default: up to the number
-    of CPUs, at most 4, once there are 32 sessions or more to write; 1: all in this process);
-    each holds one session at a time. Raises :class:`DatasetError` when ``out_dir`` is not a
-    folder, is not empty and holds no dataset, or another export holds its lock.
+    ``workers``: processes that read and write sessions side by side, each holding one session
+    at a time (default 1: all in this process; ``None``: up to the number of CPUs, at most 4,
+    once there are 32 sessions or more to write, as ``pisession dataset`` does). Worker
+    processes import the calling script again, as :mod:`multiprocessing` does: call it with
+    ``workers`` other than 1 only under ``if __name__ == "__main__":``. Raises
+    :class:`DatasetError` when ``out_dir`` is not a folder, is not empty and holds no dataset,
+    or another export holds its lock.
     """
     sources, scope = select_sources(cwd, session_dir)
     exporter = Exporter(os.fspath(out_dir))
