@@ -26,7 +26,18 @@ if TYPE_CHECKING:
 
 # Command groups (modules of this package) in the order `pisession --help` lists them; a new group
 # is a module with a `register(commands)` function added here, and its commands to COMMANDS.
-GROUPS = ("demo", "reading", "searching", "checking", "editing", "summarizing", "export", "settings", "usage")
+GROUPS = (
+    "demo",
+    "reading",
+    "searching",
+    "checking",
+    "editing",
+    "summarizing",
+    "export",
+    "settings",
+    "usage",
+    "dataset",
+)
 
 # Which group registers each command: `pisession tree` imports and registers only `reading`, so a
 # command pays for its own group's imports and no other's (a test checks this table against
@@ -41,6 +52,7 @@ COMMANDS = {
     "export": "export",
     "settings": "settings",
     "usage": "usage",
+    "dataset": "dataset",
 }
 
 

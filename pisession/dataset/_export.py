@@ -1,0 +1,532 @@
+"""Which session files to read, and keeping a Parquet folder in step with them.
+
+Layout: ``OUT/<table>/project=<session folder name>/<file stem>.parquet``, one file per session
+and table. What each file was made from is remembered in ``OUT/.pisession-dataset.json`` (the
+manifest): the source file's identity, size and mtime, and its parent session's. A re-export
+reads only the sources whose fingerprint moved (or whose parent's did: ``copied`` depends on
+it), and removes the files of sources that are gone. Files are written under a hidden
+temporary name in their final folder and renamed into place, so a reader sees the old file or
+the new one, never a part; engines skip hidden files.
+
+The manifest, not the catalog, decides what changed: the question is "since this folder was
+last written", which the catalog (shared with every ``ls`` and ``search``, refreshed by each)
+cannot answer. The comparison itself follows the catalog's rule, racily clean files included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import re
+import stat
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import filelock
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .._discovery import is_sessions_root, jsonl_names, project_folders
+from .._errors import PisessionError
+from .._paths import cwd_matches, default_session_dir_path, get_sessions_dir, normalize_path, resolve_path
+from ._rows import Fingerprint, NotASession, SessionRows, read_identities, read_rows
+from ._schema import SCHEMAS, to_table
+
+__all__ = [
+    "DatasetError",
+    "TABLES",
+    "MANIFEST",
+    "Scope",
+    "Source",
+    "select_sources",
+    "Exporter",
+    "Failed",
+    "Prepared",
+    "prepare",
+    "prepared_sessions",
+    "partition_name",
+    "file_stem",
+]
+
+TABLES = tuple(SCHEMAS)
+MANIFEST = ".pisession-dataset.json"
+_LOCK = ".pisession-dataset.lock"
+LOCK_TIMEOUT = 10.0  # seconds an export waits for another one writing the same folder
+_FORMAT = 1  # bump when a schema or a column's meaning changes: every file is written again
+_SAVE_EVERY = 2.0  # seconds: an interrupted export keeps what it finished
+# A write lands in the mtime tick it happens in, and the kernel's coarse clock lags by a few ms
+# (whole-second file systems by more): a file changed that close to being read may look
+# unchanged ("racily clean"), so it is read again next time (the catalog's rule, same margins).
+_RACY_NS = 50_000_000
+_RACY_COARSE_NS = 2_000_000_000
+# Snappy (Parquet's default, read by every engine) took about 30 % less CPU than zstd here for
+# files about a third larger. Long unique text gains nothing from a dictionary or min/max
+# statistics, which only cost time to build.
+_COMPRESSION = "snappy"
+_PLAIN = frozenset(("json", "text", "context_text", "arguments", "result_text"))
+
+
+class DatasetError(PisessionError):
+    """The output folder cannot be used: not a folder, not empty and not a dataset, locked by
+    another export past the timeout, or its manifest unreadable."""
+
+
+class Source:
+    """A session file to read, and the session folder name it is filed under (``project``)."""
+
+    __slots__ = ("path", "project")
+
+    def __init__(self, path: str, project: str) -> None:
+        self.path = path
+        self.project = project
+
+
+class Scope:
+    """Which manifest rows this run answers for: their sources are deleted if gone."""
+
+    def __init__(self, folders: set[str] | None, root: str | None, cwd: str | None) -> None:
+        self.folders = folders
+        self.root = root
+        self.cwd = cwd  # a non-default folder filtered by header cwd, as Pi's list filters it
+
+    def covers(self, path: str) -> bool:
+        folder = os.path.dirname(path)
+        if self.root is not None:
+            return os.path.dirname(folder) == self.root
+        return self.folders is not None and folder in self.folders
+
+    def selects(self, header_cwd: str | None) -> bool:
+        return self.cwd is None or cwd_matches(header_cwd, self.cwd)
+
+
+def _jsonl(folder: str) -> list[str]:
+    try:
+        names = sorted(jsonl_names(folder))
+    except OSError:
+        return []
+    return [os.path.join(folder, n) for n in names]
+
+
+def select_sources(
+    cwd: str | os.PathLike[str] | None,
+    session_dir: str | os.PathLike[str] | None,
+    paths: list[str] | None = None,
+) -> tuple[list[Source], Scope]:
+    """The files to read: ``paths``; else ``cwd``'s sessions (in ``session_dir`` when given,
+    keeping those whose header names ``cwd``, as Pi's ``list`` does); else ``session_dir``'s
+    files; else every project folder of Pi's sessions folder. Nothing is created."""
+    if paths is not None:
+        files = [os.path.abspath(os.fspath(p)) for p in paths]
+        return [Source(p, os.path.basename(os.path.dirname(p))) for p in files], Scope(
+            {os.path.dirname(p) for p in files}, None, None
+        )
+    if cwd is not None:
+        default = default_session_dir_path(cwd)
+        folder = resolve_path(session_dir) if session_dir else default
+        filtered = session_dir is not None and folder != resolve_path(default)
+        scope = Scope({folder}, None, resolve_path(cwd) if filtered else None)
+        return [Source(p, os.path.basename(folder)) for p in _jsonl(folder)], scope
+    if session_dir is not None:
+        folder = resolve_path(normalize_path(os.fspath(session_dir)))
+        if not is_sessions_root(folder):
+            return [Source(p, os.path.basename(folder)) for p in _jsonl(folder)], Scope({folder}, None, None)
+        root = folder  # no .jsonl of its own but project folders: a sessions root, as `ls --all` reads it
+    else:
+        root = resolve_path(get_sessions_dir())
+    try:
+        folders = sorted(project_folders(root))
+    except OSError:
+        folders = []
+    sources = [Source(p, os.path.basename(f)) for f in folders for p in _jsonl(f)]
+    return sources, Scope(None, root, None)
+
+
+# ----------------------------------------------------------------------------- names
+
+# What Hive (and Spark, which reads the names back) escapes in a partition value, as %XX.
+_HIVE_UNSAFE = re.compile(r'["#%\'*/:=?\\\x00-\x1f\x7f{\[\]^]')
+_SAFE_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?", re.ASCII)
+
+
+def partition_name(project: str) -> str:
+    """``project=<value>`` with the value escaped as Hive escapes partition values (a folder
+    name holding ``=``, ``%`` or ``/`` reads back as itself in DuckDB, Polars and Spark)."""
+    escaped = _HIVE_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), project)
+    escaped = escaped.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return f"project={escaped}"
+
+
+def file_stem(session_id: str) -> str:
+    """A file name for a session id: the id itself when Pi would accept it (letters, digits,
+    ``.``, ``_``, ``-``, first and last a letter or digit; at most 128 characters), else
+    ``id-`` and a hash of it, so that a hostile id never names a path."""
+    if len(session_id) <= 128 and _SAFE_ID.fullmatch(session_id):
+        return session_id
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"id-{digest}"
+
+
+def _owner_key(project: str, stem: str) -> tuple[str, str]:
+    # case-folded: on macOS and Windows two names equal but for case are one file
+    return (partition_name(project).lower(), stem.lower())
+
+
+def _path_hash(path: str) -> str:
+    return hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+# ----------------------------------------------------------------------------- fingerprints
+
+
+def _fingerprint(path: str) -> Fingerprint | None:
+    try:
+        stats = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(stats.st_mode):
+        return None
+    return (stats.st_dev, stats.st_ino, stats.st_size, stats.st_mtime_ns)
+
+
+def _settled(fingerprint: Fingerprint, checked_ns: int) -> bool:
+    """Whether the file was last written clearly before it was read (see ``_RACY_NS``)."""
+    mtime = fingerprint[3]
+    margin = _RACY_COARSE_NS if mtime % 1_000_000 == 0 else _RACY_NS
+    return mtime < checked_ns - margin
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+@functools.lru_cache(maxsize=8)
+def _parent_identities(path: str, fingerprint: Fingerprint | None) -> list[dict[str, Any]]:
+    return read_identities(path) if fingerprint is not None else []
+
+
+def _parents(path: str) -> list[dict[str, Any]]:
+    return _parent_identities(path, _fingerprint(path))
+
+
+class Exporter:
+    """One run of ``write_parquet`` over an output folder, under its lock."""
+
+    def __init__(self, out_dir: str, *, lock_timeout: float | None = None) -> None:
+        self.out = os.path.abspath(normalize_path(out_dir))
+        if os.path.exists(self.out) and not os.path.isdir(self.out):
+            raise DatasetError(f"{self.out} is not a folder")
+        manifest = os.path.join(self.out, MANIFEST)
+        if os.path.isdir(self.out) and not os.path.exists(manifest):
+            others = [n for n in os.listdir(self.out) if n != _LOCK]
+            if others:
+                raise DatasetError(
+                    f"{self.out} is not empty and holds no pisession dataset ({MANIFEST} is missing): "
+                    "choose a new or empty folder"
+                )
+        os.makedirs(self.out, exist_ok=True)
+        self._lock_timeout = LOCK_TIMEOUT if lock_timeout is None else lock_timeout
+        self._lock = filelock.FileLock(os.path.join(self.out, _LOCK), timeout=self._lock_timeout)
+        self.rows: dict[str, dict[str, Any]] = {}
+        self._owners: dict[tuple[str, str], str] = {}  # (project, stem) as the file system compares them
+        self.format_ok = True
+        self._saved = time.monotonic()
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[Exporter]:
+        try:
+            self._lock.acquire()
+        except filelock.Timeout:
+            raise DatasetError(
+                f"another export is writing {self.out} (waited {self._lock_timeout:g} s for its lock)"
+            ) from None
+        try:
+            self._load_manifest()
+            self._remove_temporaries()
+            yield self
+        finally:
+            self._lock.release()
+
+    # -- manifest --------------------------------------------------------------------------
+
+    def _load_manifest(self) -> None:
+        path = os.path.join(self.out, MANIFEST)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as error:
+            raise DatasetError(f"cannot read the dataset manifest {path}: {error}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("sessions"), dict):
+            raise DatasetError(f"{path} is not a pisession dataset manifest")
+        self.format_ok = data.get("format") == _FORMAT
+        self.rows = {k: v for k, v in data["sessions"].items() if isinstance(v, dict)}
+        for path, row in self.rows.items():
+            if row.get("stem") is not None:
+                self._owners[_owner_key(row["project"], row["stem"])] = path
+
+    def save(self, *, force: bool = True) -> None:
+        now = time.monotonic()
+        if not force and now - self._saved < _SAVE_EVERY:
+            return
+        self._saved = now
+        data = json.dumps(
+            {"format": _FORMAT, "sessions": self.rows}, ensure_ascii=False, separators=(",", ":")
+        )
+        self._replace(os.path.join(self.out, MANIFEST), lambda tmp: _write_text(tmp, data))
+
+    def _remove_temporaries(self) -> None:
+        """Temporary files an interrupted export left (hidden: no reader ever saw them)."""
+        for table in TABLES:
+            folder = os.path.join(self.out, table)
+            with contextlib.suppress(OSError):
+                for part in os.scandir(folder):
+                    if part.is_dir(follow_symlinks=False):
+                        for name in os.listdir(part.path):
+                            if name.startswith(".") and name.endswith(".tmp"):
+                                with contextlib.suppress(OSError):
+                                    os.unlink(os.path.join(part.path, name))
+
+    # -- deciding ---------------------------------------------------------------------------
+
+    def unchanged(self, source: Source, full: bool, scope: Scope) -> bool | None:
+        """True: nothing to do; False: read it; None: outside the selection (a non-default
+        folder's session whose header names another cwd), left as it is."""
+        row = self.rows.get(source.path)
+        if row is None or full or not self.format_ok:
+            return False
+        fingerprint = _fingerprint(source.path)
+        if fingerprint is None or list(fingerprint) != row.get("fp"):
+            return False
+        if not _settled(fingerprint, int(row.get("checked", 0))):
+            return False
+        if not scope.selects(row.get("cwd")):
+            return None
+        parent = row.get("parent")
+        if parent is not None:
+            now = _fingerprint(parent)
+            if (None if now is None else list(now)) != row.get("parent_fp"):
+                return False
+        stem = row.get("stem")
+        if stem is not None:
+            return all(os.path.exists(self._file(t, row["project"], stem)) for t in TABLES)
+        return True
+
+    def gone(self, scope: Scope, selected: set[str]) -> list[str]:
+        """Manifest sources in this run's scope that no longer exist as files."""
+        return [p for p in self.rows if scope.covers(p) and p not in selected and _fingerprint(p) is None]
+
+    # -- doing ------------------------------------------------------------------------------
+
+    def _file(self, table: str, project: str, stem: str) -> str:
+        return os.path.join(self.out, table, partition_name(project), f"{stem}.parquet")
+
+    def remove(self, path: str) -> int:
+        """Delete the files made from ``path`` and forget it; how many files were removed."""
+        row = self.rows.pop(path, None)
+        if row is None or row.get("stem") is None:
+            return 0
+        self._owners.pop(_owner_key(row["project"], row["stem"]), None)
+        return self._unlink(row["project"], row["stem"])
+
+    def _unlink(self, project: str, stem: str) -> int:
+        removed = 0
+        for table in TABLES:
+            target = self._file(table, project, stem)
+            try:
+                os.unlink(target)
+                removed += 1
+            except FileNotFoundError:
+                pass
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.dirname(target))  # only when empty
+        return removed
+
+    def stem_for(self, source: Source, session_id: str) -> str:
+        """The session's file stem: its id, unless another source of the same project already
+        owns that name (two files of one session id, or names equal but for case)."""
+        want = file_stem(session_id)
+        owner = self._owners.get(_owner_key(source.project, want))
+        return want if owner is None or owner == source.path else f"{want}-{_path_hash(source.path)}"
+
+    def install(self, source: Source, prepared: Prepared) -> int:
+        """Rename a prepared session's five files into place (under its file stem) and remember
+        what they were made from; returns how many files were installed."""
+        old = self.rows.get(source.path)
+        stem = self.stem_for(source, prepared.session_id)
+        for table, tmp in prepared.files.items():
+            os.replace(tmp, self._file(table, source.project, stem))
+        if old is not None and old.get("stem") not in (None, stem):  # its id changed: the old name goes
+            self._owners.pop(_owner_key(old["project"], old["stem"]), None)
+            self._unlink(old["project"], old["stem"])
+        self._owners[_owner_key(source.project, stem)] = source.path
+        self.record(source, prepared.fingerprint, prepared.read_ns, stem, prepared.cwd, prepared.parent)
+        return len(prepared.files)
+
+    def record(
+        self,
+        source: Source,
+        fingerprint: Fingerprint,
+        read_ns: int,
+        stem: str | None,
+        header_cwd: str | None,
+        parent: str | None,
+    ) -> None:
+        parent_fp = None if parent is None else _fingerprint(parent)
+        self.rows[source.path] = {
+            "fp": list(fingerprint),
+            "checked": read_ns,
+            "project": source.project,
+            "stem": stem,
+            "cwd": header_cwd,
+            "parent": parent,
+            "parent_fp": None if parent_fp is None else list(parent_fp),
+        }
+        self.save(force=False)
+
+    @staticmethod
+    def _replace(target: str, write: Callable[[str], None]) -> None:
+        folder, name = os.path.split(target)
+        tmp = _temporary(folder, name)
+        try:
+            write(tmp)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+
+def _temporary(folder: str, name: str) -> str:
+    # hidden (engines skip names starting with "." or "_") and removed by the next run if left
+    return os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+
+
+class Prepared:
+    """A session read and written under temporary names in its folders, waiting to be renamed
+    into place (what a worker process hands back: plain values only)."""
+
+    __slots__ = ("session_id", "cwd", "parent", "fingerprint", "read_ns", "files")
+
+    def __init__(
+        self,
+        session_id: str,
+        cwd: str | None,
+        parent: str | None,
+        fingerprint: Fingerprint,
+        read_ns: int,
+        files: dict[str, str],
+    ) -> None:
+        self.session_id = session_id
+        self.cwd = cwd
+        self.parent = parent
+        self.fingerprint = fingerprint
+        self.read_ns = read_ns
+        self.files = files
+
+    def discard(self) -> None:
+        for tmp in self.files.values():
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+class Failed:
+    """A source that gave no rows: not a session (with the fingerprint it was read at), or unreadable."""
+
+    __slots__ = ("reason", "fingerprint", "read_ns")
+
+    def __init__(self, reason: str, fingerprint: Fingerprint | None = None, read_ns: int = 0) -> None:
+        self.reason = reason
+        self.fingerprint = fingerprint
+        self.read_ns = read_ns
+
+
+def prepare(path: str, project: str, out: str) -> Prepared | Failed:
+    """Read one session and write its five tables under temporary names in their final folders
+    (in a worker process, or in this one)."""
+    try:
+        session = read_rows(path, parent_of=_parents)
+    except NotASession as error:
+        return Failed("not a Pi session (no session header)", error.fingerprint, error.read_ns)
+    except OSError as error:
+        return Failed(f"cannot be read: {error.strerror or error}")
+    files: dict[str, str] = {}
+    try:
+        for table in TABLES:
+            folder = os.path.join(out, table, partition_name(project))
+            os.makedirs(folder, exist_ok=True)
+            tmp = _temporary(folder, "session.parquet")
+            files[table] = tmp
+            _write_parquet(to_table(table, session.columns[table]), tmp)
+    except BaseException:
+        Prepared(session.session_id, None, None, session.fingerprint, 0, files).discard()
+        raise
+    return Prepared(
+        session.session_id, session.cwd, session.parent, session.fingerprint, session.read_ns, files
+    )
+
+
+def _prepare_one(args: tuple[str, str, str]) -> Prepared | Failed:
+    return prepare(*args)
+
+
+def prepared_sessions(
+    sources: list[Source], out: str, workers: int | None
+) -> Iterator[tuple[Source, Prepared | Failed]]:
+    """Each source prepared, in order: in this process, or (``workers`` > 1, or None and enough
+    sessions to be worth starting processes) in a pool of worker processes."""
+    count = _worker_count(len(sources), workers)
+    if count <= 1:
+        for source in sources:
+            yield source, prepare(source.path, source.project, out)
+        return
+    import concurrent.futures
+    import multiprocessing
+
+    # forkserver (spawn where there is none): a fork of a process that has started Arrow's
+    # threads could inherit a held lock
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    jobs = [(s.path, s.project, out) for s in sources]
+    context = multiprocessing.get_context(method)
+    with concurrent.futures.ProcessPoolExecutor(count, mp_context=context) as pool:
+        results = pool.map(_prepare_one, jobs, chunksize=4)
+        try:
+            for source, result in zip(sources, results, strict=True):
+                yield source, result
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+
+
+_PARALLEL_FROM = 32  # sessions to write before worker processes pay for their start (~0.3 s each)
+
+
+def _worker_count(jobs: int, workers: int | None) -> int:
+    if workers is not None:
+        return max(1, min(workers, jobs))
+    if jobs < _PARALLEL_FROM:
+        return 1
+    return max(1, min(os.cpu_count() or 1, 4, jobs // 8))
+
+
+@functools.cache
+def _encodings(names: tuple[str, ...]) -> list[str]:
+    return [name for name in names if name not in _PLAIN]
+
+
+def _write_parquet(table: pa.Table, path: str) -> None:
+    keyed = _encodings(tuple(table.column_names))
+    pq.write_table(table, path, compression=_COMPRESSION, use_dictionary=keyed, write_statistics=keyed)
+
+
+def _write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def read_source(source: Source) -> SessionRows:
+    """The rows of one source (``NotASession``, ``OSError`` as :func:`read_rows` raises them)."""
+    return read_rows(source.path, parent_of=_parents)

@@ -1,0 +1,714 @@
+"""pisession.dataset: the tables against what the reference reads (golden data from the oracle),
+the Parquet folder read back by DuckDB, Polars and Spark, and incremental re-export.
+
+Golden data: tests/conformance/golden/read/ (every read case) and golden/dataset.json (Pi's usage
+breakdown per case, and a family of branched sessions written by Pi), made by
+tests/conformance/generate_dataset.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pa = pytest.importorskip("pyarrow", reason="pisession.dataset needs pyarrow (the test extra installs it)")
+pq = pytest.importorskip("pyarrow.parquet")
+
+import pisession  # noqa: E402
+from pisession.cli.main import main as cli_main  # noqa: E402
+from pisession.dataset import SCHEMAS, TABLES, DatasetError, tables, write_parquet  # noqa: E402
+
+HERE = Path(__file__).parent
+CONFORMANCE = HERE / "conformance"
+GOLDEN_READ = CONFORMANCE / "golden" / "read"
+
+
+def _load(path: Path) -> Any:
+    """JSON of a golden file; entries nested 1,200 levels need a deeper recursion limit, raised
+    only while loading (left raised, deep-JSON tests elsewhere would overflow the C stack)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20_000))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+GOLDEN = _load(CONFORMANCE / "golden" / "dataset.json")
+SAMPLE = Path(pisession.__file__).parent / "data" / "sample.jsonl"
+
+
+def _golden_read(name: str) -> dict[str, Any]:
+    return _load(GOLDEN_READ / f"{name}.json")  # type: ignore[no-any-return]
+
+
+# Cases pisession reads differently on purpose (docs/differences.md, tests/conformance/test_read.py).
+DIFFERENT = {"non_object_lines", "non_object_last_line", "v1_unparsed_lines", "v2_unparsed_lines"}
+READ_CASES = [
+    p.stem
+    for p in sorted(GOLDEN_READ.glob("*.json"))
+    if p.stem not in DIFFERENT and _golden_read(p.stem).get("ok") and "$NEW_ID" not in p.read_text()
+]
+
+
+def _rows(table: Any) -> list[dict[str, Any]]:
+    return table.to_pylist()  # type: ignore[no-any-return]
+
+
+def _positions(ids: list[Any], wanted: list[Any]) -> list[int]:
+    where = {entry_id: i for i, entry_id in enumerate(ids)}
+    return sorted(where[entry_id] for entry_id in wanted)
+
+
+# --------------------------------------------------------------------------- against the reference
+
+
+@pytest.mark.parametrize("name", READ_CASES)
+def test_tables_agree_with_the_reference_on_every_read_case(name: str, tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    shutil.copyfile(CONFORMANCE / "cases" / f"{name}.jsonl", path)
+    before = path.read_bytes()
+    dump = _golden_read(name)["dump"]
+    out = tables(paths=[path])
+    assert path.read_bytes() == before, "reading never writes"
+    entries = _rows(out["entries"])
+    golden_ids = [e.get("id") for e in dump["entries"]]
+    assert len(entries) == len(golden_ids)
+    assert _rows(out["sessions"])[0]["entry_count"] == len(golden_ids)
+    on_branch = [i for i, e in enumerate(entries) if e["on_leaf_branch"]]
+    in_context = [i for i, e in enumerate(entries) if e["in_context"]]
+    if len(set(golden_ids)) == len(golden_ids):
+        # by position: a version-1 file gets fresh ids on every read, the reference's too
+        assert on_branch == _positions(golden_ids, dump["branch"])
+        assert in_context == _positions(golden_ids, dump["current"]["contextEntries"])
+        leaf = _rows(out["sessions"])[0]["leaf_id"]
+        assert (golden_ids.index(dump["leafId"]) if dump["leafId"] else None) == (
+            [e["entry_id"] for e in entries].index(leaf) if leaf is not None else None
+        )
+        original = pisession.read_session_header(path) or {}
+        if isinstance(original.get("version"), int) and original["version"] >= 2:
+            assert [e["entry_id"] for e in entries] == golden_ids
+            labels = {e["entry_id"]: e["label"] for e in entries if e["label"] is not None}
+            assert labels == dump["labels"]
+    else:  # duplicated ids: compare as multisets
+        assert Counter(entries[i]["entry_id"] for i in on_branch) == Counter(dump["branch"])
+        assert Counter(entries[i]["entry_id"] for i in in_context) == Counter(
+            dump["current"]["contextEntries"]
+        )
+    messages = _rows(out["messages"])
+    assert sum(m["in_context"] for m in messages) == len(dump["current"]["context"]["messages"])
+    # the context's roles, in order, are those of the rows marked in_context, by context_index
+    ordered = sorted((m for m in messages if m["in_context"]), key=lambda m: m["context_index"])
+    assert [m["context_index"] for m in ordered] == list(range(len(ordered)))
+    assert [m["role"] for m in ordered] == [m.get("role") for m in dump["current"]["context"]["messages"]]
+    assert all(m["context_index"] is None for m in messages if not m["in_context"])
+    _assert_usage_matches(name, out)
+
+
+def _assert_usage_matches(name: str, out: dict[str, Any]) -> None:
+    breakdown = GOLDEN["usage"][name]
+    if isinstance(breakdown, dict):  # the reference throws on this file (a usage without cost)
+        return
+    cost: dict[str, float] = defaultdict(float)
+    tokens: dict[str, Any] = defaultdict(int)
+    for row in _rows(out["usage"]):
+        key = row["model_key"]
+        cost[key] = math.nan if row["cost"] is None else cost[key] + row["cost"]
+        parts = [row[k] for k in ("input", "output", "cache_read", "cache_write")]
+        tokens[key] = math.nan if None in parts else tokens[key] + sum(parts)
+    assert set(cost) >= {row["key"] for row in breakdown}
+    for row in breakdown:
+        # Pi writes NaN as null: such a key is null (unknown) in the table too
+        if row["cost"] is None:
+            assert math.isnan(cost[row["key"]])
+        else:
+            assert cost[row["key"]] == pytest.approx(row["cost"], rel=1e-12, abs=1e-15)
+        if row["tokens"] is None:
+            assert math.isnan(tokens[row["key"]])
+        else:
+            assert tokens[row["key"]] == row["tokens"]
+
+
+def _lay_family(root: Path) -> tuple[Path, dict[str, Path]]:
+    """The parent, its branched session and the branch's branch, as Pi wrote them, in one folder."""
+    folder = root / "sessions" / "--project--"
+    folder.mkdir(parents=True)
+    paths = {}
+    for name, text in GOLDEN["family"]["files"].items():
+        path = folder / name
+        path.write_text(text.replace("$DIR", str(folder)), encoding="utf-8")
+        paths[name] = path
+    return folder, paths
+
+
+def test_a_family_of_branched_sessions_counts_each_usage_once(tmp_path: Path) -> None:
+    folder, _ = _lay_family(tmp_path)
+    out = tables(session_dir=folder)
+    family = GOLDEN["family"]
+    sessions = {Path(r["session_file"]).name: r for r in _rows(out["sessions"])}
+    assert set(sessions) == set(family["files"])
+    entries = _rows(out["entries"])
+    usage = _rows(out["usage"])
+    by_session = {r["session_id"]: name for name, r in sessions.items()}
+    for name, read in family["read"].items():
+        own = [e for e in entries if by_session[e["session_id"]] == name]
+        assert [e["entry_id"] for e in own] == read["entries"]
+        assert sessions[name]["leaf_id"] == read["leafId"]
+        assert [e["entry_id"] for e in own if e["on_leaf_branch"]] == read["branch"]
+        assert sorted(e["entry_id"] for e in own if e["in_context"]) == sorted(read["contextEntries"])
+        # every usage row, copied or not, is what Pi's breakdown of that one file counts
+        rows = [u for u in usage if by_session[u["session_id"]] == name]
+        totals: dict[str, float] = defaultdict(float)
+        for u in rows:
+            totals[u["model_key"]] += u["cost"]
+        assert totals == pytest.approx({b["key"]: b["cost"] for b in family["usage"][name]})
+    # copies: same id and timestamp in the parent session; the parent has none
+    parent_of = {r["session_id"]: r["parent_session"] for r in sessions.values()}
+    stamps = {(e["session_id"], e["entry_id"]): e["timestamp"] for e in entries}
+    for e in entries:
+        parent = parent_of[e["session_id"]]
+        if parent is None:
+            assert not e["copied"]
+            continue
+        parent_id = next(r["session_id"] for r in sessions.values() if r["session_file"] == parent)
+        assert e["copied"] == (stamps.get((parent_id, e["entry_id"])) == e["timestamp"])
+    assert sum(e["copied"] for e in entries) > 10
+    # counted once: the branch of the branch holds everything, so it is the family's total
+    last = max(family["read"], key=lambda n: len(family["read"][n]["entries"]))
+    want = sum(b["cost"] for b in family["usage"][last])
+    assert sum(u["cost"] for u in usage if u["counted"]) == pytest.approx(want)
+    assert sum(u["cost"] for u in usage) > want * 2  # the copies are there, not counted
+
+
+def test_counted_usage_equals_pisession_usage_per_session_and_model(agent: Path) -> None:
+    from pisession.usage import usage_report
+
+    report = usage_report("session", catalog=False)
+    want: dict[tuple[str, str], tuple[float, int]] = {}
+    for row in report.rows:
+        for model in row.models:
+            assert row.session_file is not None
+            want[(row.session_file, model.model_name)] = (model.cost, int(model.total_tokens))
+    out = tables()
+    files = {r["session_id"]: r["session_file"] for r in _rows(out["sessions"])}
+    got: dict[tuple[str, str], list[Any]] = defaultdict(lambda: [0.0, 0])
+    for u in _rows(out["usage"]):
+        if u["counted"]:
+            key = (files[u["session_id"]], u["model_key"])
+            got[key][0] += u["cost"]
+            got[key][1] += u["input"] + u["output"] + u["cache_read"] + u["cache_write"]
+    got = {k: v for k, v in got.items() if v != [0.0, 0]}
+    assert set(got) == set(want) and len(want) > 5
+    for key, (cost, tokens) in want.items():
+        assert got[key][0] == pytest.approx(cost, rel=1e-12)
+        assert got[key][1] == tokens
+    assert sum(v[0] for v in got.values()) == pytest.approx(report.totals.total_cost)
+
+
+def test_tool_calls_are_matched_with_their_results_on_every_branch(tmp_path: Path) -> None:
+    folder, _ = _lay_family(tmp_path)
+    calls = _rows(tables(session_dir=folder)["tool_calls"])
+    assert {(c["tool_call_id"], c["name"], c["is_error"]) for c in calls} == {
+        ("call-1", "read", False),
+        ("call-2", "bash", True),
+    }
+    read = next(c for c in calls if c["tool_call_id"] == "call-1")
+    assert json.loads(read["arguments"]) == {"path": "config.toml"}
+    assert read["result_text"] == "[server]\nport = 80"
+    assert len(calls) == 6  # each call in the parent and in both copies
+
+
+def test_sample_session_tables_hold_pi_context(tmp_path: Path) -> None:
+    context = pisession.read_session(SAMPLE).build_session_context()
+    out = tables(paths=[SAMPLE])
+    messages = _rows(out["messages"])
+    assert sum(m["in_context"] for m in messages) == len(context.messages)
+    ordered = sorted((m for m in messages if m["in_context"]), key=lambda m: m["context_index"])
+    assert [m["context_index"] for m in ordered] == list(range(len(context.messages)))
+    assert [m["role"] for m in ordered] == [m.role for m in context.messages]
+    assert all(
+        t.schema.remove_metadata() == SCHEMAS[n].append(_project()).remove_metadata() for n, t in out.items()
+    )
+    entries = _rows(out["entries"])
+    lines = [line for line in SAMPLE.read_text(encoding="utf-8").split("\n")[1:] if line]
+    assert [e["json"] for e in entries] == lines
+
+
+def _project() -> Any:
+    from pisession.dataset._schema import PROJECT
+
+    return PROJECT
+
+
+@pytest.mark.parametrize(
+    ("name", "replaced_count", "removed"),
+    [
+        ("context_edits", 1, None),
+        ("context_edits_handwritten", 3, None),  # and a bash run an edit names, which Pi leaves as it is
+        ("context_edit_compaction", 0, "ffd5406e"),
+    ],
+)
+def test_context_edits_replace_or_remove_messages_in_context(
+    name: str, replaced_count: int, removed: str | None
+) -> None:
+    out = tables(paths=[CONFORMANCE / "cases" / f"{name}.jsonl"])
+    dump = _golden_read(name)["dump"]
+    messages = _rows(out["messages"])
+    context = dump["current"]["context"]["messages"]
+    in_context = sorted((m for m in messages if m["in_context"]), key=lambda m: m["context_index"])
+    assert len(in_context) == len(context)
+    for row, message in zip(in_context, context, strict=True):
+        content = message.get("content")
+        if row["context_text"] is not None:  # replaced: the row keeps the text as written
+            seen = (
+                content
+                if isinstance(content, str)
+                else "\n".join(b["text"] for b in content if b.get("type") == "text")
+            )
+            assert row["context_text"] == seen != row["text"]
+    assert sum(m["context_text"] is not None for m in messages) == replaced_count
+    if removed is not None:  # a context edit with replacement null: on the branch, out of the context
+        row = next(m for m in messages if m["entry_id"] == removed)
+        assert row["on_leaf_branch"] and not row["in_context"]
+
+
+# --------------------------------------------------------------------------- the Parquet folder
+
+
+def _corpus(root: Path) -> Path:
+    """An agent dir with three projects: the family, the sample, and read cases."""
+    _lay_family(root)
+    sample = root / "sessions" / "--sample--"
+    sample.mkdir()
+    shutil.copyfile(SAMPLE, sample / "sample.jsonl")
+    cases = root / "sessions" / "--cases--"
+    cases.mkdir()
+    for name in ("context_edits", "multiple_compactions", "branched_labels", "all_roles", "lone_surrogate"):
+        shutil.copyfile(CONFORMANCE / "cases" / f"{name}.jsonl", cases / f"{name}.jsonl")
+    _settle(root)
+    return root
+
+
+def _settle(root: Path) -> None:
+    """Files written a minute ago: one changed within ~50 ms of being read is read again next
+    time (it might have changed without its size or mtime showing it), which a test that writes
+    and exports at once would otherwise see."""
+    past = time.time() - 60
+    for path in root.rglob("*.jsonl"):
+        os.utime(path, (past, past))
+
+
+@pytest.fixture
+def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = _corpus(tmp_path / "agent")
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(root))
+    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
+    return root
+
+
+def _files(out: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(out)): (p.stat().st_ino, p.stat().st_mtime_ns)
+        for p in sorted(out.rglob("*.parquet"))
+    }
+
+
+def test_every_file_has_its_table_schema_and_the_hive_layout(agent: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    report = write_parquet(out)
+    assert report.sessions == 9 and report.written == 9 and report.files_written == 45
+    assert not report.skipped
+    for table in TABLES:
+        files = sorted((out / table).glob("project=*/*.parquet"))
+        assert len(files) == 9
+        for path in files:
+            assert pq.read_schema(path).remove_metadata() == SCHEMAS[table].remove_metadata()
+    assert {p.name for p in (out / "usage").iterdir()} == {
+        "project=--project--",
+        "project=--sample--",
+        "project=--cases--",
+    }
+
+
+def test_duckdb_and_polars_read_the_folder_as_the_tables(agent: Path, tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    pl = pytest.importorskip("polars")
+    out = tmp_path / "out"
+    write_parquet(out)
+    memory = tables()
+    for table in TABLES:
+        glob = f"{out}/{table}/**/*.parquet"
+        count = duckdb.sql(
+            f"SELECT count(*) FROM read_parquet('{glob}', hive_partitioning = true)"
+        ).fetchall()[0]
+        assert count == (memory[table].num_rows,)
+        assert (
+            pl.scan_parquet(f"{out}/{table}/", hive_partitioning=True).collect().height
+            == memory[table].num_rows
+        )
+    usage = memory["usage"]  # noqa: F841  (DuckDB reads the Arrow table by its name)
+    in_memory = duckdb.sql(
+        "SELECT project, model_key, round(sum(cost), 9), sum(input) FROM usage WHERE counted "
+        "GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    on_disk = duckdb.sql(
+        "SELECT project, model_key, round(sum(cost), 9), sum(input) "
+        f"FROM read_parquet('{out}/usage/**/*.parquet', hive_partitioning = true) "
+        "WHERE counted GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
+    assert on_disk == in_memory and len(on_disk) > 3
+    polars = (
+        pl.scan_parquet(f"{out}/usage/", hive_partitioning=True)
+        .filter(pl.col("counted"))
+        .group_by("project", "model_key")
+        .agg(pl.col("cost").sum().round(9), pl.col("input").sum())
+        .sort("project", "model_key")
+        .collect()
+        .rows()
+    )
+    assert [tuple(r) for r in polars] == [tuple(r) for r in in_memory]
+    # DuckDB and the oracle: the context of every session, and the leaf branch
+    for name, read in GOLDEN["family"]["read"].items():
+        found = duckdb.sql(
+            f"SELECT count(*) FILTER (WHERE m.in_context) FROM read_parquet('{out}/messages/**/*.parquet') m "
+            f"JOIN read_parquet('{out}/sessions/**/*.parquet') s USING (session_id) "
+            f"WHERE s.session_file LIKE '%{name}'"
+        ).fetchall()[0]
+        assert found == (read["contextMessages"],)
+
+
+def test_spark_reads_the_folder_and_sums_the_usage(agent: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("pyspark needs Java 17 or later (no java on PATH, JAVA_HOME unset)")
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    out = tmp_path / "out"
+    write_parquet(out)
+    want = sum(r["cost"] for r in _rows(tables()["usage"]) if r["counted"])
+    spark = (
+        SparkSession.builder.master("local[1]")
+        .appName("pisession-dataset-test")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "1")
+        .getOrCreate()
+    )
+    try:
+        usage = spark.read.parquet(str(out / "usage"))
+        assert "project" in usage.columns
+        got = usage.where(F.col("counted")).agg(F.sum("cost")).first()[0]
+        projects = {r[0] for r in usage.select("project").distinct().collect()}
+        entries = spark.read.parquet(str(out / "entries")).count()
+    finally:
+        spark.stop()
+    assert got == pytest.approx(want)
+    assert projects == {"--project--", "--sample--", "--cases--"}
+    assert entries == tables()["entries"].num_rows
+
+
+# --------------------------------------------------------------------------- incremental
+
+
+def test_re_export_rewrites_only_changed_sessions_and_removes_deleted_ones(
+    agent: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    write_parquet(out)
+    first = _files(out)
+    again = write_parquet(out)
+    assert (again.written, again.unchanged, again.removed) == (0, 9, 0)
+    assert _files(out) == first
+    sample = agent / "sessions" / "--sample--" / "sample.jsonl"
+    last = json.loads(sample.read_text(encoding="utf-8").rstrip("\n").rsplit("\n", 1)[-1])
+    line = {
+        "type": "message",
+        "id": "feedf00d",
+        "parentId": last["id"],
+        "timestamp": "2025-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": "one more", "timestamp": 1735689600000},
+    }
+    with sample.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line, separators=(",", ":")) + "\n")
+    past = time.time() - 30
+    os.utime(sample, (past, past))
+    report = write_parquet(out)
+    assert (report.written, report.unchanged, report.files_written) == (1, 8, 5)
+    now = _files(out)
+    changed = {name for name in first if now.get(name) != first[name]}
+    assert changed == {name for name in first if name.startswith(tuple(TABLES)) and "--sample--" in name}
+    assert len(changed) == 5
+    entries = pq.read_table(next((out / "entries" / "project=--sample--").glob("*.parquet")))
+    assert "feedf00d" in entries.column("entry_id").to_pylist()
+    (agent / "sessions" / "--cases--" / "context_edits.jsonl").unlink()
+    report = write_parquet(out)
+    assert (report.written, report.removed) == (0, 1)
+    assert len(_files(out)) == 40
+    assert all("--cases--" not in n or "context_edits" not in n for n in _files(out))
+    full = write_parquet(out, full=True)
+    assert full.written == 8
+
+
+def test_progress_is_reported_up_to_the_last_session(agent: Path, tmp_path: Path) -> None:
+    calls: list[tuple[int, int]] = []
+    write_parquet(tmp_path / "out", on_progress=lambda done, total: calls.append((done, total)))
+    assert calls[-1] == (9, 9) and [d for d, _ in calls] == sorted(d for d, _ in calls)
+    calls.clear()
+    write_parquet(tmp_path / "out", on_progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(9, 9)]  # nothing to write: done at once
+
+
+def test_worker_processes_write_the_same_folder(agent: Path, tmp_path: Path) -> None:
+    alone, pooled = tmp_path / "alone", tmp_path / "pooled"
+    assert write_parquet(alone, workers=1).written == 9
+    report = write_parquet(pooled, workers=2)
+    assert (report.written, report.files_written) == (9, 45)
+    assert sorted(p.relative_to(pooled) for p in pooled.rglob("*.parquet")) == sorted(
+        p.relative_to(alone) for p in alone.rglob("*.parquet")
+    )
+    for path in alone.rglob("*.parquet"):
+        assert pq.read_table(pooled / path.relative_to(alone)).equals(pq.read_table(path))
+    assert not [p for p in pooled.rglob("*") if p.name.endswith(".tmp")]
+    assert write_parquet(pooled, workers=2).unchanged == 9
+
+
+def test_a_changed_parent_rewrites_its_forks_copied_column(agent: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_parquet(out)
+    folder = agent / "sessions" / "--project--"
+    parent = next(p for p in folder.iterdir() if "parentSession" not in p.read_text().split("\n", 1)[0])
+    parent.unlink()
+    report = write_parquet(out)
+    assert report.removed == 1
+    assert report.written == 1  # the branch whose parent is gone: its copies are now its own
+    usage = duckdb_sum(out)
+    assert usage == pytest.approx(sum(r["cost"] for r in _rows(tables()["usage"]) if r["counted"]))
+
+
+def duckdb_sum(out: Path) -> float:
+    duckdb = pytest.importorskip("duckdb")
+    row = duckdb.sql(
+        f"SELECT sum(cost) FROM read_parquet('{out}/usage/**/*.parquet') WHERE counted"
+    ).fetchall()[0]
+    assert row is not None
+    return float(row[0])
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(
+    agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pisession.dataset import _export
+
+    out = tmp_path / "out"
+    write_parquet(out)
+    before = {p: p.read_bytes() for p in out.rglob("*.parquet")}
+    real = _export._write_parquet
+
+    def half_then_fail(table: Any, path: str) -> None:
+        real(table, path)
+        with open(path, "r+b") as handle:
+            handle.truncate(100)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_export, "_write_parquet", half_then_fail)
+    with pytest.raises(OSError):
+        write_parquet(out, full=True)
+    assert {p: p.read_bytes() for p in out.rglob("*.parquet")} == before
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+    monkeypatch.setattr(_export, "_write_parquet", real)
+    assert write_parquet(out).unchanged == 9  # the manifest was not advanced past what was written
+
+
+def test_leftover_temporaries_are_removed(agent: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_parquet(out)
+    stale = out / "usage" / "project=--sample--" / ".x.parquet.123.abcd.tmp"
+    stale.write_bytes(b"PAR1 partial")
+    write_parquet(out)
+    assert not stale.exists()
+
+
+# --------------------------------------------------------------------------- hostile input
+
+
+def _session(path: Path, session_id: str, cwd: str = "/work") -> None:
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": session_id,
+        "timestamp": "2025-01-01T00:00:00.000Z",
+        "cwd": cwd,
+    }
+    entry = {
+        "type": "message",
+        "id": "aaaa0001",
+        "parentId": None,
+        "timestamp": "2025-01-01T00:00:01.000Z",
+        "message": {"role": "user", "content": "hi", "timestamp": 1735689601000},
+    }
+    path.write_text(json.dumps(header) + "\n" + json.dumps(entry) + "\n", encoding="utf-8")
+
+
+def test_hostile_session_ids_and_folder_names_stay_inside_the_output(tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    pl = pytest.importorskip("polars")
+    root = tmp_path / "agent" / "sessions"
+    odd = root / "--a=b%2F c#d--"
+    odd.mkdir(parents=True)
+    _session(odd / "1.jsonl", "../../../escape")
+    _session(odd / "2.jsonl", "same-id")
+    _session(odd / "3.jsonl", "same-id")  # a copied file: two sessions, one id
+    _session(odd / "4.jsonl", "SAME-ID")  # equal but for case
+    _session(odd / "5.jsonl", "")
+    (odd / "6.jsonl").write_text('{"type":"message"}\nnot json\n', encoding="utf-8")
+    out = tmp_path / "out"
+    os.environ["PI_CODING_AGENT_DIR"] = str(tmp_path / "agent")
+    try:
+        report = write_parquet(out)
+    finally:
+        del os.environ["PI_CODING_AGENT_DIR"]
+    assert report.written == 5 and [Path(s.path).name for s in report.skipped] == ["6.jsonl"]
+    made = sorted(p.relative_to(out) for p in out.rglob("*.parquet"))
+    assert len(made) == 25
+    assert all(len(p.parts) == 3 for p in made), made  # table / project=... / file: nothing escaped
+    stems = {p.name for p in made}
+    assert "same-id.parquet" in stems and len(stems) == 5
+    assert not (tmp_path / "escape.parquet").exists()
+    projects = duckdb.sql(
+        f"SELECT DISTINCT project FROM read_parquet('{out}/sessions/**/*.parquet', hive_partitioning = true)"
+    ).fetchall()
+    assert projects == [("--a=b%2F c#d--",)]
+    ids = pl.scan_parquet(f"{out}/sessions/", hive_partitioning=True).collect()["session_id"].to_list()
+    assert sorted(ids) == sorted(["../../../escape", "same-id", "same-id", "SAME-ID", ""])
+
+
+def test_an_output_folder_that_is_not_a_dataset_is_refused_untouched(tmp_path: Path) -> None:
+    out = tmp_path / "home"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(DatasetError, match="not empty"):
+        write_parquet(out, session_dir=tmp_path)
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    with pytest.raises(DatasetError, match="not a folder"):
+        write_parquet(tmp_path / "file", session_dir=tmp_path)
+
+
+def test_a_second_export_into_the_same_folder_waits_then_says_so(
+    agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import filelock
+
+    from pisession.dataset import _export
+
+    out = tmp_path / "out"
+    write_parquet(out)
+    monkeypatch.setattr(_export, "LOCK_TIMEOUT", 0.2)
+    with (
+        filelock.FileLock(str(out / ".pisession-dataset.lock")),
+        pytest.raises(DatasetError, match="another export"),
+    ):
+        write_parquet(out, full=True)
+
+
+def test_file_and_folder_names_that_are_not_utf8_are_skipped(tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    folder.mkdir()
+    _session(folder / "ok.jsonl", "ok")
+    _session(Path(os.fsdecode(bytes(folder) + b"/bad-\xff.jsonl")), "bad")
+    out = tmp_path / "out"
+    report = write_parquet(out, session_dir=folder)
+    assert (report.sessions, report.written) == (1, 1)
+    assert (out / "sessions" / "project=s" / "ok.parquet").exists()
+
+
+def test_a_path_that_is_not_a_session_raises_a_typed_error(tmp_path: Path) -> None:
+    bad = tmp_path / "x.jsonl"
+    bad.write_text('{"type":"message"}\n', encoding="utf-8")
+    with pytest.raises(pisession.InvalidSessionError):
+        tables(paths=[bad])
+
+
+def test_a_session_with_no_entries_writes_typed_empty_tables(tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "h.jsonl").write_text(
+        '{"type":"session","version":3,"id":"h1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}\n'
+    )
+    out = tmp_path / "out"
+    write_parquet(out, session_dir=folder)
+    for table in TABLES:
+        read = pq.read_table(out / table / "project=s" / "h1.parquet")
+        assert read.schema.remove_metadata() == SCHEMAS[table].remove_metadata()
+        assert read.num_rows == (1 if table == "sessions" else 0)
+
+
+def test_a_session_dir_holding_project_folders_is_read_as_a_sessions_root(agent: Path) -> None:
+    by_root = tables(session_dir=agent / "sessions")["sessions"]
+    assert by_root.num_rows == 9
+    assert set(by_root.column("project").to_pylist()) == {"--project--", "--sample--", "--cases--"}
+
+
+def test_cwd_selects_one_project(agent: Path) -> None:
+    folder = agent / "sessions" / "--elsewhere--"
+    folder.mkdir()
+    _session(folder / "a.jsonl", "a1", cwd="/elsewhere")
+    _session(folder / "b.jsonl", "b1", cwd="/other")
+    assert [r["session_id"] for r in _rows(tables(cwd="/elsewhere")["sessions"])] == ["a1", "b1"]
+    # another folder (Pi's --session-dir): only the sessions whose header names the cwd, as Pi lists them
+    shared = agent / "shared"
+    shutil.copytree(folder, shared)
+    assert [r["session_id"] for r in _rows(tables(cwd="/elsewhere", session_dir=shared)["sessions"])] == [
+        "a1"
+    ]
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_cli_writes_the_folder_and_reports(
+    agent: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert cli_main(["dataset", str(out)]) == 0
+    assert "9 sessions, 9 written (45 files)" in capsys.readouterr().out
+    assert cli_main(["dataset", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["unchanged"] == 9
+    assert cli_main(["dataset", str(out), "--cwd", str(tmp_path / "nowhere")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    (tmp_path / "file").write_text("x")
+    assert cli_main(["dataset", str(tmp_path / "file")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("pisession: error:") and "Traceback" not in err
+
+
+def test_cli_without_pyarrow_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in [m for m in sys.modules if m == "pyarrow" or m.startswith(("pyarrow.", "pisession.dataset"))]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow raises ImportError
+    assert cli_main(["dataset", str(tmp_path / "out"), "--session-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert 'pip install "pisession[data]"' in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_import_pisession_and_pisession_tree_do_not_import_the_dataset() -> None:
+    code = (
+        "import sys, pisession; from pisession.cli.main import main; "
+        f"main(['tree', {str(SAMPLE)!r}]); "
+        "print('pyarrow' in sys.modules, 'pisession.dataset' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "False False"
