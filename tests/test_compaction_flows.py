@@ -327,7 +327,8 @@ def _gone(pid: int) -> bool:
 
 
 def _wait_gone(pid: int) -> bool:
-    for _ in range(100):
+    # A bound for a loaded machine (the kill is immediate; being scheduled to die may not be).
+    for _ in range(600):
         if _gone(pid):
             return True
         time.sleep(0.05)
