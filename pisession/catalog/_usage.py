@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterable
@@ -19,6 +20,7 @@ from typing import Any
 from .._attribution import usage_fields
 from .._js import MISSING, js_date_ms
 from .._load import open_regular, parse_line
+from .._paths import resolve_path
 
 UsageRow = tuple[str, str, int, str, Any, Any, Any, Any, Any]
 
@@ -300,7 +302,7 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
             header = json.loads(row.header)
             if isinstance(header, dict):
                 sessions[row.id] = (row.path, header)
-    by_path = {path: file_id for file_id, (path, _) in sessions.items()}
+    find_parent = _parent_finder(sessions)
 
     def started(file_id: int) -> tuple[int, str]:
         path, header = sessions[file_id]
@@ -310,7 +312,7 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
     scope: list[tuple[int, int | None]] = []
     for file_id, (_, header) in sessions.items():
         parent = header.get("parentSession")
-        parent_id = by_path.get(parent) if isinstance(parent, str) and parent else None
+        parent_id = find_parent(parent) if isinstance(parent, str) and parent else None
         if parent_id is not None and not started(parent_id) < started(file_id):
             parent_id = None
         scope.append((file_id, parent_id))
@@ -321,6 +323,48 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
         if row.id in sessions and row.size > row.parsed:
             groups += _unfinished_line(connection, row, sessions[row.id][1], parents.get(row.id))
     return UsageScan(groups, sessions, damaged)
+
+
+def _parent_finder(sessions: dict[int, tuple[str, dict[str, Any]]]) -> Callable[[str], int | None]:
+    """``parentSession`` → the file id of the session it names, or None.
+
+    Pi writes the parent's path as it was then: absolute for ``forkFrom`` (symbolic links kept),
+    as the session folder was given for a branched session (relative when that folder was), and
+    the report may read the folder by another name (relative, or through a link). So the path is
+    matched as written, then resolved against the current folder, then with links resolved; each
+    step is taken only for the parents the previous ones did not find."""
+    by_path = {path: file_id for file_id, (path, _) in sessions.items()}
+    resolved: dict[str, int] | None = None
+    real: dict[str, int] | None = None
+    folders: dict[str, str] = {}
+
+    def find(parent: str) -> int | None:
+        nonlocal resolved, real
+        found = by_path.get(parent)
+        if found is not None:
+            return found
+        try:
+            if resolved is None:
+                resolved = {resolve_path(path): file_id for path, file_id in by_path.items()}
+            found = resolved.get(resolve_path(parent))
+            if found is not None:
+                return found
+            if real is None:
+                real = {_real(path, folders): file_id for path, file_id in by_path.items()}
+            return real.get(_real(parent, folders))
+        except (OSError, ValueError):  # a path the system cannot take (a NUL byte, too long)
+            return None
+
+    return find
+
+
+def _real(path: str, folders: dict[str, str]) -> str:
+    """The path with its folder's links resolved (one ``realpath`` per folder, not per file)."""
+    folder, name = os.path.split(path)
+    real = folders.get(folder)
+    if real is None:
+        real = folders[folder] = os.path.realpath(folder or ".")
+    return os.path.join(real, name)
 
 
 def _unfinished_line(

@@ -1,0 +1,92 @@
+"""A hostile review of ``pisession usage``: inputs the first tests did not try."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pisession.usage import usage_report
+
+USAGE = {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "cost": {"total": 0.25}}
+
+
+def entry(entry_id: str, stamp: str, cost: float = 0.25, parent: str | None = None) -> dict[str, Any]:
+    return {
+        "type": "usage",
+        "id": entry_id,
+        "parentId": parent,
+        "timestamp": stamp,
+        "kind": "k",
+        "provider": "p",
+        "model": "m",
+        "usage": {**USAGE, "cost": {"total": cost}},
+    }
+
+
+def write_session(
+    path: Path, stamp: str, entries: list[dict[str, Any]], parent: str | None = None, **extra: Any
+) -> Path:
+    header: dict[str, Any] = {
+        "type": "session",
+        "version": 3,
+        "id": path.stem,
+        "timestamp": stamp,
+        "cwd": "/x",
+    }
+    if parent is not None:
+        header["parentSession"] = parent
+    header.update(extra)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(e) + "\n" for e in [header, *entries]), encoding="utf-8")
+    return path
+
+
+def parent_and_fork(folder: Path, parent_path: str | None = None) -> tuple[Path, Path]:
+    """A parent with one usage and a fork that copied it (parentSession as Pi's forkFrom writes
+    it: the parent's path, absolute, symbolic links kept) and spent once more itself."""
+    copied = entry("aaaa0001", "2026-11-20T10:00:00.000Z", 1.0)
+    parent = write_session(
+        folder / "2026-11-20T09-00-00-000Z_parent.jsonl", "2026-11-20T09:00:00.000Z", [copied]
+    )
+    fork = write_session(
+        folder / "2026-11-21T09-00-00-000Z_fork.jsonl",
+        "2026-11-21T09:00:00.000Z",
+        [copied, entry("bbbb0002", "2026-11-21T10:00:00.000Z", 0.5, "aaaa0001")],
+        parent=parent_path if parent_path is not None else str(parent),
+    )
+    return parent, fork
+
+
+def session_costs(**kwargs: Any) -> dict[str, float]:
+    report = usage_report("session", timezone="UTC", **kwargs)
+    return {Path(row.key).name.split("_")[1]: row.total_cost for row in report.rows}
+
+
+@pytest.mark.parametrize("catalog", [True, False], ids=["catalog", "files"])
+def test_a_relative_session_dir_still_counts_a_forks_copies_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, catalog: bool
+) -> None:
+    parent_and_fork(tmp_path / "flat")
+    monkeypatch.chdir(tmp_path)
+    costs = session_costs(session_dir="flat", catalog=catalog)
+    assert costs == {"parent.jsonl": 1.0, "fork.jsonl": 0.5}
+
+
+@pytest.mark.parametrize("catalog", [True, False], ids=["catalog", "files"])
+def test_a_session_dir_reached_through_a_symlink_counts_a_forks_copies_once(
+    tmp_path: Path, catalog: bool
+) -> None:
+    parent_and_fork(tmp_path / "real")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert session_costs(session_dir=tmp_path / "link", catalog=catalog) == {
+        "parent.jsonl": 1.0,
+        "fork.jsonl": 0.5,
+    }
+    # and the other way round: Pi wrote the fork through the link, the report reads the real folder
+    other = tmp_path / "other"
+    parent_and_fork(other, str(tmp_path / "other-link" / "2026-11-20T09-00-00-000Z_parent.jsonl"))
+    (tmp_path / "other-link").symlink_to(other)
+    assert session_costs(session_dir=other, catalog=catalog) == {"parent.jsonl": 1.0, "fork.jsonl": 0.5}
