@@ -90,8 +90,8 @@ class ModelUsage:
 
     @property
     def total_tokens(self) -> Number:
-        """input + output + cache creation + cache read, as Pi counts tokens."""
-        return self.input_tokens + self.output_tokens + self.cache_creation_tokens + self.cache_read_tokens
+        """input + output + cache read + cache creation, in Pi's order (the same sum for floats)."""
+        return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_creation_tokens
 
     def to_wire(self) -> dict[str, Any]:
         """ccusage's ``modelBreakdowns`` item."""
@@ -118,8 +118,8 @@ class UsageTotals:
 
     @property
     def total_tokens(self) -> Number:
-        """input + output + cache creation + cache read, as Pi counts tokens."""
-        return self.input_tokens + self.output_tokens + self.cache_creation_tokens + self.cache_read_tokens
+        """input + output + cache read + cache creation, in Pi's order (the same sum for floats)."""
+        return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_creation_tokens
 
     def to_wire(self) -> dict[str, Any]:
         """ccusage's ``totals`` object."""

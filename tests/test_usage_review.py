@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -90,3 +91,28 @@ def test_a_session_dir_reached_through_a_symlink_counts_a_forks_copies_once(
     parent_and_fork(other, str(tmp_path / "other-link" / "2026-11-20T09-00-00-000Z_parent.jsonl"))
     (tmp_path / "other-link").symlink_to(other)
     assert session_costs(session_dir=other, catalog=catalog) == {"parent.jsonl": 1.0, "fork.jsonl": 0.5}
+
+
+@pytest.mark.parametrize("catalog", [True, False], ids=["catalog", "files"])
+def test_token_counts_past_sqlites_integers_are_read_as_javascript_reads_them(
+    tmp_path: Path, catalog: bool
+) -> None:
+    # the oracle's `usage` of this file: p/m0 1.1990383647911209e+21 tokens, p/m1
+    # 9232379236109517000, p/m2 Infinity (10**400 is past the doubles), each $1
+    header = {"type": "session", "version": 3, "id": "big", "timestamp": "2026-02-02T00:00:00.000Z"}
+    lines = [json.dumps(header)]
+    for i, value in enumerate([2**70, 2**63 - 1, 2**63 - 1, 2**64 + 1, 9007199254740993, 10**400]):
+        lines.append(  # written by hand: json.dumps would not keep 10**400 an integer
+            f'{{"type":"usage","id":"b{i}","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",'
+            f'"kind":"k","provider":"p","model":"m{i % 3}","usage":{{"input":{value},"output":1,'
+            '"cacheRead":0,"cacheWrite":0,"cost":{"total":0.5}}}'
+        )
+    folder = tmp_path / "flat"
+    folder.mkdir()
+    (folder / "big.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (row,) = usage_report("session", session_dir=folder, timezone="UTC", catalog=catalog).rows
+    assert {m.model_name: (m.cost, m.total_tokens) for m in row.models} == {
+        "p/m0": (1.0, 1.1990383647911209e21),
+        "p/m1": (1.0, 9232379236109517000.0),
+        "p/m2": (1.0, math.inf),
+    }
