@@ -116,3 +116,47 @@ def test_token_counts_past_sqlites_integers_are_read_as_javascript_reads_them(
         "p/m1": (1.0, 9232379236109517000.0),
         "p/m2": (1.0, math.inf),
     }
+
+
+@pytest.mark.parametrize(
+    ("stamp", "iso"),
+    [
+        ("+010000-01-01T00:00:00.000Z", "+010000-01-01T00:00:00.000Z"),
+        ("+275760-09-13T00:00:00.000Z", "+275760-09-13T00:00:00.000Z"),
+        ("0000-03-01T12:00:00.000Z", "0000-03-01T12:00:00.000Z"),
+        ("-000001-12-31T23:59:59.999Z", "-000001-12-31T23:59:59.999Z"),
+        ("-271821-04-20T00:00:00.000Z", "-271821-04-20T00:00:00.000Z"),
+    ],
+)
+def test_a_session_dated_outside_pythons_years_shows_its_time_as_javascript_writes_it(
+    tmp_path: Path, stamp: str, iso: str
+) -> None:
+    folder = tmp_path / "flat"
+    write_session(folder / "odd.jsonl", "2026-02-02T00:00:00.000Z", [entry("aaaa0001", stamp)])
+    (row,) = usage_report("session", session_dir=folder, timezone="UTC").rows
+    assert (row.first_activity, row.last_activity, row.total_cost) == (iso, iso, 0.25)
+
+
+# new Date(ms).toISOString() and new Date(text).getTime() in Node, for years Python's datetime lacks
+JS_DATES = {
+    "0400-12-22T08:40:16.000Z": -49513648784000,
+    "-000400-01-01T00:00:00.000Z": -74790000000000,
+    "-000401-12-31T23:59:59.999Z": -74790000000001,
+    "-001200-01-01T00:00:00.000Z": -100035561600000,
+    "-271821-04-20T00:00:00.000Z": -8640000000000000,
+    "+275760-09-13T00:00:00.000Z": 8640000000000000,
+}
+
+
+@pytest.mark.parametrize(("iso", "ms"), sorted(JS_DATES.items()))
+def test_iso_times_of_any_javascript_year_read_and_write_as_javascript_does(iso: str, ms: int) -> None:
+    from pisession._js import iso_from_ms, js_date_ms
+
+    assert iso_from_ms(ms) == iso
+    assert js_date_ms(iso) == ms
+
+
+def test_minus_zero_is_not_a_year() -> None:
+    from pisession._js import js_date_ms
+
+    assert js_date_ms("-000000-01-01T00:00:00.000Z") is None  # Node: NaN
