@@ -71,7 +71,8 @@ _WIRE_KEY = {"daily": "date", "weekly": "week", "monthly": "month", "project": "
 
 
 def _wire_number(value: Number) -> Number | None:
-    return None if isinstance(value, float) and math.isnan(value) else value  # JSON has no NaN: null
+    # JSON has no NaN or Infinity: null, as JSON.stringify writes them
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 @final

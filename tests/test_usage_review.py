@@ -160,3 +160,32 @@ def test_minus_zero_is_not_a_year() -> None:
     from pisession._js import js_date_ms
 
     assert js_date_ms("-000000-01-01T00:00:00.000Z") is None  # Node: NaN
+
+
+def test_json_never_holds_infinity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pisession.cli.main import main
+
+    folder = tmp_path / "flat"
+    stamp = "2026-01-01T00:00:00.000Z"
+    dear = [entry("aaaa0001", stamp, 1e308), entry("aaaa0002", stamp, 1e308)]
+    write_session(folder / "inf.jsonl", stamp, dear)
+    assert main(["usage", "session", "--json", "--timezone", "UTC", "--session-dir", str(folder)]) == 0
+
+    def refuse(name: str) -> None:
+        raise AssertionError(f"{name} is not JSON")
+
+    wire = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    # JSON.stringify writes Infinity as null, as the report writes NaN
+    assert wire["totals"]["totalCost"] is None
+    assert wire["sessions"][0]["modelBreakdowns"][0]["cost"] is None
+
+
+def test_the_table_shows_infinity_as_inf() -> None:
+    from pisession.cli.usage import _dollars, _tokens
+
+    assert (_tokens(math.inf), _dollars(math.inf), _dollars(-math.inf), _dollars(math.nan)) == (
+        "Inf",
+        "Inf",
+        "-Inf",
+        "NaN",
+    )

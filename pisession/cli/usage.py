@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -34,6 +35,8 @@ def _tokens(value: float) -> str:
     """A token count in at most seven characters: 999,999 then 12.35M, 1.23B."""
     if value != value:
         return "NaN"
+    if value in (math.inf, -math.inf):
+        return "-Inf" if value < 0 else "Inf"
     if abs(value) < 1_000_000:
         return f"{round(value):,}"
     for size, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
@@ -43,7 +46,9 @@ def _tokens(value: float) -> str:
 
 
 def _dollars(value: float) -> str:
-    return "NaN" if value != value else f"${value:,.2f}"
+    if value != value or value in (math.inf, -math.inf):
+        return _tokens(value)
+    return f"${value:,.2f}"
 
 
 def _cut(text: str, room: int, *, keep_end: bool) -> str:
