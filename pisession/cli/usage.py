@@ -27,7 +27,7 @@ _HEADINGS = {
 }
 _NUMBERS = ("Input", "Output", "C.write", "C.read", "Total")
 _NUMBER_WIDTH = 7
-_COST_WIDTH = 9  # $9,999.99: a dearer row pushes its own line one character wider
+_COST_WIDTH = 9  # $9,999.99, $999,999, $999.99M: see _dollars
 _PROGRESS_AFTER = 1.0  # seconds: a first build shows its progress, a warm report never does
 
 
@@ -46,9 +46,19 @@ def _tokens(value: float) -> str:
 
 
 def _dollars(value: float) -> str:
+    """Dollars in at most nine characters: $9,999.99, then whole dollars ($999,999), then $12.35M,
+    $1.23B, $1.23T (the JSON keeps the exact figure)."""
     if value != value or value in (math.inf, -math.inf):
         return _tokens(value)
-    return f"${value:,.2f}"
+    size = abs(value)
+    if size < 9_999.995:
+        return f"${value:,.2f}"
+    if size < 999_999.5:
+        return f"${value:,.0f}"
+    for unit_size, unit in ((1e6, "M"), (1e9, "B")):
+        if size < unit_size * 999.995:  # else it would round to 1000.00 of this unit
+            return f"${value / unit_size:.2f}{unit}"
+    return f"${value / 1e12:.2f}T"
 
 
 def _cut(text: str, room: int, *, keep_end: bool) -> str:
