@@ -203,3 +203,30 @@ def test_a_dear_row_still_fits_80_columns(cost: float) -> None:
     lines = format_table(report, breakdown=True, columns=80)
     assert all(len(line) <= 80 for line in lines), lines
     assert lines[-1].startswith("Total")
+
+
+@pytest.mark.parametrize("fork_stamp", ["2026-11-20T09:00:00.000Z", "not a time", None])
+def test_a_fork_not_started_after_its_parent_still_counts_its_copies_once(
+    tmp_path: Path, fork_stamp: str | None
+) -> None:
+    # the same millisecond as the parent (a frozen clock), or a header time that does not parse:
+    # the order of the header times matters only to break a cycle of parentSession links
+    folder = tmp_path / "flat"
+    copied = entry("aaaa0001", "2026-11-20T10:00:00.000Z", 1.0)
+    stamp = "2026-11-20T09:00:00.000Z"
+    parent = write_session(folder / "2026-11-20T09-00-00-000Z_zparent.jsonl", stamp, [copied])
+    fork = write_session(
+        folder / "2026-11-20T09-00-00-000Z_afork.jsonl",
+        "2026-11-20T09:00:00.000Z",
+        [copied, entry("bbbb0002", "2026-11-21T10:00:00.000Z", 0.5, "aaaa0001")],
+        parent=str(parent),
+    )
+    if fork_stamp != "2026-11-20T09:00:00.000Z":
+        lines = fork.read_text(encoding="utf-8").split("\n")
+        header = json.loads(lines[0])
+        if fork_stamp is None:
+            del header["timestamp"]
+        else:
+            header["timestamp"] = fork_stamp
+        fork.write_text("\n".join([json.dumps(header), *lines[1:]]), encoding="utf-8")
+    assert session_costs(session_dir=folder) == {"zparent.jsonl": 1.0, "afork.jsonl": 0.5}

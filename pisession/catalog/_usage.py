@@ -291,7 +291,7 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
     """Sum the usage of the session files ``rows`` (catalog ``files`` rows, up to date).
 
     A session's parent is the file its header's ``parentSession`` names, when that file is among
-    ``rows`` and was started earlier (header time, then path, breaks ties and cycles): the
+    ``rows`` (a cycle of such links is cut where a session names a later one): the
     entries a session shares with its parent were spent in the parent (or further up, where the
     parent in turn shares them), and count there only. A parent that is not among ``rows``
     (deleted, or in a folder not read) leaves the copies counted in the session that holds them.
@@ -309,13 +309,19 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
         stamp = header.get("timestamp")
         return (js_date_ms(stamp) if isinstance(stamp, str) else None) or 0, path
 
-    scope: list[tuple[int, int | None]] = []
+    links: dict[int, int] = {}
     for file_id, (_, header) in sessions.items():
         parent = header.get("parentSession")
         parent_id = find_parent(parent) if isinstance(parent, str) and parent else None
-        if parent_id is not None and not started(parent_id) < started(file_id):
-            parent_id = None
-        scope.append((file_id, parent_id))
+        if parent_id is not None and parent_id != file_id:
+            links[file_id] = parent_id
+    # A cycle of parentSession links (only hand-made files have one) is cut where a session
+    # names one started later than itself; any other link is followed, whatever the header
+    # times say (a fork made in its parent's millisecond, a header time that does not parse).
+    for file_id in _in_cycles(links):
+        if not started(links[file_id]) < started(file_id):
+            del links[file_id]
+    scope: list[tuple[int, int | None]] = [(file_id, links.get(file_id)) for file_id in sessions]
     damaged = {k: v for k, v in damaged_lines(connection).items() if k in sessions}
     groups = usage_groups(connection, scope)
     parents = dict(scope)
@@ -323,6 +329,24 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
         if row.id in sessions and row.size > row.parsed:
             groups += _unfinished_line(connection, row, sessions[row.id][1], parents.get(row.id))
     return UsageScan(groups, sessions, damaged)
+
+
+def _in_cycles(links: dict[int, int]) -> list[int]:
+    """The sessions that lie on a cycle of ``links`` (each session names at most one parent)."""
+    state: dict[int, int] = {}  # 1: on the walk being made, 2: done
+    on_cycles: list[int] = []
+    for start in links:
+        walk: list[int] = []
+        node: int | None = start
+        while node is not None and node not in state:
+            state[node] = 1
+            walk.append(node)
+            node = links.get(node)
+        if node is not None and state[node] == 1:  # the walk came back to itself
+            on_cycles.extend(walk[walk.index(node) :])
+        for visited in walk:
+            state[visited] = 2
+    return on_cycles
 
 
 def _parent_finder(sessions: dict[int, tuple[str, dict[str, Any]]]) -> Callable[[str], int | None]:
