@@ -230,3 +230,22 @@ def test_a_fork_not_started_after_its_parent_still_counts_its_copies_once(
             header["timestamp"] = fork_stamp
         fork.write_text("\n".join([json.dumps(header), *lines[1:]]), encoding="utf-8")
     assert session_costs(session_dir=folder) == {"zparent.jsonl": 1.0, "afork.jsonl": 0.5}
+
+
+@pytest.mark.parametrize("forked", [False, True], ids=["session", "fork"])
+def test_sums_past_sqlites_integers_do_not_crash(tmp_path: Path, forked: bool) -> None:
+    # 1,100 usages of 2**53 input tokens each: the oracle's `usage` gives p/m 9907919180215093000
+    # tokens and $1,100 (JavaScript adds in doubles)
+    folder = tmp_path / "flat"
+    stamp = "2026-01-01T00:00:00.000Z"
+    parent = write_session(folder / "p.jsonl", stamp, [])
+    usages = [entry(f"u{i:05d}", stamp, 1.0) for i in range(1100)]
+    for usage in usages:
+        usage["usage"]["input"] = 2**53
+        usage["usage"]["output"] = 1
+        usage["usage"]["cacheRead"] = usage["usage"]["cacheWrite"] = 0
+    fork_of = str(parent) if forked else None
+    write_session(folder / "f.jsonl", "2026-01-02T00:00:00.000Z", usages, parent=fork_of)
+    (row,) = usage_report("session", session_dir=folder, timezone="UTC").rows
+    ((cost, tokens),) = [(m.cost, m.total_tokens) for m in row.models]
+    assert (cost, tokens) == (1100.0, 9907919180215093000.0)

@@ -160,6 +160,7 @@ def _number(value: float) -> float | None:
 
 
 QUARTER_MS = 900_000
+_SAFE = 2**53
 
 
 def quarter_of(ms: int) -> int:
@@ -212,7 +213,9 @@ def _sums(rows: list[UsageRow]) -> dict[tuple[str, int], list[Any]]:
             if value is None:
                 sums[5 + i] += 1
             else:
-                sums[i] += value
+                total = sums[i] + value
+                # past 2**53 JavaScript's sum is a double, and SQLite's integers end at 2**63
+                sums[i] = float(total) if type(total) is int and not -_SAFE <= total <= _SAFE else total
         if ms < sums[10]:
             sums[10] = ms
         if ms > sums[11]:
@@ -243,7 +246,7 @@ WHERE c.parent_id IS NULL
 # A session with a parent: its entries, less those that have the same id and timestamp there.
 _FORK_SUMS = """
 SELECT u.file_id, u.model_key, (u.ms - (u.ms < 0) * 899999) / 900000 AS quarter,
-       SUM(u.input), SUM(u.output), SUM(u.cache_read), SUM(u.cache_write), SUM(u.cost),
+       SUM({0}u.input), SUM({0}u.output), SUM({0}u.cache_read), SUM({0}u.cache_write), SUM(u.cost),
        SUM(u.input IS NULL), SUM(u.output IS NULL), SUM(u.cache_read IS NULL),
        SUM(u.cache_write IS NULL), SUM(u.cost IS NULL), MIN(u.ms), MAX(u.ms)
 FROM usage u JOIN temp.usage_scope c ON c.file_id = u.file_id
@@ -264,7 +267,13 @@ def usage_groups(
     connection.executemany("INSERT INTO temp.usage_scope VALUES (?, ?)", scope)
     try:
         groups: list[tuple[Any, ...]] = connection.execute(_OWN_SUMS).fetchall()
-        groups += connection.execute(_FORK_SUMS).fetchall()  # a SUM of NaNs only is NULL: read as 0
+        try:  # a SUM of NaNs only is NULL: read as 0
+            groups += connection.execute(_FORK_SUMS.format("")).fetchall()
+        except sqlite3.OperationalError as error:
+            if "overflow" not in str(error):
+                raise
+            # integers whose sum passes 2**63: summed as doubles, as JavaScript sums them anyway
+            groups += connection.execute(_FORK_SUMS.format("1.0 * ")).fetchall()
         return groups
     finally:
         connection.execute("DELETE FROM temp.usage_scope")
