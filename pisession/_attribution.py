@@ -16,13 +16,12 @@ Which entries count, and under which key, as Pi 1.6.0 decides (``core/usage-tota
 Every branch counts: the entries are the whole file, not a path. Odd values are read as
 JavaScript reads them, since Pi adds them with ``+=`` and never checks: a missing number is
 ``NaN`` (and turns Pi's total for that model into ``NaN``), ``null`` is 0, ``true``/``false`` are
-1/0. Three cases differ, documented on the "Usage and cost" page:
+1/0. Two cases differ, documented on the "Usage and cost" page:
 
 - text or a container where a number belongs: JavaScript would concatenate it into a string;
   pisession reads it as ``NaN``;
 - a usage whose ``cost`` is missing or null, or a message that is null: Pi's breakdown throws
   (its ``/session`` fails); pisession leaves that entry out;
-- integers above 2**53 stay exact here (JavaScript rounds them).
 """
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ TOOLS_KEY: Final = "Tools/summaries"
 """The key Pi files tool-result, compaction and branch-summary usage under."""
 
 _NAN: Final = math.nan
+_MAX_SAFE: Final = 2**53
 
 
 @final
@@ -81,8 +81,15 @@ def _js_string(value: object) -> str:
 def _js_addend(value: object) -> int | float:
     """What ``total += value`` adds to a number in JavaScript (text and containers: see the
     module's note)."""
-    if type(value) is int or type(value) is float:
+    if type(value) is float:
         return value
+    if type(value) is int:
+        if -_MAX_SAFE <= value <= _MAX_SAFE:
+            return value
+        try:
+            return float(value)  # the double JSON.parse gives (SQLite's integers end at 2**63 anyway)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
     if value is None:
         return 0
     if value is True:

@@ -272,6 +272,8 @@ def js_date_ms(value: object) -> int | None:
     match = _ISO_DATE.fullmatch(value)
     if match is None:
         return _legacy_date_ms(value)
+    if match["year"] == "-000000":
+        return None  # ECMAScript: minus zero is not a year
     year = int(match["year"])
     month = int(match["month"] or 1)
     day = int(match["day"] or 1)
@@ -325,7 +327,7 @@ def _legacy_date_ms(value: str) -> int | None:
 
 def _days_from_civil(year: int, month: int, day: int) -> int:
     year -= month <= 2
-    era = (year if year >= 0 else year - 399) // 400
+    era = year // 400  # Python's // floors: the C original's `year - 399` for negatives is built in
     yoe = year - era * 400
     doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
@@ -356,6 +358,25 @@ _last_second: list[tuple[int, str]] = [(-1, "")]
 _last_ms: list[tuple[int, str]] = [(-1, "")]
 
 
+def _iso_seconds_extended(second: int) -> str:
+    """``toISOString`` up to the seconds for any time JavaScript's dates hold: year 0 and
+    negative years (proleptic Gregorian), and years past 9999 as ``+010000`` / ``-000001``."""
+    days, rest = divmod(second, 86400)
+    # Howard Hinnant's civil_from_days
+    z = days + 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    year = yoe + era * 400 + (1 if month <= 2 else 0)
+    shown = f"{year:04d}" if 0 <= year <= 9999 else f"{'-' if year < 0 else '+'}{abs(year):06d}"
+    hour, rest = divmod(rest, 3600)
+    return f"{shown}-{month:02d}-{day:02d}T{hour:02d}:{rest // 60:02d}:{rest % 60:02d}"
+
+
 def iso_from_ms(ms: int) -> str:
     """JavaScript's ``new Date(ms).toISOString()``: always milliseconds and ``Z``."""
     known = _last_ms[0]  # one tuple read: another thread may replace it meanwhile
@@ -366,8 +387,11 @@ def iso_from_ms(ms: int) -> str:
     if cached[0] != second:  # and the second: format that once
         from datetime import datetime, timezone  # start-up: a reader never formats a time
 
-        moment = datetime.fromtimestamp(second, tz=timezone.utc)
-        cached = (second, f"{moment:%Y-%m-%dT%H:%M:%S}")
+        try:
+            moment = datetime.fromtimestamp(second, tz=timezone.utc)
+            cached = (second, f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}")  # %Y: no zeros before 1000
+        except (ValueError, OverflowError, OSError):  # outside Python's years 1 to 9999
+            cached = (second, _iso_seconds_extended(second))
         _last_second[0] = cached
     text = f"{cached[1]}.{ms % 1000:03d}Z"
     _last_ms[0] = (ms, text)

@@ -17,10 +17,12 @@ parsed contributes nothing and is listed in :attr:`PiSettings.errors`. Nothing i
 
 from __future__ import annotations
 
+import errno
 import math
 import os
+import stat
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, BinaryIO, Literal
 
 import attrs
 
@@ -101,11 +103,28 @@ def _safe_integer(value: object) -> int | None:
     return int(value)
 
 
+def _open_settings_file(path: str) -> BinaryIO:
+    """Open a settings file for reading, without waiting on it: a FIFO (or socket, or device
+    other than ``/dev/null``) is an OSError, where Pi's ``readFileSync`` would block until a
+    writer comes, forever; a directory is Pi's EISDIR."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        if not stat.S_ISREG(mode) and not (stat.S_ISCHR(mode) and os.path.samefile(path, os.devnull)):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _read_layer(scope: SettingsScope, path: str) -> tuple[dict[str, object], SettingsFileError | None]:
     from ._json import decode_utf8, loads_deep
 
     try:
-        with open(path, "rb") as file:
+        with _open_settings_file(path) as file:
             data = file.read()
     except FileNotFoundError:
         return {}, None
@@ -481,7 +500,7 @@ def _read_trust_store(path: str) -> dict[str, object]:
     from ._json import decode_utf8, loads_deep
 
     try:
-        with open(path, "rb") as file:
+        with _open_settings_file(path) as file:
             text = decode_utf8(file.read())
     except FileNotFoundError:
         return {}

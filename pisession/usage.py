@@ -71,7 +71,8 @@ _WIRE_KEY = {"daily": "date", "weekly": "week", "monthly": "month", "project": "
 
 
 def _wire_number(value: Number) -> Number | None:
-    return None if isinstance(value, float) and math.isnan(value) else value  # JSON has no NaN: null
+    # JSON has no NaN or Infinity: null, as JSON.stringify writes them
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 @final
@@ -90,8 +91,8 @@ class ModelUsage:
 
     @property
     def total_tokens(self) -> Number:
-        """input + output + cache creation + cache read, as Pi counts tokens."""
-        return self.input_tokens + self.output_tokens + self.cache_creation_tokens + self.cache_read_tokens
+        """input + output + cache read + cache creation, in Pi's order (the same sum for floats)."""
+        return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_creation_tokens
 
     def to_wire(self) -> dict[str, Any]:
         """ccusage's ``modelBreakdowns`` item."""
@@ -118,8 +119,8 @@ class UsageTotals:
 
     @property
     def total_tokens(self) -> Number:
-        """input + output + cache creation + cache read, as Pi counts tokens."""
-        return self.input_tokens + self.output_tokens + self.cache_creation_tokens + self.cache_read_tokens
+        """input + output + cache read + cache creation, in Pi's order (the same sum for floats)."""
+        return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_creation_tokens
 
     def to_wire(self) -> dict[str, Any]:
         """ccusage's ``totals`` object."""

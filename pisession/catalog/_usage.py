@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterable
@@ -19,6 +20,7 @@ from typing import Any
 from .._attribution import usage_fields
 from .._js import MISSING, js_date_ms
 from .._load import open_regular, parse_line
+from .._paths import resolve_path
 
 UsageRow = tuple[str, str, int, str, Any, Any, Any, Any, Any]
 
@@ -158,6 +160,7 @@ def _number(value: float) -> float | None:
 
 
 QUARTER_MS = 900_000
+_SAFE = 2**53
 
 
 def quarter_of(ms: int) -> int:
@@ -210,7 +213,9 @@ def _sums(rows: list[UsageRow]) -> dict[tuple[str, int], list[Any]]:
             if value is None:
                 sums[5 + i] += 1
             else:
-                sums[i] += value
+                total = sums[i] + value
+                # past 2**53 JavaScript's sum is a double, and SQLite's integers end at 2**63
+                sums[i] = float(total) if type(total) is int and not -_SAFE <= total <= _SAFE else total
         if ms < sums[10]:
             sums[10] = ms
         if ms > sums[11]:
@@ -241,7 +246,7 @@ WHERE c.parent_id IS NULL
 # A session with a parent: its entries, less those that have the same id and timestamp there.
 _FORK_SUMS = """
 SELECT u.file_id, u.model_key, (u.ms - (u.ms < 0) * 899999) / 900000 AS quarter,
-       SUM(u.input), SUM(u.output), SUM(u.cache_read), SUM(u.cache_write), SUM(u.cost),
+       SUM({0}u.input), SUM({0}u.output), SUM({0}u.cache_read), SUM({0}u.cache_write), SUM(u.cost),
        SUM(u.input IS NULL), SUM(u.output IS NULL), SUM(u.cache_read IS NULL),
        SUM(u.cache_write IS NULL), SUM(u.cost IS NULL), MIN(u.ms), MAX(u.ms)
 FROM usage u JOIN temp.usage_scope c ON c.file_id = u.file_id
@@ -262,7 +267,13 @@ def usage_groups(
     connection.executemany("INSERT INTO temp.usage_scope VALUES (?, ?)", scope)
     try:
         groups: list[tuple[Any, ...]] = connection.execute(_OWN_SUMS).fetchall()
-        groups += connection.execute(_FORK_SUMS).fetchall()  # a SUM of NaNs only is NULL: read as 0
+        try:  # a SUM of NaNs only is NULL: read as 0
+            groups += connection.execute(_FORK_SUMS.format("")).fetchall()
+        except sqlite3.OperationalError as error:
+            if "overflow" not in str(error):
+                raise
+            # integers whose sum passes 2**63: summed as doubles, as JavaScript sums them anyway
+            groups += connection.execute(_FORK_SUMS.format("1.0 * ")).fetchall()
         return groups
     finally:
         connection.execute("DELETE FROM temp.usage_scope")
@@ -289,7 +300,7 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
     """Sum the usage of the session files ``rows`` (catalog ``files`` rows, up to date).
 
     A session's parent is the file its header's ``parentSession`` names, when that file is among
-    ``rows`` and was started earlier (header time, then path, breaks ties and cycles): the
+    ``rows`` (a cycle of such links is cut where a session names a later one): the
     entries a session shares with its parent were spent in the parent (or further up, where the
     parent in turn shares them), and count there only. A parent that is not among ``rows``
     (deleted, or in a folder not read) leaves the copies counted in the session that holds them.
@@ -300,20 +311,26 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
             header = json.loads(row.header)
             if isinstance(header, dict):
                 sessions[row.id] = (row.path, header)
-    by_path = {path: file_id for file_id, (path, _) in sessions.items()}
+    find_parent = _parent_finder(sessions)
 
     def started(file_id: int) -> tuple[int, str]:
         path, header = sessions[file_id]
         stamp = header.get("timestamp")
         return (js_date_ms(stamp) if isinstance(stamp, str) else None) or 0, path
 
-    scope: list[tuple[int, int | None]] = []
+    links: dict[int, int] = {}
     for file_id, (_, header) in sessions.items():
         parent = header.get("parentSession")
-        parent_id = by_path.get(parent) if isinstance(parent, str) and parent else None
-        if parent_id is not None and not started(parent_id) < started(file_id):
-            parent_id = None
-        scope.append((file_id, parent_id))
+        parent_id = find_parent(parent) if isinstance(parent, str) and parent else None
+        if parent_id is not None and parent_id != file_id:
+            links[file_id] = parent_id
+    # A cycle of parentSession links (only hand-made files have one) is cut where a session
+    # names one started later than itself; any other link is followed, whatever the header
+    # times say (a fork made in its parent's millisecond, a header time that does not parse).
+    for file_id in _in_cycles(links):
+        if not started(links[file_id]) < started(file_id):
+            del links[file_id]
+    scope: list[tuple[int, int | None]] = [(file_id, links.get(file_id)) for file_id in sessions]
     damaged = {k: v for k, v in damaged_lines(connection).items() if k in sessions}
     groups = usage_groups(connection, scope)
     parents = dict(scope)
@@ -321,6 +338,66 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
         if row.id in sessions and row.size > row.parsed:
             groups += _unfinished_line(connection, row, sessions[row.id][1], parents.get(row.id))
     return UsageScan(groups, sessions, damaged)
+
+
+def _in_cycles(links: dict[int, int]) -> list[int]:
+    """The sessions that lie on a cycle of ``links`` (each session names at most one parent)."""
+    state: dict[int, int] = {}  # 1: on the walk being made, 2: done
+    on_cycles: list[int] = []
+    for start in links:
+        walk: list[int] = []
+        node: int | None = start
+        while node is not None and node not in state:
+            state[node] = 1
+            walk.append(node)
+            node = links.get(node)
+        if node is not None and state[node] == 1:  # the walk came back to itself
+            on_cycles.extend(walk[walk.index(node) :])
+        for visited in walk:
+            state[visited] = 2
+    return on_cycles
+
+
+def _parent_finder(sessions: dict[int, tuple[str, dict[str, Any]]]) -> Callable[[str], int | None]:
+    """``parentSession`` → the file id of the session it names, or None.
+
+    Pi writes the parent's path as it was then: absolute for ``forkFrom`` (symbolic links kept),
+    as the session folder was given for a branched session (relative when that folder was), and
+    the report may read the folder by another name (relative, or through a link). So the path is
+    matched as written, then resolved against the current folder, then with links resolved; each
+    step is taken only for the parents the previous ones did not find."""
+    by_path = {path: file_id for file_id, (path, _) in sessions.items()}
+    resolved: dict[str, int] | None = None
+    real: dict[str, int] | None = None
+    folders: dict[str, str] = {}
+
+    def find(parent: str) -> int | None:
+        nonlocal resolved, real
+        found = by_path.get(parent)
+        if found is not None:
+            return found
+        try:
+            if resolved is None:
+                resolved = {resolve_path(path): file_id for path, file_id in by_path.items()}
+            found = resolved.get(resolve_path(parent))
+            if found is not None:
+                return found
+            if real is None:
+                real = {_real(path, folders): file_id for path, file_id in by_path.items()}
+            return real.get(_real(parent, folders))
+        except (OSError, ValueError):  # a path the system cannot take (a NUL byte, too long)
+            return None
+
+    return find
+
+
+def _real(path: str, folders: dict[str, str]) -> str:
+    """The path with its folder's links resolved (one ``realpath`` per folder, not per file)."""
+    folder, name = os.path.split(path)
+    real = folders.get(folder)
+    if real is None:
+        real = folders[folder] = os.path.realpath(folder or ".")
+    return os.path.join(real, name)
 
 
 def _unfinished_line(

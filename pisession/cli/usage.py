@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -27,7 +28,7 @@ _HEADINGS = {
 }
 _NUMBERS = ("Input", "Output", "C.write", "C.read", "Total")
 _NUMBER_WIDTH = 7
-_COST_WIDTH = 9  # $9,999.99: a dearer row pushes its own line one character wider
+_COST_WIDTH = 9  # $9,999.99, $999,999, $999.99M: see _dollars
 _PROGRESS_AFTER = 1.0  # seconds: a first build shows its progress, a warm report never does
 
 
@@ -35,6 +36,8 @@ def _tokens(value: float) -> str:
     """A token count in at most seven characters: 999,999 then 12.35M, 1.23B."""
     if value != value:
         return "NaN"
+    if value in (math.inf, -math.inf):
+        return "-Inf" if value < 0 else "Inf"
     if abs(value) < 1_000_000:
         return f"{round(value):,}"
     for size, unit in ((1e12, "T"), (1e9, "B"), (1e6, "M")):
@@ -44,7 +47,19 @@ def _tokens(value: float) -> str:
 
 
 def _dollars(value: float) -> str:
-    return "NaN" if value != value else f"${value:,.2f}"
+    """Dollars in at most nine characters: $9,999.99, then whole dollars ($999,999), then $12.35M,
+    $1.23B, $1.23T (the JSON keeps the exact figure)."""
+    if value != value or value in (math.inf, -math.inf):
+        return _tokens(value)
+    size = abs(value)
+    if size < 9_999.995:
+        return f"${value:,.2f}"
+    if size < 999_999.5:
+        return f"${value:,.0f}"
+    for unit_size, unit in ((1e6, "M"), (1e9, "B")):
+        if size < unit_size * 999.995:  # else it would round to 1000.00 of this unit
+            return f"${value / unit_size:.2f}{unit}"
+    return f"${value / 1e12:.2f}T"
 
 
 def _cut(text: str, room: int, *, keep_end: bool) -> str:
