@@ -108,3 +108,24 @@ def test_a_real_stdout_gets_the_same_bytes() -> None:
     )
     assert ours == theirs
     assert b"\\u007f" in ours and b"\\u0085" in ours and b"\xc2\xa0" in ours
+
+
+def test_a_reader_that_stops_early_is_met_as_before() -> None:
+    """``ls --json | head -c 100``: the exit status and stderr are the json path's."""
+    program = (
+        "import sys\n"
+        "from pisession.cli import output\n"
+        "rows = [{'text': 'x' * 1000, 'n': i} for i in range(3000)]\n"
+        "(output.emit_json if sys.argv[1] == 'json' else output.emit_json_rows)(rows)\n"
+    )
+    outcomes = []
+    for how in ("rows", "json"):
+        child = subprocess.Popen(
+            [sys.executable, "-c", program, how], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert child.stdout is not None and child.stderr is not None
+        child.stdout.read(100)
+        child.stdout.close()
+        err = child.stderr.read()
+        outcomes.append((child.wait(timeout=60), err.count(b"BrokenPipeError") > 0))
+    assert outcomes[0] == outcomes[1]

@@ -138,10 +138,10 @@ def emit_json_rows(rows: Sequence[Mapping[str, Any]]) -> None:
     buffer = getattr(stream, "buffer", None)
     encoding = str(getattr(stream, "encoding", "")).lower().replace("-", "").replace("_", "")
     if not _has_c1_or_del(data) and buffer is not None and encoding == "utf8" and os.linesep == "\n":
-        stream.flush()  # the bytes as the text layer would have written them
-        buffer.write(data)
-        buffer.write(b"\n")
-        buffer.flush()
+        stream.flush()  # what was written before goes first
+        buffer.write(data + b"\n")  # one write, as the text layer makes of one str
+        if getattr(stream, "line_buffering", False):
+            buffer.flush()  # a terminal: the text layer flushes a text holding a newline
     else:
         write_out(data.decode("utf-8") + "\n", stream)
 
