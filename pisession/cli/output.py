@@ -139,11 +139,11 @@ def emit_json_rows(rows: Sequence[Mapping[str, Any]]) -> None:
     encoding = str(getattr(stream, "encoding", "")).lower().replace("-", "").replace("_", "")
     if not _has_c1_or_del(data) and buffer is not None and encoding == "utf8" and os.linesep == "\n":
         stream.flush()  # what was written before goes first
-        buffer.write(data + b"\n")  # one write, as the text layer makes of one str
+        buffer.write(data)  # one write, as the text layer makes of one str
         if getattr(stream, "line_buffering", False):
             buffer.flush()  # a terminal: the text layer flushes a text holding a newline
     else:
-        write_out(data.decode("utf-8") + "\n", stream)
+        write_out(data.decode("utf-8"), stream)
 
 
 def _has_c1_or_del(data: bytes) -> bool:
@@ -160,8 +160,8 @@ def _has_c1_or_del(data: bytes) -> bool:
 
 
 def _orjson_rows(rows: Sequence[Mapping[str, Any]]) -> bytes | None:
-    """``rows`` as ``json.dumps(rows, indent=2, ensure_ascii=False)`` encodes them, by orjson;
-    None when orjson is missing or a value could come out differently (a float, an integer
+    """``rows`` as ``json.dumps(rows, indent=2, ensure_ascii=False)`` encodes them, then a
+    newline, by orjson; None when orjson is missing or a value could come out differently (a float, an integer
     beyond 64 bits, a nested value, a subclass, a lone surrogate)."""
     for row in rows:
         if type(row) is not dict:
@@ -177,7 +177,9 @@ def _orjson_rows(rows: Sequence[Mapping[str, Any]]) -> bytes | None:
     except ImportError:  # pragma: no cover - orjson is a dependency, but optional at run time
         return None
     try:
-        return orjson.dumps(rows if type(rows) is list else list(rows), option=orjson.OPT_INDENT_2)
+        return orjson.dumps(
+            rows if type(rows) is list else list(rows), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+        )
     except TypeError:  # lone surrogates: json writes them, orjson refuses
         return None
 
