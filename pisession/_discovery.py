@@ -174,9 +174,9 @@ class SessionSummary:
         header = self.header
         if header is None or self.foreign:
             return None
-        header_time = (
-            js_date_ms(header.get("timestamp")) if isinstance(header.get("timestamp"), str) else None
-        )
+        stamp = header.get("timestamp", MISSING)
+        created = js_date_ms(stamp)  # parsed once: the same call gives both (a string's, else None)
+        header_time = created if isinstance(stamp, str) else None
         modified: datetime | None = None
         last_activity = self.last_activity
         if last_activity is not None and last_activity > 0:
@@ -187,7 +187,6 @@ class SessionSummary:
             modified = datetime.fromtimestamp(mtime, tz=timezone.utc)
         cwd = header.get("cwd")
         parent = header.get("parentSession")
-        created = js_date_ms(header.get("timestamp", MISSING))
         return SessionInfo(
             path=path,
             id=header.get("id"),  # type: ignore[arg-type]

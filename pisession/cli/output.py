@@ -126,6 +126,64 @@ def emit_json(value: Any) -> None:
     emit(json_text(value))
 
 
+def emit_json_rows(rows: Sequence[Mapping[str, Any]]) -> None:
+    """``emit_json(rows)`` for rows of strings, integers, booleans and nulls (``ls --json``):
+    the same bytes, encoded by orjson when it is there. The json module's indented output is
+    pure Python: it took about a quarter of a warm ``ls --all --json`` over 1,000 sessions."""
+    data = _orjson_rows(rows)
+    if data is None:
+        emit_json(rows)
+        return
+    stream = sys.stdout
+    buffer = getattr(stream, "buffer", None)
+    encoding = str(getattr(stream, "encoding", "")).lower().replace("-", "").replace("_", "")
+    if not _has_c1_or_del(data) and buffer is not None and encoding == "utf8" and os.linesep == "\n":
+        stream.flush()  # what was written before goes first
+        buffer.write(data)  # one write, as the text layer makes of one str
+        if getattr(stream, "line_buffering", False):
+            buffer.flush()  # a terminal: the text layer flushes a text holding a newline
+    else:
+        write_out(data.decode("utf-8"), stream)
+
+
+def _has_c1_or_del(data: bytes) -> bool:
+    """Whether JSON text (UTF-8) holds what ``safe`` escapes and JSON does not: DEL or a C1
+    control (U+0080-U+009F, UTF-8 0xC2 0x80-0x9F; 0xC2 is never a continuation byte)."""
+    if b"\x7f" in data:
+        return True
+    at = data.find(b"\xc2")
+    while at >= 0:
+        if 0x80 <= data[at + 1] <= 0x9F:
+            return True
+        at = data.find(b"\xc2", at + 2)
+    return False
+
+
+def _orjson_rows(rows: Sequence[Mapping[str, Any]]) -> bytes | None:
+    """``rows`` as ``json.dumps(rows, indent=2, ensure_ascii=False)`` encodes them, then a
+    newline, by orjson; None when orjson is missing or a value could come out differently (a float, an integer
+    beyond 64 bits, a nested value, a subclass, a lone surrogate)."""
+    for row in rows:
+        if type(row) is not dict:
+            return None
+        for key, value in row.items():
+            kind = type(value)
+            if type(key) is not str or not (
+                kind is str or value is None or kind is bool or (kind is int and -(2**63) <= value < 2**64)
+            ):
+                return None
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a dependency, but optional at run time
+        return None
+    try:
+        return orjson.dumps(
+            rows if type(rows) is list else list(rows), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+        )
+    except TypeError:  # lone surrogates: json writes them, orjson refuses
+        return None
+
+
 def emit_wire(value: Any) -> None:
     """One line of Pi's own JSON (``JSON.stringify``): what the session file holds."""
     from pisession.export import to_json_line  # the export machinery only for commands that print lines

@@ -33,6 +33,7 @@ from .output import (
     Style,
     emit,
     emit_json,
+    emit_json_rows,
     emit_wire,
     entry_line,
     home_short,
@@ -233,7 +234,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if catalog is not None:
         close_catalog(catalog)
     if args.json:
-        emit_json([info.to_wire() for info in infos])
+        emit_json_rows([info.to_wire() for info in infos])
         return 0
     style = Style(sys.stdout)
     if not infos:
