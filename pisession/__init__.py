@@ -114,9 +114,9 @@ if TYPE_CHECKING:
         UserContent,
         UserMessage,
     )
-    from ._paths import find_most_recent_session, get_default_session_dir
+    from ._paths import default_session_dir, find_most_recent_session, get_default_session_dir
     from ._projection import ProjectedEntry, SessionProjection
-    from ._read import default_session_dir, read_session, read_session_entries, read_session_header
+    from ._read import read_session, read_session_entries, read_session_header
     from ._results import TreeNode
 
 __version__ = "0.1.0"
@@ -155,9 +155,11 @@ _LAZY: dict[str, str] = {
     ),
     "LockTimeout": "._lock",
     "SessionManager": "._manager",
-    **dict.fromkeys(("find_most_recent_session", "get_default_session_dir"), "._paths"),
     **dict.fromkeys(
-        ("default_session_dir", "read_session", "read_session_entries", "read_session_header"), "._read"
+        ("default_session_dir", "find_most_recent_session", "get_default_session_dir"), "._paths"
+    ),
+    **dict.fromkeys(
+        ("read_session", "read_session_entries", "read_session_header"), "._read"
     ),
     **dict.fromkeys(("ProjectedEntry", "SessionProjection"), "._projection"),
     "TreeNode": "._results",

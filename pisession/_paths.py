@@ -117,6 +117,12 @@ def default_session_dir_path(cwd: str | os.PathLike[str], agent_dir: str | None 
     return os.path.join(resolved_agent, "sessions", safe)
 
 
+def default_session_dir(cwd: str | os.PathLike[str], agent_dir: str | None = None) -> str:
+    """Pi's session folder for ``cwd`` (``<agent dir>/sessions/--<cwd>--``), without creating it
+    (``get_default_session_dir`` creates it, as Pi does)."""
+    return default_session_dir_path(cwd, agent_dir)
+
+
 def get_default_session_dir(cwd: str | os.PathLike[str], agent_dir: str | None = None) -> str:
     """``<agentDir>/sessions/--<cwd>--``, created (mode 0700) if missing, as Pi does."""
     directory = default_session_dir_path(cwd, agent_dir)

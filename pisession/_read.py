@@ -12,7 +12,7 @@ import os
 from ._errors import InvalidSessionError
 from ._load import read_entries
 from ._manager import SessionManager
-from ._paths import HeaderScanLimitError, default_session_dir_path
+from ._paths import HeaderScanLimitError, default_session_dir
 from ._paths import read_session_header as _read_header
 
 # typing for type checkers only (they take TYPE_CHECKING for true): importing it at run time
@@ -21,6 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+# default_session_dir lives in _paths (listing needs it without the manager); kept importable here
 __all__ = ["read_session", "read_session_entries", "read_session_header", "default_session_dir"]
 
 
@@ -85,7 +86,3 @@ def read_session_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         return None
 
 
-def default_session_dir(cwd: str | os.PathLike[str], agent_dir: str | None = None) -> str:
-    """Pi's session folder for ``cwd`` (``<agent dir>/sessions/--<cwd>--``), without creating it
-    (``get_default_session_dir`` creates it, as Pi does)."""
-    return default_session_dir_path(cwd, agent_dir)

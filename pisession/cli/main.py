@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 # is a module with a `register(commands)` function added here, and its commands to COMMANDS.
 GROUPS = (
     "demo",
+    "listing",
     "reading",
     "searching",
     "checking",
@@ -44,7 +45,8 @@ GROUPS = (
 # what the groups register).
 COMMANDS = {
     "demo": "demo",
-    **dict.fromkeys(("ls", "tree", "context", "tail"), "reading"),
+    "ls": "listing",
+    **dict.fromkeys(("tree", "context", "tail"), "reading"),
     "search": "searching",
     **dict.fromkeys(("stats", "validate"), "checking"),
     **dict.fromkeys(("name", "label", "edit", "fork", "extract", "migrate"), "editing"),

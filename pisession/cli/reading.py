@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from pisession import (
     CURRENT_SESSION_VERSION,
     SessionManager,
-    default_session_dir,
     read_session_entries,
     read_session_header,
 )
@@ -33,11 +32,8 @@ from .output import (
     Style,
     emit,
     emit_json,
-    emit_json_rows,
     emit_wire,
     entry_line,
-    home_short,
-    id_text,
     width,
 )
 
@@ -47,7 +43,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # the model and discovery (attrs classes) only for the commands that use them
     from typing import Any
 
-    from pisession import SessionInfo
 
 
 def print_tree(manager: SessionManager, show_all: bool, style: Style) -> None:
@@ -174,98 +169,6 @@ def cmd_context(args: argparse.Namespace) -> int:
     return 0
 
 
-def _short_ids(ids: list[str], minimum: int = 8) -> dict[str, str]:
-    """The shortest prefix (at least ``minimum``) that tells each id from the others, as git does."""
-    ordered = sorted(set(ids))
-    out: dict[str, str] = {}
-    for i, value in enumerate(ordered):
-        common = 0
-        for other in (ordered[i - 1] if i else None, ordered[i + 1] if i + 1 < len(ordered) else None):
-            if other is None:
-                continue
-            n = 0
-            while n < min(len(value), len(other)) and value[n] == other[n]:
-                n += 1
-            common = max(common, n)
-        out[value] = value[: max(minimum, common + 1)]
-    return out
-
-
-def _nothing_listed(args: argparse.Namespace, cwd: str, session_dir: str | None) -> str:
-    """What was looked through, when it held no session to list."""
-    if args.all:
-        where = session_dir or f"any project ({os.path.dirname(default_session_dir(cwd))})"
-        return f"No sessions found in {where}."
-    directory = session_dir or default_session_dir(cwd)
-    if directory == default_session_dir(cwd) or not os.path.isdir(directory):
-        return f"No sessions found in {directory}."
-    others = len(SessionManager.list_all(directory))  # the folder is shared: ls keeps cwd's sessions
-    if not others:
-        return f"No sessions found in {directory}."
-    return (
-        f"No sessions of {cwd} in {directory} ({others} of other folders there: --all lists them, "
-        "--cwd DIR another folder's)."
-    )
-
-
-def cmd_ls(args: argparse.Namespace) -> int:
-    cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else os.getcwd()
-    session_dir = sessions.session_dir(args, cwd=cwd)
-    report = sessions.progress(sys.stderr)
-    from .searching import close_catalog, open_catalog  # the catalog only for `ls`
-
-    catalog = None if args.no_catalog else open_catalog()
-    infos: list[SessionInfo] = []
-    if args.all:
-        if not sessions.sessions_root_exists(session_dir):
-            pass
-        elif catalog is not None:
-            infos = catalog.list_all(session_dir, report, text=args.json)
-        else:
-            infos = SessionManager.list_all(session_dir, report)
-    else:
-        directory = session_dir or default_session_dir(cwd)
-        if not os.path.isdir(directory):
-            pass
-        elif catalog is not None:
-            infos = catalog.list(cwd, directory, report, text=args.json)
-        else:
-            infos = SessionManager.list(cwd, directory, report)
-    if catalog is not None:
-        close_catalog(catalog)
-    if args.json:
-        emit_json_rows([info.to_wire() for info in infos])
-        return 0
-    style = Style(sys.stdout)
-    if not infos:
-        emit(_nothing_listed(args, cwd, session_dir))
-        return 0
-    short = _short_ids([info.id for info in infos if isinstance(info.id, str)])
-    shown = [short[info.id] if isinstance(info.id, str) else id_text(info.id) for info in infos]
-    id_width = max(len(s) for s in shown)
-    room = width()
-    count_width = max(4, *(len(str(info.message_count)) for info in infos))
-    head = f"{'MODIFIED':<16}  {'MSGS':>{count_width}}  {'ID':<{id_width}}  "
-    cwd_width = 0
-    if args.all:
-        cwd_width = min(30, max(len(home_short(info.cwd)) for info in infos))
-        head += f"{'CWD':<{cwd_width}}  "
-    emit(style(head + "NAME / FIRST MESSAGE", "bold"))
-    for info, session_id in zip(infos, shown, strict=True):
-        line = (
-            f"{info.modified.astimezone():%Y-%m-%d %H:%M}  {info.message_count:>{count_width}}  "
-            + style(f"{session_id:<{id_width}}", "yellow")
-            + "  "
-        )
-        if args.all:
-            line += f"{one_line(home_short(info.cwd), cwd_width):<{cwd_width}}  "
-        fit = max(20, room - len(head))
-        title = style(one_line(info.name, fit), "bold") if info.name else one_line(info.first_message, fit)
-        emit(line + title)
-    emit(style(f"{len(infos)} session{'s' if len(infos) != 1 else ''}, newest first", "dim"))
-    return 0
-
-
 def _wait_for_whole_lines(path: str, interval: float, patience: float = 5.0) -> None:
     """Opening repairs a missing final newline; wait for a writer to finish its line instead."""
     deadline = time.monotonic() + patience
@@ -338,23 +241,6 @@ def cmd_tail(args: argparse.Namespace) -> int:
 
 def register(commands: Commands) -> None:
     where, as_json = commands.where, commands.as_json
-    sub = commands.add(
-        "ls",
-        cmd_ls,
-        "list sessions, newest first",
-        "List sessions like Pi's session picker: modified time, message count, id, and the name or "
-        "first message, through the session catalog (only files that changed since the last call "
-        "are read). Python: SessionManager.list(cwd, session_dir, catalog=True) / "
-        "list_all(session_dir, catalog=True).",
-        [where, as_json],
-        session=False,
-    )
-    sub.add_argument("--all", action="store_true", help="every project's sessions, not only this folder's")
-    sub.add_argument("--cwd", metavar="DIR", help="list the sessions of DIR instead of the current folder")
-    sub.add_argument(
-        "--no-catalog", action="store_true", help="read every session file instead of the session catalog"
-    )
-
     sub = commands.add(
         "tree",
         cmd_tree,

@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 
-from pisession import SessionManager, default_session_dir, read_session_entries
+from pisession import default_session_dir
 
 from .output import CliError, note
 
@@ -17,7 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # discovery's attrs classes only when a SESSION argument is an id
     from typing import TextIO
 
-    from pisession import SessionInfo
+    from pisession import SessionInfo, SessionManager
     from pisession.settings import SettingsFileError
 
 def session_dir(args: argparse.Namespace, *, cwd: str | None = None) -> str | None:
@@ -51,6 +51,8 @@ def _list_local(cwd: str, directory: str | None) -> list[SessionInfo]:
     folder = directory or default_session_dir(cwd)
     if not os.path.isdir(folder):
         return []
+    from pisession import SessionManager  # the manager's modules only where a session is read
+
     return SessionManager.list(cwd, folder)
 
 
@@ -92,6 +94,8 @@ def resolve(args: argparse.Namespace, arg: str | None = None) -> str:
     cwd = os.getcwd()
     found = _pick(value, _list_local(cwd, directory), "of this folder")
     if found is None:
+        from pisession import SessionManager
+
         everywhere = SessionManager.list_all(directory) if sessions_root_exists(directory) else []
         found = _pick(value, everywhere, "in all projects")
     if found is None:
@@ -104,6 +108,8 @@ def resolve(args: argparse.Namespace, arg: str | None = None) -> str:
 
 def load(path: str, *, quiet: bool = False) -> SessionManager:
     """A read-only view of a session: an in-memory manager, migrated in memory if the file is old."""
+    from pisession import SessionManager, read_session_entries
+
     entries = read_session_entries(path)
     version = entries[0].get("version")
     if not quiet and (version is None or (isinstance(version, (int, float)) and version < 2)):
