@@ -215,14 +215,14 @@ def build_session_info(path: str) -> SessionInfo | None:
         with open_regular(path) as handle:
             stats = os.fstat(handle.fileno())
             # line by line: a line too long to read is skipped, never held (MAX_LINE_BYTES)
-            if not feed_lines(summary, _split_cr(iter_file_lines(handle))):
+            if not feed_lines(summary, split_cr(iter_file_lines(handle))):
                 return None
     except OSError:
         return None
     return summary.info(path, stats.st_mtime)
 
 
-def _split_cr(lines: Iterable[bytes]) -> Iterator[bytes]:
+def split_cr(lines: Iterable[bytes]) -> Iterator[bytes]:
     """:func:`_lines` of a file read line by line."""
     for line in lines:
         if b"\r" in line:

@@ -506,18 +506,25 @@ def unwritable(error: OSError) -> bool:
     return refused or error.errno in (errno.EROFS, errno.ELOOP)
 
 
-def warn_long_lines(path: str, lines: list[tuple[int, int]]) -> None:
-    """Say, as a :class:`LineTooLongWarning`, which lines (number, length) of ``path`` were
-    longer than :data:`MAX_LINE_BYTES` and skipped."""
+def warn_long_lines(
+    path: str, lines: list[tuple[int, int]], *, at_bytes: bool = False, listed: bool = False
+) -> None:
+    """Say, as a :class:`LineTooLongWarning`, which lines (number, or with ``at_bytes`` byte
+    offset; length) of ``path`` were longer than :data:`MAX_LINE_BYTES` and skipped; ``listed``:
+    by the catalog, which lists the session without them."""
     frame = sys._getframe(0)
     level = 1
     while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame = frame.f_back
         level += 1
-    which = ", ".join(f"line {number} ({size:,} bytes)" for number, size in lines[:3])
+    which = ", ".join(
+        f"the line at byte {number:,} ({size:,} bytes)" if at_bytes else f"line {number} ({size:,} bytes)"
+        for number, size in lines[:3]
+    )
+    pi = "Pi's session list fails on it" if listed else "Pi cannot read the file either"
     warnings.warn(
         f"{path}: {which}{', ...' if len(lines) > 3 else ''} longer than pisession reads "
-        f"({MAX_LINE_BYTES >> 20} MiB): skipped like a malformed line (Pi cannot read the file either)",
+        f"({MAX_LINE_BYTES >> 20} MiB): skipped like a malformed line ({pi})",
         LineTooLongWarning,
         stacklevel=level,
     )

@@ -26,8 +26,15 @@ from typing import Any
 
 import attrs
 
-from .._discovery import SessionSummary, feed_lines, jsonl_names, project_folders, utf8_name
-from .._load import open_regular
+from .._discovery import SessionSummary, feed_lines, jsonl_names, project_folders, split_cr, utf8_name
+from .._load import (
+    MAX_LINE_BYTES,
+    SkippedLine,
+    iter_file_lines,
+    iter_line_lists,
+    open_regular,
+    warn_long_lines,
+)
 from ._schema import (
     FILE_COLUMNS,
     FOREIGN,
@@ -281,12 +288,45 @@ def add_entry_rows(
         _add_messages(connection, fts, file_id, messages)
 
 
-def _index(connection: sqlite3.Connection, fts: bool, file_id: int, data: bytes) -> None:
-    """Add the messages of whole lines ``data`` (after the header) to the search index."""
+def _index(
+    connection: sqlite3.Connection, fts: bool, file_id: int, handle: Any, start: int, end: int
+) -> None:
+    """Add the messages of the whole lines from ``start`` to ``end`` (after the header) to the
+    search index, read in chunks (a line over MAX_LINE_BYTES is skipped unheld)."""
     collector = SessionSummary(messages=[])
     collector.header = {}  # lines after the header: every message counts
-    feed_lines(collector, data)
+    handle.seek(start)
+    feed_lines(collector, split_cr(iter_file_lines(_Range(handle, end - start))))
     add_entry_rows(connection, fts, file_id, collector.messages or [])
+
+
+class _Range:
+    """A file read from its position for at most ``length`` bytes, in the caller's chunks,
+    keeping the CRC-32 of the bytes from ``crc_from`` on (starting from ``crc``) and the first
+    and last ``_EDGE`` bytes read: what the catalog keeps of a file, never holding it whole."""
+
+    def __init__(self, handle: Any, length: int, crc_from: int = 0, crc: int = 0) -> None:
+        self.handle, self.left, self.crc_from, self.crc = handle, length, crc_from, crc
+        self.total = 0
+        self.head = b""
+        self.tail = b""
+
+    def read(self, n: int = -1) -> bytes:
+        if self.left <= 0:
+            return b""
+        chunk: bytes = self.handle.read(self.left if n < 0 else min(n, self.left))
+        if not chunk:
+            self.left = 0
+            return b""
+        at = self.total
+        self.left -= len(chunk)
+        self.total += len(chunk)
+        if self.total > self.crc_from:
+            self.crc = zlib.crc32(chunk[max(0, self.crc_from - at) :], self.crc)
+        if len(self.head) < _EDGE:
+            self.head += chunk[: _EDGE - len(self.head)]
+        self.tail = (self.tail + chunk[-_EDGE:])[-_EDGE:]
+        return chunk
 
 
 def _add_messages(
@@ -340,7 +380,7 @@ def _update(
             old is not None
             and not fresh
             and _same(old, stats, racy_too=True)
-            and zlib.crc32(handle.read(size + 1)) == old.crc
+            and _crc(handle, size + 1) == old.crc
         ):
             connection.execute("UPDATE files SET checked_ns = ? WHERE id = ?", (checked_ns, old.id))
             old = attrs.evolve(old, checked_ns=checked_ns)
@@ -348,8 +388,7 @@ def _update(
         if fresh:
             assert old is not None
             if index and old.indexed < old.parsed:
-                handle.seek(old.indexed)
-                _index(connection, fts, old.id, handle.read(old.parsed - old.indexed))
+                _index(connection, fts, old.id, handle, old.indexed, old.parsed)
                 connection.execute("UPDATE files SET indexed = parsed WHERE id = ?", (old.id,))
                 old = attrs.evolve(old, indexed=old.parsed)
             return old, "", deleted
@@ -363,19 +402,59 @@ def _update(
             summary = old.summary(unpack(all_text))
             summary.messages = [] if index else None
             if index and old.indexed < old.parsed:
-                handle.seek(old.indexed)
-                _index(connection, fts, old.id, handle.read(old.parsed - old.indexed))
+                _index(connection, fts, old.id, handle, old.indexed, old.parsed)
         handle.seek(start)
-        data = handle.read(size - start)
-    size = start + len(data)
-    cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
-    partial = data[cut:]
-    if not summary.foreign:
-        feed_lines(summary, data[:cut])
+        # read in chunks, whole lines parsed as they come: a file costs its longest line (at most
+        # MAX_LINE_BYTES, a longer one is read past unheld), not its size
+        crc_from, crc = (0, 0) if start == 0 or old is None else (old.size - start, old.crc)
+        reader = _Range(handle, size - start, crc_from, crc)
+        usage: list[Any] = []
+        damaged = 0
+        offset = 0  # where the next line begins in what is read
+        numbered = start == 0  # a full read knows line numbers; an appended one, byte offsets
+        long_lines: list[tuple[int, int]] = []
+        lines_read = 0
+
+        def take(lines: list[bytes]) -> None:
+            nonlocal offset, damaged, lines_read
+            for line in lines:
+                lines_read += 1
+                if type(line) is SkippedLine and len(line) > MAX_LINE_BYTES:
+                    long_lines.append((lines_read if numbered else start + offset, len(line)))
+                offset += len(line) + 1
+            if summary.foreign:
+                return
+            feed_lines(summary, split_cr(lines))
+            if not summary.foreign:
+                found, bad = usage_rows(lines, summary.header)
+                usage.extend(found)
+                damaged += bad
+
+        waiting: list[bytes] | None = None
+        for lines in iter_line_lists(reader):
+            if waiting is not None:
+                take(waiting)
+            waiting = lines
+        assert waiting is not None and len(waiting) == 1  # the text after the last "\n"
+        last = waiting[0]
+        partial: bytes | None
+        if type(last) is SkippedLine:  # not held: kept aside unread, as a long unfinished line is
+            if len(last) > MAX_LINE_BYTES:
+                long_lines.append((lines_read + 1 if numbered else start + offset, len(last)))
+            cut, partial = offset, None
+        else:
+            ended = last.rfind(b"\r") + 1  # Pi's readline also ends a line at a lone "\r"
+            if ended:
+                offset -= 1  # take() counts a "\n" after each line: this part has none
+                take([last[:ended]])
+            cut, partial = offset, last[ended:]
+        if long_lines:
+            warn_long_lines(path, long_lines, at_bytes=not numbered, listed=True)
+    size = start + reader.total
     if summary.foreign:
         partial = b""
     status = FOREIGN if summary.foreign else SESSION if summary.header is not None else PENDING
-    head, tail = _edges(data, start, old if appended else None)
+    head, tail = _edges(reader.head, reader.tail, reader.total, start, old if appended else None)
     if index or status != SESSION:
         indexed = start + cut  # a file that is no session has nothing to index
     else:
@@ -390,12 +469,12 @@ def _update(
         stats.st_mtime_ns,
         stats.st_ctime_ns,
         checked_ns,
-        zlib.crc32(data) if start == 0 else zlib.crc32(data[old.size - start :], old.crc),  # type: ignore[union-attr]
+        reader.crc,
         start + cut,
         indexed,
         head,
         tail,
-        partial if len(partial) <= _PARTIAL_MAX else None,
+        None if partial is None or len(partial) > _PARTIAL_MAX else partial,
         status,
         None if summary.header is None else header_subset(summary.header),
         summary.message_count,
@@ -430,7 +509,7 @@ def _update(
     if summary.messages and status == SESSION:
         add_entry_rows(connection, fts, file_id, summary.messages)
     if status == SESSION:
-        add_usage_rows(connection, file_id, *usage_rows(data[:cut], summary.header))
+        add_usage_rows(connection, file_id, usage, damaged)
     row = Row(file_id, *values[:20], stored[22])
     return row, "appended" if appended else "read", deleted
 
@@ -496,19 +575,35 @@ def _grew(row: Row, stats: os.stat_result, handle: Any) -> bool:
     return crc == row.crc
 
 
-def _edges(data: bytes, start: int, old: Row | None) -> tuple[bytes, bytes]:
-    """The first and last bytes of the file's content as now read (``data`` starts at ``start``)."""
+def _crc(handle: Any, limit: int) -> int:
+    """The CRC-32 of at most ``limit`` bytes read from ``handle``'s position, block by block."""
+    crc = 0
+    while limit > 0:
+        block = handle.read(min(limit, _CHECK_BLOCK))
+        if not block:
+            break
+        crc = zlib.crc32(block, crc)
+        limit -= len(block)
+    return crc
+
+
+def _edges(head: bytes, tail: bytes, length: int, start: int, old: Row | None) -> tuple[bytes, bytes]:
+    """The first and last bytes of the file's content as now read (``length`` bytes from
+    ``start``, of which ``head`` and ``tail`` are the first and last ``_EDGE``)."""
     if old is None or start == 0:
-        return data[:_EDGE], data[-_EDGE:]
-    if len(data) >= _EDGE:
-        return old.head, data[-_EDGE:]
-    return old.head, (old.tail + data[old.size - start :])[-_EDGE:]
+        return head, tail
+    if length >= _EDGE:
+        return old.head, tail
+    return old.head, (old.tail + head[old.size - start :])[-_EDGE:]  # head: all that was read
 
 
 def read_range(path: str, start: int, end: int) -> bytes:
+    """The bytes of ``path`` from ``start`` to ``end`` (an unfinished last line), read in chunks:
+    a line in them longer than MAX_LINE_BYTES is left out, unheld, as every reader skips it."""
     try:
         with open_regular(path) as handle:
             handle.seek(start)
-            return bytes(handle.read(max(0, end - start)))
+            lines = list(iter_file_lines(_Range(handle, max(0, end - start))))
     except OSError:
         return b""
+    return b"\n".join(line for line in lines if type(line) is not SkippedLine)

@@ -19,7 +19,7 @@ from typing import Any
 
 from .._attribution import usage_fields
 from .._js import MISSING, js_date_ms
-from .._load import open_regular, parse_line
+from .._load import parse_line
 from .._paths import resolve_path
 
 UsageRow = tuple[str, str, int, str, Any, Any, Any, Any, Any]
@@ -98,8 +98,9 @@ def _timestamp_ms(timestamp: str) -> int | None:
     return day + ((hour * 60 + minute) * 60 + second) * 1000 + ms
 
 
-def usage_rows(data: bytes, header: dict[str, Any] | None) -> tuple[list[UsageRow], int]:
-    """The usage rows of the whole lines ``data``, and how many lines are damaged.
+def usage_rows(data: bytes | Iterable[bytes], header: dict[str, Any] | None) -> tuple[list[UsageRow], int]:
+    """The usage rows of the whole lines ``data`` (bytes, or its lines split on ``"\\n"``), and
+    how many lines are damaged.
 
     A row is ``(entry id, timestamp, ms, model key, input, output, cache read, cache write,
     cost)``, NaN as None. An entry whose timestamp does not parse is dated by the header's (else
@@ -111,7 +112,7 @@ def usage_rows(data: bytes, header: dict[str, Any] | None) -> tuple[list[UsageRo
     damaged = 0
     fallback: int | None = None
     fast = _decoder()
-    for line in data.split(b"\n"):  # Pi's open splits on "\n" only
+    for line in data.split(b"\n") if isinstance(data, bytes) else data:  # Pi's open splits on "\n" only
         if _MARKERS[0] not in line and _MARKERS[1] not in line:
             if line and not (line[:1] == b"{" and line[-1:] == b"}"):
                 stripped = line.strip()
@@ -406,13 +407,10 @@ def _unfinished_line(
     """The usage of a file's last line when it lacks its newline (the catalog keeps such a line
     aside until it is finished): Pi reads it, so it counts, unless it is a copy of the parent's."""
     partial = row.partial
-    if partial is None:  # too long to keep: read it from the file
-        try:
-            with open_regular(row.path) as handle:
-                handle.seek(row.parsed)
-                partial = handle.read(row.size - row.parsed)
-        except OSError:
-            return []
+    if partial is None:  # too long to keep: read it from the file (a line over 512 MiB: not)
+        from ._refresh import read_range
+
+        partial = read_range(row.path, row.parsed, row.size)
     found, _ = usage_rows(bytes(partial), header)
     groups = []
     for entry_id, timestamp, ms, key, *numbers in found:
