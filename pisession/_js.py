@@ -32,6 +32,7 @@ __all__ = [
     "js_greater",
     "js_property",
     "js_entries",
+    "js_len",
     "MISSING",
     "bulk",
     "hashable",
@@ -192,7 +193,7 @@ def js_property(value: object, key: str) -> Any:
         return value.get(key, MISSING)
     if key == "length":
         if isinstance(value, str):
-            return _utf16_len(value)
+            return js_len(value)
         if isinstance(value, list):
             return len(value)
     return MISSING
@@ -217,7 +218,8 @@ def js_entries(value: object) -> list[tuple[str, Any]]:
     return []
 
 
-def _utf16_len(text: str) -> int:
+def js_len(text: str) -> int:
+    """``text.length``: UTF-16 code units, so an emoji counts 2."""
     if text.isascii():
         return len(text)
     return len(text.encode("utf-16-le", "surrogatepass")) // 2

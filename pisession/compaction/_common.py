@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .._codec import from_wire, to_wire
-from .._js import js_join_item
+from .._js import js_join_item, js_len
 from .._model import Message
 from .._results import EntryList
 
@@ -27,13 +27,6 @@ __all__ = [
 ]
 
 WireMessage = dict[str, Any]
-
-
-def js_len(text: str) -> int:
-    """``text.length``: UTF-16 code units, so an emoji counts 2."""
-    if text.isascii():
-        return len(text)
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def _is_high(unit: int | None) -> bool:
