@@ -67,14 +67,9 @@ class Delivery:
 
     def take(self, index: TreeIndex, include_own: bool) -> Entry | None:
         """The next undelivered entry, now delivered; None when there is none."""
-        staged = self.staged
-        while staged:
-            try:
-                entry, own = staged.popleft()
-            except IndexError:  # an asyncio follower took the last one meanwhile
-                break
-            if include_own or not own:
-                return entry
+        entry = self.pop_staged(include_own)
+        if entry is not None:
+            return entry
         own_positions = self.own
         while self.cursor < len(index):
             pos = self.cursor
