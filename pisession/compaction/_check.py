@@ -22,6 +22,7 @@ from ._tokens import (
     calculate_context_tokens_wire,
     estimate_context_tokens_wire,
     estimate_projected_context_tokens_wire,
+    should_compact,
 )
 
 if TYPE_CHECKING:
@@ -116,7 +117,8 @@ def check(
         tokens = estimate["tokens"]
     else:
         tokens = direct
-    number = js_to_number(tokens)  # a usage is the provider's: compared as JavaScript compares it
-    needed = number > threshold  # shouldCompact (enabled was checked above); NaN never compacts
+    # A usage is the provider's: compared as JavaScript compares it (NaN never compacts).
+    needed = should_compact(tokens, context_window, settings)
+    number = js_to_number(tokens)
     counted = int(number) if math.isfinite(number) else None
     return CompactionCheck(needed, counted, threshold, "above_threshold" if needed else "below_threshold")
