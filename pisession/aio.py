@@ -566,8 +566,9 @@ class AsyncSessionManager:
 async def _summarize(summarize: Summarizer | AsyncSummarizer, request: SummaryRequest) -> object:
     """What the summarizer answers: an ``async def`` is awaited here, on the loop; a plain
     callable runs in a thread (a model call blocks for seconds)."""
-    call = getattr(summarize, "__call__", None)  # noqa: B004 - an object with an async __call__
-    if inspect.iscoroutinefunction(summarize) or inspect.iscoroutinefunction(call):
+    from .compaction._flows import is_async
+
+    if is_async(summarize):
         result: object = summarize(request)
     else:
         result = await asyncio.to_thread(summarize, request)

@@ -206,10 +206,15 @@ def summary_of(result: object) -> tuple[str, Any]:
     return text, usage
 
 
+def is_async(summarize: object) -> bool:
+    """Whether ``summarize`` is an ``async def``, or an object with an async ``__call__``."""
+    call = getattr(summarize, "__call__", None)  # noqa: B004 - an object with an async __call__
+    return inspect.iscoroutinefunction(summarize) or inspect.iscoroutinefunction(call)
+
+
 def refuse_async(summarize: object) -> None:
     """A coroutine function given where a plain summarizer is called (``SessionManager``)."""
-    call = getattr(summarize, "__call__", None)  # noqa: B004 - an object with an async __call__
-    if inspect.iscoroutinefunction(summarize) or inspect.iscoroutinefunction(call):
+    if is_async(summarize):
         raise TypeError(
             "SessionManager calls summarizers synchronously; an async summarizer needs "
             "pisession.aio.AsyncSessionManager (its compact and navigate_tree await it)"
