@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from .._discovery import is_sessions_root, jsonl_names, project_folders
 from .._errors import PisessionError
 from .._paths import cwd_matches, default_session_dir_path, get_sessions_dir, normalize_path, resolve_path
+from ..catalog._refresh import settled
 from ._rows import Fingerprint, NotASession, SessionRows, read_identities, read_rows
 from ._schema import SCHEMAS, to_table
 
@@ -58,11 +59,6 @@ _LOCK = ".pisession-dataset.lock"
 LOCK_TIMEOUT = 10.0  # seconds an export waits for another one writing the same folder
 _FORMAT = 1  # bump when a schema or a column's meaning changes: every file is written again
 _SAVE_EVERY = 2.0  # seconds: an interrupted export keeps what it finished
-# A write lands in the mtime tick it happens in, and the kernel's coarse clock lags by a few ms
-# (whole-second file systems by more): a file changed that close to being read may look
-# unchanged ("racily clean"), so it is read again next time (the catalog's rule, same margins).
-_RACY_NS = 50_000_000
-_RACY_COARSE_NS = 2_000_000_000
 # Snappy (Parquet's default, read by every engine) took about 30 % less CPU than zstd here for
 # files about a third larger. Long unique text gains nothing from a dictionary or min/max
 # statistics, which only cost time to build.
@@ -192,13 +188,6 @@ def _fingerprint(path: str) -> Fingerprint | None:
     return (stats.st_dev, stats.st_ino, stats.st_size, stats.st_mtime_ns)
 
 
-def _settled(fingerprint: Fingerprint, checked_ns: int) -> bool:
-    """Whether the file was last written clearly before it was read (see ``_RACY_NS``)."""
-    mtime = fingerprint[3]
-    margin = _RACY_COARSE_NS if mtime % 1_000_000 == 0 else _RACY_NS
-    return mtime < checked_ns - margin
-
-
 # ----------------------------------------------------------------------------- writing
 
 
@@ -301,7 +290,8 @@ class Exporter:
         fingerprint = _fingerprint(source.path)
         if fingerprint is None or list(fingerprint) != row.get("fp"):
             return False
-        if not _settled(fingerprint, int(row.get("checked", 0))):
+        # a file changed too close to being read may look unchanged ("racily clean"): read it again
+        if not settled(fingerprint[3], int(row.get("checked", 0))):
             return False
         if not scope.selects(row.get("cwd")):
             return None
