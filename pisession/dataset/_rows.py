@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .._attribution import copied_entry_ids, usage_items
-from .._context import context_positions, entry_to_messages, project_leaf
+from .._context import entry_to_messages, project_leaf
 from .._index import NO_PARENT, TreeIndex
 from .._js import MISSING
 from .._json import dumps, loads_for
@@ -267,9 +267,10 @@ def read_rows(path: str, *, parent_of: Callable[[str], list[dict[str, Any]]] | N
     )
     leaf = index.last_position()
     branch = set(index.path_positions(leaf))
-    context = context_positions(index, leaf)
-    in_context = set(context)
     projection = project_leaf(index, leaf)
+    # the projection holds one pair per context_positions entry, in order: no second walk
+    context = [pos for pos, _ in projection.entries]
+    in_context = set(context)
     contributed: dict[int, tuple[int, Any]] = {}  # position -> (first context index, its messages)
     at = 0
     for pos, messages in projection.entries:
