@@ -20,7 +20,6 @@ from .._index import NO_PARENT, TreeIndex
 from .._js import MISSING
 from .._json import dumps, loads_for
 from .._load import (
-    CURRENT_SESSION_VERSION,
     is_session_header,
     migrate_session_entries,
     open_regular,
@@ -249,12 +248,7 @@ def read_rows(path: str, *, parent_of: Callable[[str], list[dict[str, Any]]] | N
     if not entries or not is_session_header(entries[0]):
         raise NotASession(path, fingerprint, read_ns)
     header = entries[0]
-    version = header.get("version")
-    if (
-        not (isinstance(version, (int, float)) and not isinstance(version, bool))
-        or version < CURRENT_SESSION_VERSION
-    ):
-        migrate_session_entries(entries)  # in memory only, as read_session does
+    migrate_session_entries(entries)  # in memory only, as read_session does (a no-op when current)
     # Later header-shaped lines are not entries of the tree (Pi's loader and the manager skip them).
     body = [(line, e) for line, e in zip(lines[1:], entries[1:], strict=True) if e.get("type") != "session"]
     del lines
