@@ -397,7 +397,8 @@ def _temporary(folder: str, name: str) -> str:
 
 class Prepared:
     """A session read and written under temporary names in its folders, waiting to be renamed
-    into place (what a worker process hands back: plain values only)."""
+    into place (what a worker process hands back: plain values only); no files when the
+    session lies outside the run's cwd."""
 
     __slots__ = ("session_id", "cwd", "parent", "fingerprint", "read_ns", "files")
 
@@ -434,9 +435,10 @@ class Failed:
         self.read_ns = read_ns
 
 
-def prepare(path: str, project: str, out: str) -> Prepared | Failed:
+def prepare(path: str, project: str, out: str, cwd: str | None = None) -> Prepared | Failed:
     """Read one session and write its five tables under temporary names in their final folders
-    (in a worker process, or in this one)."""
+    (in a worker process, or in this one). A session whose header names another cwd than
+    ``cwd`` (:attr:`Scope.cwd`) is left out of the selection: none of its files are written."""
     try:
         session = read_rows(path, parent_of=_parents)
     except NotASession as error:
@@ -444,6 +446,10 @@ def prepare(path: str, project: str, out: str) -> Prepared | Failed:
     except OSError as error:
         return Failed(f"cannot be read: {error.strerror or error}")
     files: dict[str, str] = {}
+    if cwd is not None and not cwd_matches(session.cwd, cwd):
+        return Prepared(
+            session.session_id, session.cwd, session.parent, session.fingerprint, session.read_ns, files
+        )
     try:
         for table in TABLES:
             folder = os.path.join(out, table, partition_name(project))
@@ -459,19 +465,20 @@ def prepare(path: str, project: str, out: str) -> Prepared | Failed:
     )
 
 
-def _prepare_one(args: tuple[str, str, str]) -> Prepared | Failed:
+def _prepare_one(args: tuple[str, str, str, str | None]) -> Prepared | Failed:
     return prepare(*args)
 
 
 def prepared_sessions(
-    sources: list[Source], out: str, workers: int | None
+    sources: list[Source], out: str, workers: int | None, cwd: str | None = None
 ) -> Iterator[tuple[Source, Prepared | Failed]]:
     """Each source prepared, in order: in this process, or (``workers`` > 1, or None and enough
-    sessions to be worth starting processes) in a pool of worker processes."""
+    sessions to be worth starting processes) in a pool of worker processes. ``cwd``: as
+    :func:`prepare` takes it."""
     count = _worker_count(len(sources), workers)
     if count <= 1:
         for source in sources:
-            yield source, prepare(source.path, source.project, out)
+            yield source, prepare(source.path, source.project, out, cwd)
         return
     import concurrent.futures
     import multiprocessing
@@ -479,7 +486,7 @@ def prepared_sessions(
     # forkserver (spawn where there is none): a fork of a process that has started Arrow's
     # threads could inherit a held lock
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    jobs = [(s.path, s.project, out) for s in sources]
+    jobs = [(s.path, s.project, out, cwd) for s in sources]
     context = multiprocessing.get_context(method)
     with concurrent.futures.ProcessPoolExecutor(count, mp_context=context) as pool:
         results = pool.map(_prepare_one, jobs, chunksize=4)
