@@ -529,15 +529,21 @@ def _unchanged(candidate: Candidate, row: Row | None) -> bool:
     return row is not None and candidate.stat is not None and _same(row, candidate.stat) and row.intact()
 
 
+def settled(mtime_ns: int, checked_ns: int) -> bool:
+    """Whether a file last written at ``mtime_ns`` was written clearly before it was read at
+    ``checked_ns`` (see ``_RACY_NS``); the dataset's manifest follows the same rule."""
+    margin = _RACY_COARSE_NS if mtime_ns % 1_000_000 == 0 else _RACY_NS
+    return mtime_ns < checked_ns - margin
+
+
 def _same(row: Row, stats: os.stat_result, racy_too: bool = False) -> bool:
     """The file is as it was read, and was not written too close to that read to tell.
 
     A file written in the same timestamp tick as (or after) the read might have changed without
     its size or mtime changing ("racily clean", as git calls it): its bytes are compared again.
     """
-    margin = _RACY_COARSE_NS if stats.st_mtime_ns % 1_000_000 == 0 else _RACY_NS
     return (
-        (racy_too or stats.st_mtime_ns < row.checked_ns - margin)
+        (racy_too or settled(stats.st_mtime_ns, row.checked_ns))
         and stat.S_ISREG(stats.st_mode)
         and row.dev == stats.st_dev
         and row.ino == stats.st_ino

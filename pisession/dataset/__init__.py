@@ -179,7 +179,7 @@ def write_parquet(
         done = total - len(dirty)
         if on_progress is not None and total:
             on_progress(done, total)
-        for source, result in prepared_sessions(dirty, exporter.out, workers):
+        for source, result in prepared_sessions(dirty, exporter.out, workers, scope.cwd):
             if isinstance(result, Failed):
                 skipped.append(SkippedSession(source.path, result.reason))
                 if result.fingerprint is not None:  # not a session: not read again until it changes

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from .._discovery import is_sessions_root, jsonl_names, project_folders
 from .._errors import PisessionError
 from .._paths import cwd_matches, default_session_dir_path, get_sessions_dir, normalize_path, resolve_path
+from ..catalog._refresh import settled
 from ._rows import Fingerprint, NotASession, SessionRows, read_identities, read_rows
 from ._schema import SCHEMAS, to_table
 
@@ -58,11 +59,6 @@ _LOCK = ".pisession-dataset.lock"
 LOCK_TIMEOUT = 10.0  # seconds an export waits for another one writing the same folder
 _FORMAT = 1  # bump when a schema or a column's meaning changes: every file is written again
 _SAVE_EVERY = 2.0  # seconds: an interrupted export keeps what it finished
-# A write lands in the mtime tick it happens in, and the kernel's coarse clock lags by a few ms
-# (whole-second file systems by more): a file changed that close to being read may look
-# unchanged ("racily clean"), so it is read again next time (the catalog's rule, same margins).
-_RACY_NS = 50_000_000
-_RACY_COARSE_NS = 2_000_000_000
 # Snappy (Parquet's default, read by every engine) took about 30 % less CPU than zstd here for
 # files about a third larger. Long unique text gains nothing from a dictionary or min/max
 # statistics, which only cost time to build.
@@ -192,13 +188,6 @@ def _fingerprint(path: str) -> Fingerprint | None:
     return (stats.st_dev, stats.st_ino, stats.st_size, stats.st_mtime_ns)
 
 
-def _settled(fingerprint: Fingerprint, checked_ns: int) -> bool:
-    """Whether the file was last written clearly before it was read (see ``_RACY_NS``)."""
-    mtime = fingerprint[3]
-    margin = _RACY_COARSE_NS if mtime % 1_000_000 == 0 else _RACY_NS
-    return mtime < checked_ns - margin
-
-
 # ----------------------------------------------------------------------------- writing
 
 
@@ -301,7 +290,8 @@ class Exporter:
         fingerprint = _fingerprint(source.path)
         if fingerprint is None or list(fingerprint) != row.get("fp"):
             return False
-        if not _settled(fingerprint, int(row.get("checked", 0))):
+        # a file changed too close to being read may look unchanged ("racily clean"): read it again
+        if not settled(fingerprint[3], int(row.get("checked", 0))):
             return False
         if not scope.selects(row.get("cwd")):
             return None
@@ -407,7 +397,8 @@ def _temporary(folder: str, name: str) -> str:
 
 class Prepared:
     """A session read and written under temporary names in its folders, waiting to be renamed
-    into place (what a worker process hands back: plain values only)."""
+    into place (what a worker process hands back: plain values only); no files when the
+    session lies outside the run's cwd."""
 
     __slots__ = ("session_id", "cwd", "parent", "fingerprint", "read_ns", "files")
 
@@ -444,9 +435,10 @@ class Failed:
         self.read_ns = read_ns
 
 
-def prepare(path: str, project: str, out: str) -> Prepared | Failed:
+def prepare(path: str, project: str, out: str, cwd: str | None = None) -> Prepared | Failed:
     """Read one session and write its five tables under temporary names in their final folders
-    (in a worker process, or in this one)."""
+    (in a worker process, or in this one). A session whose header names another cwd than
+    ``cwd`` (:attr:`Scope.cwd`) is left out of the selection: none of its files are written."""
     try:
         session = read_rows(path, parent_of=_parents)
     except NotASession as error:
@@ -454,6 +446,10 @@ def prepare(path: str, project: str, out: str) -> Prepared | Failed:
     except OSError as error:
         return Failed(f"cannot be read: {error.strerror or error}")
     files: dict[str, str] = {}
+    if cwd is not None and not cwd_matches(session.cwd, cwd):
+        return Prepared(
+            session.session_id, session.cwd, session.parent, session.fingerprint, session.read_ns, files
+        )
     try:
         for table in TABLES:
             folder = os.path.join(out, table, partition_name(project))
@@ -469,19 +465,20 @@ def prepare(path: str, project: str, out: str) -> Prepared | Failed:
     )
 
 
-def _prepare_one(args: tuple[str, str, str]) -> Prepared | Failed:
+def _prepare_one(args: tuple[str, str, str, str | None]) -> Prepared | Failed:
     return prepare(*args)
 
 
 def prepared_sessions(
-    sources: list[Source], out: str, workers: int | None
+    sources: list[Source], out: str, workers: int | None, cwd: str | None = None
 ) -> Iterator[tuple[Source, Prepared | Failed]]:
     """Each source prepared, in order: in this process, or (``workers`` > 1, or None and enough
-    sessions to be worth starting processes) in a pool of worker processes."""
+    sessions to be worth starting processes) in a pool of worker processes. ``cwd``: as
+    :func:`prepare` takes it."""
     count = _worker_count(len(sources), workers)
     if count <= 1:
         for source in sources:
-            yield source, prepare(source.path, source.project, out)
+            yield source, prepare(source.path, source.project, out, cwd)
         return
     import concurrent.futures
     import multiprocessing
@@ -489,7 +486,7 @@ def prepared_sessions(
     # forkserver (spawn where there is none): a fork of a process that has started Arrow's
     # threads could inherit a held lock
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    jobs = [(s.path, s.project, out) for s in sources]
+    jobs = [(s.path, s.project, out, cwd) for s in sources]
     context = multiprocessing.get_context(method)
     with concurrent.futures.ProcessPoolExecutor(count, mp_context=context) as pool:
         results = pool.map(_prepare_one, jobs, chunksize=4)

@@ -15,12 +15,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .._attribution import copied_entry_ids, usage_items
-from .._context import context_positions, entry_to_messages, project_leaf
+from .._context import entry_to_messages, project_leaf
 from .._index import NO_PARENT, TreeIndex
 from .._js import MISSING
 from .._json import dumps, loads_for
 from .._load import (
-    CURRENT_SESSION_VERSION,
     is_session_header,
     migrate_session_entries,
     open_regular,
@@ -249,12 +248,7 @@ def read_rows(path: str, *, parent_of: Callable[[str], list[dict[str, Any]]] | N
     if not entries or not is_session_header(entries[0]):
         raise NotASession(path, fingerprint, read_ns)
     header = entries[0]
-    version = header.get("version")
-    if (
-        not (isinstance(version, (int, float)) and not isinstance(version, bool))
-        or version < CURRENT_SESSION_VERSION
-    ):
-        migrate_session_entries(entries)  # in memory only, as read_session does
+    migrate_session_entries(entries)  # in memory only, as read_session does (a no-op when current)
     # Later header-shaped lines are not entries of the tree (Pi's loader and the manager skip them).
     body = [(line, e) for line, e in zip(lines[1:], entries[1:], strict=True) if e.get("type") != "session"]
     del lines
@@ -267,9 +261,10 @@ def read_rows(path: str, *, parent_of: Callable[[str], list[dict[str, Any]]] | N
     )
     leaf = index.last_position()
     branch = set(index.path_positions(leaf))
-    context = context_positions(index, leaf)
-    in_context = set(context)
     projection = project_leaf(index, leaf)
+    # the projection holds one pair per context_positions entry, in order: no second walk
+    context = [pos for pos, _ in projection.entries]
+    in_context = set(context)
     contributed: dict[int, tuple[int, Any]] = {}  # position -> (first context index, its messages)
     at = 0
     for pos, messages in projection.entries:
