@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
+from itertools import groupby
 from typing import Any
 
 import attrs
@@ -251,26 +252,25 @@ def _sorted(infos: list[SessionInfo], mtimes: dict[str, float] | None = None) ->
     by name, descending in ``localeCompare`` order, or with ``mtimes`` (a sessions root: path →
     mtime) by mtime first. Names are collated only where there are ties (rare, and collating
     costs far more than comparing code points)."""
-    ordered = sorted(infos, key=lambda info: -info.modified.timestamp())
-    start = 0
-    while start < len(ordered):
-        stamp = ordered[start].modified.timestamp()
-        end = start + 1
-        while end < len(ordered) and ordered[end].modified.timestamp() == stamp:
-            end += 1
-        if end - start > 1:
+    ordered: list[SessionInfo] = []
+    for _, same in groupby(sorted(infos, key=lambda info: -info.modified.timestamp()), _modified):
+        tied = list(same)
+        if len(tied) > 1:
             from ._collation import collation_key
 
-            ordered[start:end] = sorted(
-                ordered[start:end],
+            tied.sort(
                 key=lambda info: (
                     0.0 if mtimes is None else mtimes.get(info.path, float("-inf")),
                     collation_key(os.path.basename(info.path)),
                 ),
                 reverse=True,
             )
-        start = end
+        ordered.extend(tied)
     return ordered
+
+
+def _modified(info: SessionInfo) -> float:
+    return info.modified.timestamp()
 
 
 def utf8_name(name: str) -> bool:
