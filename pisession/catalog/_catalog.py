@@ -55,7 +55,6 @@ class Catalog:
         self.last_report = RefreshReport()
         self.last_error: str | None = None
         self.last_notice: str | None = None
-        self._mtimes: dict[str, float] = {}
         self._connection: sqlite3.Connection | None = None
 
     # ------------------------------------------------------------------ lifetime
@@ -104,7 +103,7 @@ class Catalog:
         directory = normalize_path(session_dir) if session_dir else get_default_session_dir(cwd)
         filter_cwd = session_dir is not None and not paths_equal(directory, default_session_dir_path(cwd))
         try:
-            found = self._list([directory], None, on_progress, text)
+            found, _ = self._list([directory], None, on_progress, text)
         except (sqlite3.Error, OSError, CatalogError) as error:
             self._failed(error)
             from .._discovery import list_sessions
@@ -126,8 +125,7 @@ class Catalog:
         """Exactly :meth:`SessionManager.list_all`'s rows, from the catalog (see :meth:`list`)."""
         try:
             directories, root = all_of(session_dir)
-            found = self._list(directories, root, on_progress, text)
-            mtimes = None if root is None else self._mtimes
+            found, mtimes = self._list(directories, root, on_progress, text)
         except (sqlite3.Error, OSError, CatalogError) as error:
             self._failed(error)
             from .._discovery import list_all_sessions
@@ -165,11 +163,12 @@ class Catalog:
         root: str | None,
         on_progress: ProgressCallback | None,
         text: bool,
-    ) -> builtins.list[SessionInfo]:
+    ) -> tuple[builtins.list[SessionInfo], dict[str, float] | None]:
+        """The rows, and for a sessions root path → mtime: its ties are broken by mtime first, as
+        Pi's listAll reads them (see :func:`_sorted`)."""
         found = self._current(directories, root, on_progress)
-        # a sessions root's ties are broken by mtime first, as Pi's listAll reads them
-        self._mtimes = {c.path: c.stat.st_mtime for c, _ in found if c.stat is not None}
-        return infos(self._connect(), found, text)
+        mtimes = None if root is None else {c.path: c.stat.st_mtime for c, _ in found if c.stat is not None}
+        return infos(self._connect(), found, text), mtimes
 
     def _current(
         self,
