@@ -32,7 +32,7 @@ from typing import Any, Final, final
 
 import attrs
 
-from ._js import MISSING, js_join_item, js_truthy
+from ._js import MISSING, js_string, js_truthy
 
 __all__ = ["UsageItem", "usage_items", "usage_item", "usage_fields", "copied_entry_ids", "TOOLS_KEY"]
 
@@ -67,15 +67,6 @@ class UsageItem:
     def tokens(self) -> int | float:
         """input + output + cache read + cache write, as Pi counts a row's tokens."""
         return self.input + self.output + self.cache_read + self.cache_write
-
-
-def _js_string(value: object) -> str:
-    """``String(value)``, as a template literal writes it."""
-    if value is None:
-        return "null"
-    if value is MISSING:
-        return "undefined"
-    return js_join_item(value)
 
 
 def _js_addend(value: object) -> int | float:
@@ -139,13 +130,13 @@ def usage_fields(entry: Mapping[str, Any]) -> UsageFields | None:
             model = message.get("responseModel", MISSING)
             if model is None or model is MISSING:
                 model = message.get("model", MISSING)
-            key = f"{_js_string(message.get('provider', MISSING))}/{_js_string(model)}"
+            key = f"{js_string(message.get('provider', MISSING))}/{js_string(model)}"
             return _fields(entry, key, message.get("usage", MISSING))
         if role == "toolResult":
             return _fields(entry, TOOLS_KEY, message.get("usage", MISSING))
         return None
     if kind == "usage":
-        key = f"{_js_string(entry.get('provider', MISSING))}/{_js_string(entry.get('model', MISSING))}"
+        key = f"{js_string(entry.get('provider', MISSING))}/{js_string(entry.get('model', MISSING))}"
         return _fields(entry, key, entry.get("usage", MISSING))
     if kind == "compaction" or kind == "branch_summary":
         return _fields(entry, TOOLS_KEY, entry.get("usage", MISSING))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
+from itertools import groupby
 from typing import Any
 
 import attrs
@@ -251,26 +252,25 @@ def _sorted(infos: list[SessionInfo], mtimes: dict[str, float] | None = None) ->
     by name, descending in ``localeCompare`` order, or with ``mtimes`` (a sessions root: path →
     mtime) by mtime first. Names are collated only where there are ties (rare, and collating
     costs far more than comparing code points)."""
-    ordered = sorted(infos, key=lambda info: -info.modified.timestamp())
-    start = 0
-    while start < len(ordered):
-        stamp = ordered[start].modified.timestamp()
-        end = start + 1
-        while end < len(ordered) and ordered[end].modified.timestamp() == stamp:
-            end += 1
-        if end - start > 1:
+    ordered: list[SessionInfo] = []
+    for _, same in groupby(sorted(infos, key=lambda info: -info.modified.timestamp()), _modified):
+        tied = list(same)
+        if len(tied) > 1:
             from ._collation import collation_key
 
-            ordered[start:end] = sorted(
-                ordered[start:end],
+            tied.sort(
                 key=lambda info: (
                     0.0 if mtimes is None else mtimes.get(info.path, float("-inf")),
                     collation_key(os.path.basename(info.path)),
                 ),
                 reverse=True,
             )
-        start = end
+        ordered.extend(tied)
     return ordered
+
+
+def _modified(info: SessionInfo) -> float:
+    return info.modified.timestamp()
 
 
 def utf8_name(name: str) -> bool:
@@ -299,6 +299,34 @@ def project_folders(root: str) -> list[str]:
     ]
 
 
+def folder_names(directory: str) -> list[str]:
+    """The ``.jsonl`` names of one session folder in the order Pi reads them (descending); none
+    when the folder cannot be read or its name is not UTF-8 (Pi cannot name it)."""
+    if not utf8_name(directory):
+        return []
+    try:
+        return sorted(jsonl_names(directory), reverse=True)
+    except OSError:
+        return []
+
+
+def root_files(root: str) -> list[tuple[str, str]]:
+    """(project folder, path) of each ``.jsonl`` file Pi reads in a sessions root, unsorted;
+    a root or folder that cannot be read gives none."""
+    try:
+        folders = project_folders(root)
+    except OSError:
+        return []
+    out: list[tuple[str, str]] = []
+    for folder in folders:
+        try:
+            names = jsonl_names(folder)
+        except OSError:
+            continue
+        out.extend((folder, os.path.join(folder, name)) for name in names)
+    return out
+
+
 def is_sessions_root(folder: str) -> bool:
     """Whether a folder named as a session folder holds no ``.jsonl`` file of its own, and so is read
     as a root of project folders (Pi's ``sessions/``). Pi's ``listAll(folder)`` lists nothing there;
@@ -310,12 +338,7 @@ def is_sessions_root(folder: str) -> bool:
 
 
 def _list_dir(directory: str, on_progress: ProgressCallback | None) -> list[SessionInfo]:
-    if not utf8_name(directory):
-        return []  # as Pi, which cannot name it
-    try:
-        names = sorted(jsonl_names(directory), reverse=True)
-    except OSError:
-        return []
+    names = folder_names(directory)
     infos = []
     total = len(names)
     for loaded, name in enumerate(names, start=1):
@@ -357,23 +380,13 @@ def list_all_sessions(
             return _sorted(_list_dir(root, on_progress))
     else:
         root = get_sessions_dir()
-    try:
-        folders = project_folders(root)
-    except OSError:
-        return []
     candidates: list[tuple[float, str]] = []
-    for folder in folders:
+    for _, path in root_files(root):
         try:
-            names = jsonl_names(folder)
+            mtime = os.stat(path).st_mtime
         except OSError:
-            continue
-        for name in names:
-            path = os.path.join(folder, name)
-            try:
-                mtime = os.stat(path).st_mtime
-            except OSError:
-                mtime = float("-inf")
-            candidates.append((mtime, path))
+            mtime = float("-inf")
+        candidates.append((mtime, path))
     candidates.sort(key=lambda item: (item[0], os.path.basename(item[1])), reverse=True)
     infos = []
     total = len(candidates)

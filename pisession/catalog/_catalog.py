@@ -10,13 +10,12 @@ from typing import TypeVar
 
 import attrs
 
-from .._discovery import SessionInfo, _sorted, is_sessions_root
+from .._discovery import SessionInfo, _sorted
 from .._errors import CatalogError
 from .._paths import (
     cwd_matches,
     default_session_dir_path,
     get_default_session_dir,
-    get_sessions_dir,
     normalize_path,
     paths_equal,
     resolve_path,
@@ -25,7 +24,7 @@ from ._list import infos
 from ._location import default_catalog_path, is_movable_default, move_aside, refuse_pi_data
 from ._refresh import Candidate, RefreshReport, current
 from ._schema import ProgressCallback, Row, connect, fts5_available
-from ._search import Role, SearchHit, SessionMatch, check_fts_query, hits, scope, session_matches
+from ._search import Role, SearchHit, SessionMatch, all_of, check_fts_query, hits, scope, session_matches
 from ._usage import UsageScan, scan_usage
 from ._words import terms as query_terms
 
@@ -56,7 +55,6 @@ class Catalog:
         self.last_report = RefreshReport()
         self.last_error: str | None = None
         self.last_notice: str | None = None
-        self._mtimes: dict[str, float] = {}
         self._connection: sqlite3.Connection | None = None
 
     # ------------------------------------------------------------------ lifetime
@@ -105,7 +103,7 @@ class Catalog:
         directory = normalize_path(session_dir) if session_dir else get_default_session_dir(cwd)
         filter_cwd = session_dir is not None and not paths_equal(directory, default_session_dir_path(cwd))
         try:
-            found = self._list([directory], None, on_progress, text)
+            found, _ = self._list([directory], None, on_progress, text)
         except (sqlite3.Error, OSError, CatalogError) as error:
             self._failed(error)
             from .._discovery import list_sessions
@@ -126,9 +124,8 @@ class Catalog:
     ) -> builtins.list[SessionInfo]:
         """Exactly :meth:`SessionManager.list_all`'s rows, from the catalog (see :meth:`list`)."""
         try:
-            directories, root = _all_of(session_dir)
-            found = self._list(directories, root, on_progress, text)
-            mtimes = None if root is None else self._mtimes
+            directories, root = all_of(session_dir)
+            found, mtimes = self._list(directories, root, on_progress, text)
         except (sqlite3.Error, OSError, CatalogError) as error:
             self._failed(error)
             from .._discovery import list_all_sessions
@@ -139,7 +136,7 @@ class Catalog:
 
     def refresh(self, session_dir: str | None = None) -> RefreshReport:
         """Bring one folder (default: every project's folders) up to date; raises on database errors."""
-        self._current(*_all_of(session_dir), None)
+        self._current(*all_of(session_dir), None)
         return self.last_report
 
     def _usage(
@@ -150,7 +147,7 @@ class Catalog:
     ) -> UsageScan:
         """For :func:`pisession.usage.usage_report`: bring one folder (default: every project's)
         up to date and sum its usage per file, model and quarter hour; raises on database errors."""
-        directories, root = _all_of(session_dir)
+        directories, root = all_of(session_dir)
         found, self.last_report = current(
             self._connect(), self.fts, directories, root, on_progress, max_size=max_size
         )
@@ -166,11 +163,12 @@ class Catalog:
         root: str | None,
         on_progress: ProgressCallback | None,
         text: bool,
-    ) -> builtins.list[SessionInfo]:
+    ) -> tuple[builtins.list[SessionInfo], dict[str, float] | None]:
+        """The rows, and for a sessions root path → mtime: its ties are broken by mtime first, as
+        Pi's listAll reads them (see :func:`_sorted`)."""
         found = self._current(directories, root, on_progress)
-        # a sessions root's ties are broken by mtime first, as Pi's listAll reads them
-        self._mtimes = {c.path: c.stat.st_mtime for c, _ in found if c.stat is not None}
-        return infos(self._connect(), found, text)
+        mtimes = None if root is None else {c.path: c.stat.st_mtime for c, _ in found if c.stat is not None}
+        return infos(self._connect(), found, text), mtimes
 
     def _current(
         self,
@@ -278,14 +276,6 @@ class Catalog:
         connection = self._connect()
         covered, self.last_report = scope(connection, self.fts, cwd, all, session_dir, on_progress)
         return hits(connection, self.fts, covered, terms, role, limit)
-
-
-def _all_of(session_dir: str | None) -> tuple[builtins.list[str] | None, str | None]:
-    """The folders (or the sessions root) :meth:`Catalog.list_all` reads for ``session_dir``."""
-    if not session_dir:
-        return None, get_sessions_dir()
-    folder = normalize_path(session_dir)
-    return (None, folder) if is_sessions_root(folder) else ([folder], None)
 
 
 # ----------------------------------------------------------------------------------- module API

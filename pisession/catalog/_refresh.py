@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from .._discovery import SessionSummary, feed_lines, jsonl_names, project_folders, split_cr, utf8_name
+from .._discovery import SessionSummary, feed_lines, folder_names, root_files, split_cr
 from .._load import (
     MAX_LINE_BYTES,
     SkippedLine,
@@ -98,32 +98,14 @@ def _stat(path: str) -> os.stat_result | None:
 
 def candidates(directories: list[str] | None, root: str | None) -> list[Candidate]:
     """The files Pi's list would read, in the order it reads them (which breaks ties)."""
-    out: list[Candidate] = []
     if directories is not None:
-        for directory in directories:
-            if not utf8_name(directory):
-                continue  # as Pi, which cannot name it
-            try:
-                names = sorted(jsonl_names(directory), reverse=True)
-            except OSError:
-                continue
-            for name in names:
-                path = os.path.join(directory, name)
-                out.append(Candidate(path, directory, _stat(path)))
-        return out
+        return [
+            Candidate(path, directory, _stat(path))
+            for directory in directories
+            for path in (os.path.join(directory, name) for name in folder_names(directory))
+        ]
     assert root is not None
-    try:
-        folders = project_folders(root)
-    except OSError:
-        return []
-    for folder in folders:
-        try:
-            names = jsonl_names(folder)
-        except OSError:
-            continue
-        for name in names:
-            path = os.path.join(folder, name)
-            out.append(Candidate(path, folder, _stat(path)))
+    out = [Candidate(path, folder, _stat(path)) for folder, path in root_files(root)]
     out.sort(
         key=lambda c: (float("-inf") if c.stat is None else c.stat.st_mtime, os.path.basename(c.path)),
         reverse=True,

@@ -159,6 +159,14 @@ def hits(
     return out
 
 
+def all_of(session_dir: str | None) -> tuple[list[str] | None, str | None]:
+    """The folders (or the sessions root) :meth:`Catalog.list_all` reads for ``session_dir``."""
+    if not session_dir:
+        return None, get_sessions_dir()
+    folder = normalize_path(session_dir)
+    return (None, folder) if is_sessions_root(folder) else ([folder], None)
+
+
 def scope(
     connection: sqlite3.Connection,
     fts: bool,
@@ -172,11 +180,7 @@ def scope(
     directories: list[str] | None
     root: str | None = None
     if all or (session_dir and cwd is None):
-        if not session_dir:
-            directories, root = None, get_sessions_dir()
-        else:
-            folder = normalize_path(session_dir)
-            directories, root = (None, folder) if is_sessions_root(folder) else ([folder], None)
+        directories, root = all_of(session_dir)
     else:
         cwd = os.getcwd() if cwd is None else cwd
         if session_dir:

@@ -98,7 +98,6 @@ def format_table(report: UsageReport, *, breakdown: bool = False, columns: int =
         if breakdown:
             for model in row.models:
                 lines_in.append(("  " + model.model_name, _cells(model, model.cost), False))
-    model_lines = breakdown
     total = ("Total", _cells(report.totals, report.totals.total_cost), False)
     key_width = max(len(_HEADINGS[report.group_by]), *(len(label) for label, _, _ in [*lines_in, total]))
     key_width = max(12, min(key_width, max(60, columns) - numbers_width))
@@ -112,7 +111,7 @@ def format_table(report: UsageReport, *, breakdown: bool = False, columns: int =
     rule = "-" * len(heading)
     out = [heading, rule]
     for label, cells, keep in lines_in:
-        if model_lines and label.startswith("  ") and len(label) > key_width:
+        if breakdown and label.startswith("  ") and len(label) > key_width:
             out.append(label)  # a long model name on its own line, its figures under it
             label = ""
         out.append(line(label, cells, keep))
