@@ -28,7 +28,7 @@ import attrs
 
 from ._errors import SettingsError
 from ._js import MISSING, js_join_item, js_truthy
-from ._paths import ENV_AGENT_DIR, ENV_SESSION_DIR, normalize_path, resolve_path
+from ._paths import ENV_SESSION_DIR, get_agent_dir, normalize_path, resolve_path
 
 if TYPE_CHECKING:
     from ._manager import SessionManager
@@ -81,10 +81,7 @@ class SettingsFileError:
 
 def settings_agent_dir() -> str:
     """Pi's agent folder: ``$PI_CODING_AGENT_DIR`` (``~`` expanded), else ``~/.pi/agent``."""
-    env = os.environ.get(ENV_AGENT_DIR)
-    if env:
-        return normalize_path(env)
-    return os.path.join(os.path.expanduser("~"), ".pi", "agent")
+    return get_agent_dir()
 
 
 def _js_string(value: object) -> str:
