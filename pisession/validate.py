@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
+from ._errors import _warn_to_json
 from ._load import (
     CURRENT_SESSION_VERSION,
     MAX_LINE_BYTES,
@@ -318,13 +319,3 @@ def _check_references(body: list[tuple[int, dict[str, Any]]], report: _Report) -
             source = entry.get("fromId")
             if source != "root" and not exists(source):
                 add("warning", number, f"branch_summary {entry_id}: fromId {source} does not exist")
-
-
-def _warn_to_json(obj: object) -> None:
-    import warnings
-
-    warnings.warn(
-        f"{type(obj).__name__}.to_json() is deprecated; call to_wire(), the name every result uses",
-        DeprecationWarning,
-        stacklevel=3,
-    )
