@@ -28,7 +28,7 @@ import attrs
 
 from ._errors import SettingsError
 from ._js import MISSING, js_join_item, js_truthy
-from ._paths import ENV_SESSION_DIR, get_agent_dir, normalize_path, resolve_path
+from ._paths import ENV_SESSION_DIR, get_agent_dir, node_resolve, normalize_path, resolve_path
 
 if TYPE_CHECKING:
     from ._manager import SessionManager
@@ -479,12 +479,6 @@ def session_model(manager: SessionManager, settings: PiSettings | None = None) -
     return None
 
 
-def _node_resolve(path: str) -> str:
-    # Node's path.resolve: absolute against the process cwd, normalised, no "~" expansion.
-    resolved = os.path.normpath(os.path.join(os.getcwd(), path))
-    return "/" + resolved.lstrip("/") if resolved.startswith("//") else resolved
-
-
 def _canonical(path: str) -> str:
     # Pi's canonicalizePath: the real path, or the path as given where there is none.
     try:
@@ -537,7 +531,7 @@ def is_project_trusted(cwd: str, agent_dir: str | None = None) -> bool:
     folder = _canonical(resolve_path(cwd))
     while True:
         for key, decision in data.items():
-            if isinstance(decision, bool) and _node_resolve(key) == _node_resolve(folder):
+            if isinstance(decision, bool) and node_resolve(key) == node_resolve(folder):
                 return decision
         parent = os.path.dirname(folder)
         if parent == folder:
