@@ -528,10 +528,12 @@ def is_project_trusted(cwd: str, agent_dir: str | None = None) -> bool:
     read. Trust given "for this session only" or by an extension is not saved, so not seen."""
     resolved_agent_dir = resolve_path(agent_dir if agent_dir is not None else settings_agent_dir())
     data = _read_trust_store(os.path.join(resolved_agent_dir, "trust.json"))
+    decisions = [(node_resolve(key), value) for key, value in data.items() if isinstance(value, bool)]
     folder = _canonical(resolve_path(cwd))
     while True:
-        for key, decision in data.items():
-            if isinstance(decision, bool) and node_resolve(key) == node_resolve(folder):
+        here = node_resolve(folder)
+        for key, decision in decisions:  # the first key naming the folder decides
+            if key == here:
                 return decision
         parent = os.path.dirname(folder)
         if parent == folder:
