@@ -154,7 +154,6 @@ def validate_folder(path: str | os.PathLike[str]) -> list[ValidationReport]:
 def _check(raw_lines: list[bytes], report: _Report) -> None:
     """``raw_lines``: the file split on ``\\n`` (the last one what follows the final newline)."""
     add = report.add
-    blank = not any(line.strip() for line in raw_lines)
     final_newline = raw_lines[-1] == b"" and type(raw_lines[-1]) is bytes
     if final_newline:
         raw_lines.pop()
@@ -208,6 +207,7 @@ def _check(raw_lines: list[bytes], report: _Report) -> None:
             f"invalid UTF-8 on {len(bad_utf8)} line(s) ({lines}); Pi reads it as U+FFFD",
         )
     if not parsed:
+        blank = not any(line.strip() for line in raw_lines)  # only here: it copies every line
         add(
             "error",
             None,
