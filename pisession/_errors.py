@@ -189,3 +189,15 @@ class LineTooLongWarning(UserWarning):
     """A session file holds a line longer than pisession reads (512 MiB): it was skipped like
     a malformed line, never held whole. Pi cannot read such a file either (it reads the whole
     file into one JavaScript string). ``pisession validate`` reports the line too."""
+
+
+def _warn_to_json(obj: object) -> None:
+    """Say, as a ``DeprecationWarning`` pointing at the caller of ``obj.to_json()``, that the
+    method is now ``to_wire()`` (the results of ``stats`` and ``validate`` share this text)."""
+    import warnings
+
+    warnings.warn(
+        f"{type(obj).__name__}.to_json() is deprecated; call to_wire(), the name every result uses",
+        DeprecationWarning,
+        stacklevel=3,
+    )

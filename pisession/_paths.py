@@ -18,6 +18,7 @@ __all__ = [
     "ENV_AGENT_DIR",
     "ENV_SESSION_DIR",
     "resolve_path",
+    "node_resolve",
     "normalize_path",
     "get_agent_dir",
     "get_sessions_dir",
@@ -86,9 +87,14 @@ def normalize_path(value: str | os.PathLike[str]) -> str:
 
 def resolve_path(value: str | os.PathLike[str], base: str | None = None) -> str:
     """Pi's ``resolvePath``: absolute and normalised, symlinks not resolved."""
-    text = normalize_path(value)
+    return node_resolve(normalize_path(value), normalize_path(base) if base else None)
+
+
+def node_resolve(text: str, base: str | None = None) -> str:
+    """Node's ``path.resolve(base, text)`` (``base`` default: the current folder): absolute and
+    normalised, no ``~`` expansion, symlinks not resolved."""
     if not os.path.isabs(text):
-        text = os.path.join(normalize_path(base) if base else os.getcwd(), text)
+        text = os.path.join(base or os.getcwd(), text)
     resolved = os.path.normpath(text)
     if resolved.startswith("//"):  # node's path.resolve collapses the POSIX double slash
         resolved = "/" + resolved.lstrip("/")

@@ -28,7 +28,7 @@ import attrs
 
 from ._errors import SettingsError
 from ._js import MISSING, js_join_item, js_truthy
-from ._paths import ENV_AGENT_DIR, ENV_SESSION_DIR, normalize_path, resolve_path
+from ._paths import ENV_SESSION_DIR, get_agent_dir, node_resolve, normalize_path, resolve_path
 
 if TYPE_CHECKING:
     from ._manager import SessionManager
@@ -81,10 +81,7 @@ class SettingsFileError:
 
 def settings_agent_dir() -> str:
     """Pi's agent folder: ``$PI_CODING_AGENT_DIR`` (``~`` expanded), else ``~/.pi/agent``."""
-    env = os.environ.get(ENV_AGENT_DIR)
-    if env:
-        return normalize_path(env)
-    return os.path.join(os.path.expanduser("~"), ".pi", "agent")
+    return get_agent_dir()
 
 
 def _js_string(value: object) -> str:
@@ -482,12 +479,6 @@ def session_model(manager: SessionManager, settings: PiSettings | None = None) -
     return None
 
 
-def _node_resolve(path: str) -> str:
-    # Node's path.resolve: absolute against the process cwd, normalised, no "~" expansion.
-    resolved = os.path.normpath(os.path.join(os.getcwd(), path))
-    return "/" + resolved.lstrip("/") if resolved.startswith("//") else resolved
-
-
 def _canonical(path: str) -> str:
     # Pi's canonicalizePath: the real path, or the path as given where there is none.
     try:
@@ -537,10 +528,12 @@ def is_project_trusted(cwd: str, agent_dir: str | None = None) -> bool:
     read. Trust given "for this session only" or by an extension is not saved, so not seen."""
     resolved_agent_dir = resolve_path(agent_dir if agent_dir is not None else settings_agent_dir())
     data = _read_trust_store(os.path.join(resolved_agent_dir, "trust.json"))
+    decisions = [(node_resolve(key), value) for key, value in data.items() if isinstance(value, bool)]
     folder = _canonical(resolve_path(cwd))
     while True:
-        for key, decision in data.items():
-            if isinstance(decision, bool) and _node_resolve(key) == _node_resolve(folder):
+        here = node_resolve(folder)
+        for key, decision in decisions:  # the first key naming the folder decides
+            if key == here:
                 return decision
         parent = os.path.dirname(folder)
         if parent == folder:

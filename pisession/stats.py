@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._arguments import session_manager
+from ._errors import _warn_to_json
 from ._manager import SessionManager
 from .describe import _blocks, _num
 
@@ -218,14 +219,4 @@ def session_stats(manager: SessionManager | str | os.PathLike[str]) -> SessionSt
         by_model=tuple(UsageRow(key, row.frozen()) for key, row in models),
         by_source=tuple(UsageRow(key, row.frozen()) for key, row in by_source.items()),
         total=total.frozen(),
-    )
-
-
-def _warn_to_json(obj: object) -> None:
-    import warnings
-
-    warnings.warn(
-        f"{type(obj).__name__}.to_json() is deprecated; call to_wire(), the name every result uses",
-        DeprecationWarning,
-        stacklevel=3,
     )

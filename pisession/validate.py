@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
+from ._errors import _warn_to_json
 from ._load import (
     CURRENT_SESSION_VERSION,
     MAX_LINE_BYTES,
@@ -153,7 +154,6 @@ def validate_folder(path: str | os.PathLike[str]) -> list[ValidationReport]:
 def _check(raw_lines: list[bytes], report: _Report) -> None:
     """``raw_lines``: the file split on ``\\n`` (the last one what follows the final newline)."""
     add = report.add
-    blank = not any(line.strip() for line in raw_lines)
     final_newline = raw_lines[-1] == b"" and type(raw_lines[-1]) is bytes
     if final_newline:
         raw_lines.pop()
@@ -207,6 +207,7 @@ def _check(raw_lines: list[bytes], report: _Report) -> None:
             f"invalid UTF-8 on {len(bad_utf8)} line(s) ({lines}); Pi reads it as U+FFFD",
         )
     if not parsed:
+        blank = not any(line.strip() for line in raw_lines)  # only here: it copies every line
         add(
             "error",
             None,
@@ -318,13 +319,3 @@ def _check_references(body: list[tuple[int, dict[str, Any]]], report: _Report) -
             source = entry.get("fromId")
             if source != "root" and not exists(source):
                 add("warning", number, f"branch_summary {entry_id}: fromId {source} does not exist")
-
-
-def _warn_to_json(obj: object) -> None:
-    import warnings
-
-    warnings.warn(
-        f"{type(obj).__name__}.to_json() is deprecated; call to_wire(), the name every result uses",
-        DeprecationWarning,
-        stacklevel=3,
-    )

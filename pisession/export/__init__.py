@@ -158,8 +158,11 @@ def write_text(path: str | os.PathLike[str], text: str) -> str:
     elif stat.S_ISDIR(info.st_mode):
         raise IsADirectoryError(errno.EISDIR, "Is a directory", target)
     else:
-        kind = "a socket" if stat.S_ISSOCK(info.st_mode) else "a block device"
-        if not (stat.S_ISSOCK(info.st_mode) or stat.S_ISBLK(info.st_mode)):
+        if stat.S_ISSOCK(info.st_mode):
+            kind = "a socket"
+        elif stat.S_ISBLK(info.st_mode):
+            kind = "a block device"
+        else:
             kind = "something that is not a file"
         raise OSError(errno.EINVAL, f"refusing to write an export to {kind}", target)
     return target
