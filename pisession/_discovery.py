@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from itertools import groupby
-from typing import Any
-
-import attrs
 
 from ._js import MISSING, js_date_ms, js_join_item, js_trim
 from ._load import iter_file_lines, open_regular, parse_line
@@ -21,14 +19,21 @@ from ._paths import (
     paths_equal,
     resolve_path,
 )
+from ._record import Record
 
 __all__ = ["SessionInfo", "list_sessions", "list_all_sessions", "build_session_info"]
 
 ProgressCallback = Callable[[int, int], None]
 
+# typing for type checkers only: `pisession ls` does not import it
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
 
-@attrs.frozen
-class SessionInfo:
+    _Row = TypeVar("_Row")
+
+
+class SessionInfo(Record):
     """One row of Pi's session picker.
 
     ``modified`` is the time of the latest user or assistant message (else the header's time,
@@ -170,8 +175,9 @@ class SessionSummary:
             self.first_message = text
         return True
 
-    def info(self, path: str, mtime: float) -> SessionInfo | None:
-        """The row for ``path`` (``mtime`` is the file's, the last fallback for ``modified``)."""
+    def info(self, path: str, mtime: float | None) -> SessionInfo | None:
+        """The row for ``path`` (``mtime`` is the file's, the last fallback for ``modified``;
+        None: no row when it would be needed, so that a row made ahead holds for any mtime)."""
         header = self.header
         if header is None or self.foreign:
             return None
@@ -185,6 +191,8 @@ class SessionSummary:
         if modified is None and header_time is not None:
             modified = _from_ms(header_time)
         if modified is None:
+            if mtime is None:
+                return None
             modified = datetime.fromtimestamp(mtime, tz=timezone.utc)
         cwd = header.get("cwd")
         parent = header.get("parentSession")
@@ -248,20 +256,30 @@ def feed_lines(summary: SessionSummary, data: bytes | Iterable[bytes]) -> bool:
 
 
 def _sorted(infos: list[SessionInfo], mtimes: dict[str, float] | None = None) -> list[SessionInfo]:
-    """Newest first, as Pi sorts; sessions with the same ``modified`` in the order Pi read them:
-    by name, descending in ``localeCompare`` order, or with ``mtimes`` (a sessions root: path →
-    mtime) by mtime first. Names are collated only where there are ties (rare, and collating
-    costs far more than comparing code points)."""
-    ordered: list[SessionInfo] = []
-    for _, same in groupby(sorted(infos, key=lambda info: -info.modified.timestamp()), _modified):
+    """Newest first, as Pi sorts (see :func:`newest_first`)."""
+    return newest_first(infos, _modified, _path, mtimes)
+
+
+def newest_first(
+    rows: Iterable[_Row],
+    modified: Callable[[_Row], float],
+    path: Callable[[_Row], str],
+    mtimes: dict[str, float] | None,
+) -> list[_Row]:
+    """``rows`` newest first by ``modified`` (a POSIX time), as Pi sorts; rows with the same time
+    in the order Pi read them: by name, descending in ``localeCompare`` order, or with ``mtimes``
+    (a sessions root: path → mtime) by mtime first. Names are collated only where there are
+    ties (rare, and collating costs far more than comparing code points)."""
+    ordered: list[_Row] = []
+    for _, same in groupby(sorted(rows, key=lambda row: -modified(row)), modified):
         tied = list(same)
         if len(tied) > 1:
             from ._collation import collation_key
 
             tied.sort(
-                key=lambda info: (
-                    0.0 if mtimes is None else mtimes.get(info.path, float("-inf")),
-                    collation_key(os.path.basename(info.path)),
+                key=lambda row: (
+                    0.0 if mtimes is None else mtimes.get(path(row), float("-inf")),
+                    collation_key(os.path.basename(path(row))),
                 ),
                 reverse=True,
             )
@@ -271,6 +289,31 @@ def _sorted(infos: list[SessionInfo], mtimes: dict[str, float] | None = None) ->
 
 def _modified(info: SessionInfo) -> float:
     return info.modified.timestamp()
+
+
+def _path(info: SessionInfo) -> str:
+    return info.path
+
+
+def rows_json(infos: Iterable[SessionInfo]) -> bytes:
+    """``infos`` as ``pisession ls --json`` prints them: ``json.dumps(rows, indent=2,
+    ensure_ascii=False)`` and a newline, in UTF-8, a lone surrogate written as its JSON escape
+    (``\\ud800``, as the command line's output stream writes it)."""
+    rows = [info.to_wire() for info in infos]
+    try:
+        text = json.dumps(rows, indent=2, ensure_ascii=False)
+    except RecursionError:  # a header id nested deeper than the json module goes
+        from .export import to_json_line
+
+        text = to_json_line(rows)
+    return text.encode("utf-8", "backslashreplace") + b"\n"
+
+
+def row_json(info: SessionInfo) -> bytes:
+    """One row of :func:`rows_json` (indented as an item of its list, without the comma);
+    RecursionError for a header id nested deeper than the json module goes."""
+    text = json.dumps([info.to_wire()], indent=2, ensure_ascii=False)
+    return text[2:-2].encode("utf-8", "backslashreplace")
 
 
 def utf8_name(name: str) -> bool:

@@ -24,11 +24,10 @@ import stat
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, BinaryIO, Literal
 
-import attrs
-
 from ._errors import SettingsError
 from ._js import MISSING, js_join_item, js_truthy
 from ._paths import ENV_SESSION_DIR, get_agent_dir, node_resolve, normalize_path, resolve_path
+from ._record import Record
 
 if TYPE_CHECKING:
     from ._manager import SessionManager
@@ -66,8 +65,7 @@ _MAX_SAFE_INTEGER = 2**53 - 1
 _PROJECT_CONFIG_DIR = ".pi"
 
 
-@attrs.frozen
-class SettingsFileError:
+class SettingsFileError(Record):
     """A settings file Pi would skip (it exists but cannot be read or is not a JSON object Pi
     accepts); ``str()`` names the file and the reason."""
 
@@ -154,8 +152,7 @@ def _deep_merge(base: Mapping[str, object], overrides: Mapping[str, object]) -> 
     return merged
 
 
-@attrs.frozen
-class ResolvedSetting:
+class ResolvedSetting(Record):
     """One setting as Pi resolves it, and where its value comes from (:meth:`PiSettings.resolved`)."""
 
     name: str
@@ -170,8 +167,7 @@ class ResolvedSetting:
     """Pi's message for an invalid value (what :meth:`PiSettings.compaction_settings` raises)."""
 
 
-@attrs.frozen
-class PiSettings:
+class PiSettings(Record):
     """The settings Pi would use in a folder: :meth:`load` reads them; the properties resolve
     each value as Pi's ``SettingsManager`` getters do."""
 
@@ -185,8 +181,23 @@ class PiSettings:
     project_path: str
     errors: tuple[SettingsFileError, ...]
     """One per settings file that exists but could not be used (Pi skips it and goes on)."""
-    _global: Mapping[str, object] = attrs.field(alias="global_values", repr=False, eq=False)
-    _project: Mapping[str, object] = attrs.field(alias="project_values", repr=False, eq=False)
+
+    def __init__(
+        self,
+        cwd: str,
+        agent_dir: str,
+        project_trusted: bool,
+        global_path: str,
+        project_path: str,
+        errors: tuple[SettingsFileError, ...],
+        global_values: Mapping[str, object],
+        project_values: Mapping[str, object],
+    ) -> None:
+        super().__init__(cwd, agent_dir, project_trusted, global_path, project_path, errors)
+        # what the files hold: not fields (left out of equality and repr), read through value()
+        self.__dict__.update(_global=global_values, _project=project_values)
+        self._global: Mapping[str, object]
+        self._project: Mapping[str, object]
 
     @classmethod
     def load(cls, cwd: str, agent_dir: str | None = None, *, project_trusted: bool = True) -> PiSettings:
@@ -410,8 +421,7 @@ class PiSettings:
         return False if raw is None else js_truthy(raw)
 
 
-@attrs.frozen
-class SessionDirChoice:
+class SessionDirChoice(Record):
     """The session folder Pi's command line would use, and where it comes from."""
 
     path: str | None

@@ -245,6 +245,56 @@ def test_a_command_loads_only_its_own_group() -> None:
         assert f"pisession.cli.{group}" not in loaded, group
 
 
+# What a warm `pisession ls --all --json` does without (issue 19: at most 0.1 x Pi's listAll):
+# attrs (the rows, the report and the settings are plain read-only values), orjson (the catalog
+# keeps each row's JSON), the search and usage modules, and what those import.
+NOT_FOR_A_WARM_LISTING = (
+    "attrs",
+    "cattrs",
+    "orjson",
+    "msgspec",
+    "inspect",
+    "dataclasses",
+    "uuid",
+    "pisession._model",
+    "pisession._manager",
+    "pisession._attribution",
+    "pisession.catalog._search",
+    "pisession.catalog._usage",
+    "pisession.catalog._words",
+    "pisession.describe",
+)
+
+
+def test_a_warm_json_listing_loads_neither_attrs_nor_orjson(tmp_path: Path) -> None:
+    manager = pisession.SessionManager.create("/work/p", str(tmp_path / "agent" / "sessions" / "--work-p--"))
+    manager.append_message({"role": "user", "content": "hello", "timestamp": 1735787045000})
+    env = {
+        **os.environ,
+        "PI_CODING_AGENT_DIR": str(tmp_path / "agent"),
+        "PISESSION_CATALOG": str(tmp_path / "c.db"),
+    }
+    env.pop("PI_CODING_AGENT_SESSION_DIR", None)
+    code = (
+        "import contextlib, io, json, sys\n"
+        "sys.argv = ['pisession', 'ls', '--all', '--json']\n"
+        "from pisession.cli import console_main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    assert console_main() == 0\n"
+        "assert json.loads(out.getvalue())[0]['firstMessage'] == 'hello'\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    for _ in ("cold", "warm"):  # the second run finds the catalog built
+        result = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+        )
+        loaded = set(json.loads(result.stdout.splitlines()[-1]))
+    assert "pisession.catalog._list" in loaded  # the catalog did list
+    for name in NOT_FOR_A_WARM_LISTING:
+        assert name not in loaded, name
+
+
 def test_the_command_table_matches_what_the_groups_register() -> None:
     import argparse
 

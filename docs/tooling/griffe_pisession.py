@@ -133,10 +133,42 @@ def _attrs_init(cls: griffe.Class) -> griffe.Function | None:
     return griffe.Function("__init__", parameters=griffe.Parameters(*parameters), parent=cls)
 
 
+def _record_init(cls: griffe.Class) -> griffe.Function | None:
+    """The ``__init__`` a :class:`pisession._record.Record` subclass takes: its fields, in order,
+    by position or by name (its own signature is ``*args, **kwargs``)."""
+    import importlib
+
+    from pisession._record import Record
+
+    runtime = getattr(importlib.import_module(cls.module.path), cls.name, None)
+    if not (isinstance(runtime, type) and issubclass(runtime, Record)) or "__init__" in vars(runtime):
+        return None
+    parameters = []
+    for name in runtime._record_fields:
+        member = cls.all_members.get(name)
+        default = runtime._record_defaults.get(name, _NO_DEFAULT)
+        parameters.append(
+            griffe.Parameter(
+                name,
+                annotation=member.annotation if isinstance(member, griffe.Attribute) else None,
+                kind=griffe.ParameterKind.positional_or_keyword,
+                default=None if default is _NO_DEFAULT else repr(default),
+            )
+        )
+    return griffe.Function("__init__", parameters=griffe.Parameters(*parameters), parent=cls)
+
+
+_NO_DEFAULT = object()
+
+
 class PisessionDocs(griffe.Extension):
     def on_class_members(self, *, cls: griffe.Class, **kwargs: Any) -> None:
         if cls.module.path == "pisession._model" and "__init__" not in cls.members:
             init = _attrs_init(cls)
+            if init is not None:
+                cls.set_member("__init__", init)
+        elif "__init__" not in cls.members and cls.module.path.startswith("pisession"):
+            init = _record_init(cls)
             if init is not None:
                 cls.set_member("__init__", init)
 

@@ -41,7 +41,29 @@ from ._catalog import Catalog, search, search_sessions, with_catalog
 from ._location import ENV_CATALOG, default_catalog_path
 from ._refresh import RefreshReport, SkippedFile
 from ._schema import fts5_available
-from ._search import Role, SearchHit, SessionMatch, format_hit
+
+# The search module is imported on first use of one of its names: `pisession ls` does not
+# search, and its result classes bring attrs.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._search import Role, SearchHit, SessionMatch, format_hit
+
+_FROM_SEARCH = ("Role", "SearchHit", "SessionMatch", "format_hit")
+
+
+def __getattr__(name: str) -> object:
+    if name in _FROM_SEARCH:
+        from . import _search
+
+        value = getattr(_search, name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "Catalog",

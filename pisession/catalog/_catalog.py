@@ -5,12 +5,8 @@ from __future__ import annotations
 import builtins
 import os
 import sqlite3
-from collections.abc import Callable
-from typing import TypeVar
 
-import attrs
-
-from .._discovery import SessionInfo, _sorted
+from .._discovery import SessionInfo, _sorted, rows_json
 from .._errors import CatalogError
 from .._paths import (
     cwd_matches,
@@ -20,15 +16,23 @@ from .._paths import (
     paths_equal,
     resolve_path,
 )
-from ._list import infos
+from .._record import replace
+from ._list import infos, listed_json
 from ._location import default_catalog_path, is_movable_default, move_aside, refuse_pi_data
-from ._refresh import Candidate, RefreshReport, current
+from ._refresh import Candidate, RefreshReport, all_of, current
 from ._schema import ProgressCallback, Row, connect, fts5_available
-from ._search import Role, SearchHit, SessionMatch, all_of, check_fts_query, hits, scope, session_matches
-from ._usage import UsageScan, scan_usage
-from ._words import terms as query_terms
 
-_T = TypeVar("_T")
+# Search and usage are imported by the calls that use them: listing needs neither (nor attrs,
+# which their result classes are made with), nor typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    from ._search import Role, SearchHit, SessionMatch
+    from ._usage import UsageScan
+
+    _T = TypeVar("_T")
 
 
 class Catalog:
@@ -109,7 +113,7 @@ class Catalog:
             from .._discovery import list_sessions
 
             found = list_sessions(cwd, session_dir, on_progress)
-            return found if text else [attrs.evolve(info, all_messages_text="") for info in found]
+            return found if text else [replace(info, all_messages_text="") for info in found]
         if filter_cwd:
             resolved_cwd = resolve_path(cwd)
             found = [info for info in found if cwd_matches(info.cwd, resolved_cwd)]
@@ -131,8 +135,34 @@ class Catalog:
             from .._discovery import list_all_sessions
 
             found = list_all_sessions(session_dir, on_progress)
-            return found if text else [attrs.evolve(info, all_messages_text="") for info in found]
+            return found if text else [replace(info, all_messages_text="") for info in found]
         return _sorted(found, mtimes)
+
+    def list_all_json(
+        self, session_dir: str | None = None, on_progress: ProgressCallback | None = None
+    ) -> bytes:
+        """:meth:`list_all`'s rows as ``pisession ls --all --json`` prints them: the JSON of
+        ``[info.to_wire() for info in rows]`` as ``json.dumps(indent=2, ensure_ascii=False)``
+        writes it, and a newline, in UTF-8 (a lone surrogate as its escape, ``\\ud800``)::
+
+            sys.stdout.buffer.write(Catalog().list_all_json())
+
+        The catalog keeps each row's JSON from when its file was read, so a warm call copies
+        bytes: nothing is parsed, no time formatted (about 0.1 s for 1,000 sessions, where
+        building the rows and encoding them takes twice that)."""
+        try:
+            directories, root = all_of(session_dir)
+            found = self._current(directories, root, on_progress)
+            mtimes = _tie_mtimes(found, root)
+            try:
+                return listed_json(self._connect(), found, mtimes)
+            except RecursionError:  # a header id nested deeper than the json module goes
+                return rows_json(_sorted(infos(self._connect(), found, True), mtimes))
+        except (sqlite3.Error, OSError, CatalogError) as error:
+            self._failed(error)
+            from .._discovery import list_all_sessions
+
+            return rows_json(list_all_sessions(session_dir, on_progress))
 
     def refresh(self, session_dir: str | None = None) -> RefreshReport:
         """Bring one folder (default: every project's folders) up to date; raises on database errors."""
@@ -147,6 +177,8 @@ class Catalog:
     ) -> UsageScan:
         """For :func:`pisession.usage.usage_report`: bring one folder (default: every project's)
         up to date and sum its usage per file, model and quarter hour; raises on database errors."""
+        from ._usage import scan_usage
+
         directories, root = all_of(session_dir)
         found, self.last_report = current(
             self._connect(), self.fts, directories, root, on_progress, max_size=max_size
@@ -167,8 +199,7 @@ class Catalog:
         """The rows, and for a sessions root path → mtime: its ties are broken by mtime first, as
         Pi's listAll reads them (see :func:`_sorted`)."""
         found = self._current(directories, root, on_progress)
-        mtimes = None if root is None else {c.path: c.stat.st_mtime for c, _ in found if c.stat is not None}
-        return infos(self._connect(), found, text), mtimes
+        return infos(self._connect(), found, text), _tie_mtimes(found, root)
 
     def _current(
         self,
@@ -237,6 +268,8 @@ class Catalog:
         """
         terms = self._checked(query, role)
 
+        from ._search import scope, session_matches
+
         def count(catalog: Catalog) -> builtins.list[SessionMatch]:
             connection = catalog._connect()
             covered, catalog.last_report = scope(connection, catalog.fts, cwd, all, session_dir, on_progress)
@@ -245,6 +278,9 @@ class Catalog:
         return self._fall_back(count)
 
     def _checked(self, query: str, role: Role | None) -> builtins.list[builtins.list[str]]:
+        from ._search import check_fts_query
+        from ._words import terms as query_terms
+
         terms = query_terms(query)
         if role not in (None, "user", "assistant", "tool"):
             raise CatalogError(f"unknown role {role!r}: use user, assistant or tool")
@@ -273,9 +309,17 @@ class Catalog:
         session_dir: str | None,
         on_progress: ProgressCallback | None,
     ) -> builtins.list[SearchHit]:
+        from ._search import hits, scope
+
         connection = self._connect()
         covered, self.last_report = scope(connection, self.fts, cwd, all, session_dir, on_progress)
         return hits(connection, self.fts, covered, terms, role, limit)
+
+
+def _tie_mtimes(found: builtins.list[tuple[Candidate, Row]], root: str | None) -> dict[str, float] | None:
+    """For a sessions root, path → mtime: its ties are broken by mtime first, as Pi's listAll
+    reads them (see :func:`pisession._discovery.newest_first`)."""
+    return None if root is None else {c.path: c.stat.st_mtime for c, _ in found if c.stat is not None}
 
 
 # ----------------------------------------------------------------------------------- module API

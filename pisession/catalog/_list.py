@@ -1,15 +1,14 @@
-"""Pi's picker rows (:class:`SessionInfo`) from the catalog's ``files`` rows."""
+"""Pi's picker rows (:class:`SessionInfo`) from the catalog's ``files`` rows, and their JSON."""
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
-import zlib
 
-from .._discovery import SessionInfo, feed_lines
+from .._discovery import SessionInfo, feed_lines, newest_first, row_json
 from .._errors import CatalogError
 from ._refresh import Candidate, read_range
-from ._schema import SESSION, Row, chunks, unpack
+from ._schema import SESSION, Row, chunks, text_checksum, unpack_text
 
 
 def infos(
@@ -19,40 +18,94 @@ def infos(
     texts: dict[int, str] = {}
     if text:
         wanted = {row.id: c.path for c, row in found if row.status == SESSION and row.message_count}
-        texts = _texts(connection, wanted)
+        texts = {file_id: unpack_text(kept.all_text) for file_id, kept in _kept(connection, wanted).items()}
     out = []
     for candidate, row in found:
-        assert candidate.stat is not None
-        summary = row.summary(texts.get(row.id))
-        partial = row.partial
-        if partial is None:
-            partial = read_range(candidate.path, row.parsed, row.size)
-        if partial:
-            feed_lines(summary, partial)
-        info = summary.info(candidate.path, candidate.stat.st_mtime)
+        info = _info(candidate, row, texts.get(row.id))
         if info is not None:
             out.append(info)
     return out
 
 
-def _texts(connection: sqlite3.Connection, paths: dict[int, str]) -> dict[int, str]:
-    """The stored message text of these files (id → path), each checked against its checksum.
+def listed_json(
+    connection: sqlite3.Connection, found: list[tuple[Candidate, Row]], mtimes: dict[str, float] | None
+) -> bytes:
+    """What :func:`pisession._discovery.rows_json` makes of the sorted picker rows of refreshed
+    files, from the JSON kept in their rows: a row made ahead is copied as it is; another (an
+    unfinished last line, no time but the file's) is made here. RecursionError as ``row_json``."""
+    kept = _kept(connection, {row.id: c.path for c, row in found if row.status == SESSION})
+    # (modified, path, the row's JSON in pieces): joined once, the text copied once
+    items: list[tuple[float, str, tuple[bytes, ...]]] = []
+    for candidate, row in found:
+        stored = kept.get(row.id)
+        head = None if stored is None or row.partial != b"" else stored.wire_head
+        if stored is not None and head is not None and stored.modified is not None:
+            items.append((stored.modified, candidate.path, (head, stored.all_text, b"\n  }")))
+            continue
+        info = _info(candidate, row, None if stored is None else unpack_text(stored.all_text))
+        if info is not None:
+            items.append((info.modified.timestamp(), info.path, (row_json(info),)))
+    if not items:
+        return b"[]\n"
+    pieces = [b"["]
+    for _, _, row_pieces in newest_first(items, _item_modified, _item_path, mtimes):
+        pieces.append(b"\n")
+        pieces.extend(row_pieces)
+        pieces.append(b",")
+    pieces[-1] = b"\n]\n"
+    return b"".join(pieces)
+
+
+def _item_modified(item: tuple[float, str, object]) -> float:
+    return item[0]
+
+
+def _item_path(item: tuple[float, str, object]) -> str:
+    return item[1]
+
+
+def _info(candidate: Candidate, row: Row, all_text: str | None) -> SessionInfo | None:
+    assert candidate.stat is not None
+    summary = row.summary(all_text)
+    partial = row.partial
+    if partial is None:
+        partial = read_range(candidate.path, row.parsed, row.size)
+    if partial:
+        feed_lines(summary, partial)
+    return summary.info(candidate.path, candidate.stat.st_mtime)
+
+
+class _Kept:
+    """A row's text columns, as :func:`_kept` reads them."""
+
+    __slots__ = ("all_text", "modified", "wire_head")
+
+    def __init__(self, all_text: bytes, modified: float | None, wire_head: bytes | None) -> None:
+        self.all_text = all_text
+        self.modified = modified
+        self.wire_head = wire_head
+
+
+def _kept(connection: sqlite3.Connection, paths: dict[int, str]) -> dict[int, _Kept]:
+    """The text columns of these files' rows (id → path), each checked against its checksum.
 
     A row changed since the refresh (another process rebuilt the catalog) or damaged raises
     :class:`CatalogError`: the caller reads the files instead of serving wrong or empty text.
     """
-    out: dict[int, str] = {}
+    out: dict[int, _Kept] = {}
     for chunk in chunks(list(paths), 500):
         marks = ",".join("?" * len(chunk))
-        for file_id, path, blob, crc in connection.execute(
-            f"SELECT id, path, all_text, text_crc FROM files WHERE id IN ({marks})", chunk
+        for file_id, path, modified, wire_head, all_text, crc in connection.execute(
+            f"SELECT id, path, modified, wire_head, all_text, text_crc FROM files WHERE id IN ({marks})",
+            chunk,
         ):
-            if path != paths[file_id] or blob is None or zlib.crc32(blob) != crc:
+            intact = all_text is not None and text_checksum(all_text, wire_head, modified) == crc
+            if path != paths[file_id] or not intact:
                 if path == paths[file_id]:
                     with contextlib.suppress(sqlite3.Error):  # read it again next time
                         connection.execute("UPDATE files SET row_crc = -1 WHERE id = ?", (file_id,))
                 raise CatalogError(f"the catalog's row for {paths[file_id]} changed or is damaged")
-            out[file_id] = unpack(blob)
+            out[file_id] = _Kept(all_text, modified, wire_head)
     if len(out) != len(paths):
         missing = next(path for file_id, path in paths.items() if file_id not in out)
         raise CatalogError(f"the catalog's row for {missing} disappeared while it was read")

@@ -24,9 +24,15 @@ import time
 import zlib
 from typing import Any
 
-import attrs
-
-from .._discovery import SessionSummary, feed_lines, folder_names, root_files, split_cr
+from .._discovery import (
+    SessionSummary,
+    feed_lines,
+    folder_names,
+    is_sessions_root,
+    root_files,
+    row_json,
+    split_cr,
+)
 from .._load import (
     MAX_LINE_BYTES,
     SkippedLine,
@@ -35,6 +41,8 @@ from .._load import (
     open_regular,
     warn_long_lines,
 )
+from .._paths import get_sessions_dir, normalize_path
+from .._record import Record, replace
 from ._schema import (
     FILE_COLUMNS,
     FOREIGN,
@@ -45,11 +53,11 @@ from ._schema import (
     header_subset,
     indexable,
     pack,
+    pack_text,
     row_checksum,
-    unpack,
+    text_checksum,
+    unpack_text,
 )
-from ._usage import add_usage_rows, drop_usage_rows, usage_rows
-from ._words import index_text
 
 _EDGE = 512  # bytes compared at both ends of the old content before reading only the new end
 _PARTIAL_MAX = 1 << 16  # a longer unfinished last line is read again from the file, not stored
@@ -61,16 +69,14 @@ _CHECK_BLOCK = 1 << 20
 _COMMIT_EVERY = 0.25  # seconds: short write transactions let other processes take turns
 
 
-@attrs.frozen
-class SkippedFile:
+class SkippedFile(Record):
     """A ``.jsonl`` file the catalog did not list, and why (not a session, unreadable...)."""
 
     path: str
     reason: str
 
 
-@attrs.frozen
-class RefreshReport:
+class RefreshReport(Record):
     """What the last refresh did: files seen, read in full, read from their old end, removed."""
 
     files: int = 0
@@ -80,8 +86,7 @@ class RefreshReport:
     skipped: tuple[SkippedFile, ...] = ()
 
 
-@attrs.frozen
-class Candidate:
+class Candidate(Record):
     """A ``.jsonl`` name found in a folder, with the ``stat`` taken for this call (None: failed)."""
 
     path: str
@@ -94,6 +99,14 @@ def _stat(path: str) -> os.stat_result | None:
         return os.stat(path)
     except (OSError, ValueError):
         return None
+
+
+def all_of(session_dir: str | None) -> tuple[list[str] | None, str | None]:
+    """The folders (or the sessions root) :meth:`Catalog.list_all` reads for ``session_dir``."""
+    if not session_dir:
+        return None, get_sessions_dir()
+    folder = normalize_path(session_dir)
+    return (None, folder) if is_sessions_root(folder) else ([folder], None)
 
 
 def candidates(directories: list[str] | None, root: str | None) -> list[Candidate]:
@@ -247,6 +260,10 @@ def _purge(connection: sqlite3.Connection, fts: bool) -> None:
 
 def drop_entry_rows(connection: sqlite3.Connection, fts: bool, file_id: int) -> int:
     """Delete every row built from a file's entries (it is read again in full, or gone); how many."""
+    # the usage and search rows' modules only where a file is read: a warm `ls` imports neither
+    from ._usage import drop_usage_rows
+    from ._words import index_text
+
     rows = connection.execute("SELECT id, text FROM messages WHERE file_id = ?", (file_id,)).fetchall()
     if fts:
         # a contentless index forgets a row given the words it was indexed with
@@ -326,6 +343,8 @@ def _add_messages(
         "INSERT INTO messages (id, file_id, entry_id, ts, role, text) VALUES (?, ?, ?, ?, ?, ?)", rows
     )
     if fts:
+        from ._words import index_text
+
         connection.executemany(
             "INSERT INTO fts (rowid, text) VALUES (?, ?)", [(row[0], index_text(row[5])) for row in rows]
         )
@@ -365,14 +384,14 @@ def _update(
             and _crc(handle, size + 1) == old.crc
         ):
             connection.execute("UPDATE files SET checked_ns = ? WHERE id = ?", (checked_ns, old.id))
-            old = attrs.evolve(old, checked_ns=checked_ns)
+            old = replace(old, checked_ns=checked_ns)
             fresh = True
         if fresh:
             assert old is not None
             if index and old.indexed < old.parsed:
                 _index(connection, fts, old.id, handle, old.indexed, old.parsed)
                 connection.execute("UPDATE files SET indexed = parsed WHERE id = ?", (old.id,))
-                old = attrs.evolve(old, indexed=old.parsed)
+                old = replace(old, indexed=old.parsed)
             return old, "", deleted
         start = 0
         summary = SessionSummary(messages=[] if index else None)
@@ -381,7 +400,7 @@ def _update(
             assert old is not None
             start = old.parsed
             all_text = connection.execute("SELECT all_text FROM files WHERE id = ?", (old.id,)).fetchone()[0]
-            summary = old.summary(unpack(all_text))
+            summary = old.summary(unpack_text(all_text))
             summary.messages = [] if index else None
             if index and old.indexed < old.parsed:
                 _index(connection, fts, old.id, handle, old.indexed, old.parsed)
@@ -390,6 +409,8 @@ def _update(
         # MAX_LINE_BYTES, a longer one is read past unheld), not its size
         crc_from, crc = (0, 0) if start == 0 or old is None else (old.size - start, old.crc)
         reader = _Range(handle, size - start, crc_from, crc)
+        from ._usage import usage_rows
+
         usage: list[Any] = []
         damaged = 0
         offset = 0  # where the next line begins in what is read
@@ -441,7 +462,8 @@ def _update(
         indexed = start + cut  # a file that is no session has nothing to index
     else:
         indexed = old.indexed if appended and old is not None else 0
-    all_text = pack(" ".join(summary.texts))
+    all_text = pack_text(" ".join(summary.texts))
+    modified, wire_head = _made_ahead(summary, path, partial)
     values = (
         path,
         candidate.dir,
@@ -463,15 +485,21 @@ def _update(
         pack(summary.first_message),
         None if summary.name is None else pack(summary.name),
         summary.last_activity,
-        all_text,
-        zlib.crc32(all_text),
     )
-    stored = (*values, row_checksum(*values[13:20]))
+    stored = (
+        *values,
+        row_checksum(*values[13:20]),
+        modified,
+        text_checksum(all_text, wire_head, modified),
+        wire_head,
+        all_text,
+    )
     if old is None:
         cursor = connection.execute(
             "INSERT INTO files (path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, "
             "indexed, head, tail, partial, status, header, message_count, first_message, name, "
-            f"last_activity, all_text, text_crc, row_crc) VALUES ({', '.join('?' * 23)})",
+            "last_activity, row_crc, modified, text_crc, wire_head, all_text) "
+            f"VALUES ({', '.join('?' * 25)})",
             stored,
         )
         file_id = cursor.lastrowid
@@ -484,16 +512,39 @@ def _update(
             "UPDATE files SET path = ?, dir = ?, dev = ?, ino = ?, size = ?, mtime_ns = ?, ctime_ns = ?, "
             "checked_ns = ?, crc = ?, parsed = ?, indexed = ?, "
             "head = ?, tail = ?, partial = ?, status = ?, header = ?, message_count = ?, "
-            "first_message = ?, name = ?, last_activity = ?, all_text = ?, text_crc = ?, row_crc = ? "
-            "WHERE id = ?",
+            "first_message = ?, name = ?, last_activity = ?, row_crc = ?, modified = ?, text_crc = ?, "
+            "wire_head = ?, all_text = ? WHERE id = ?",
             (*stored, file_id),
         )
     if summary.messages and status == SESSION:
         add_entry_rows(connection, fts, file_id, summary.messages)
     if status == SESSION:
+        from ._usage import add_usage_rows
+
         add_usage_rows(connection, file_id, usage, damaged)
-    row = Row(file_id, *values[:20], stored[22])
+    row = Row(file_id, *values, stored[20])
     return row, "appended" if appended else "read", deleted
+
+
+def _made_ahead(
+    summary: SessionSummary, path: str, partial: bytes | None
+) -> tuple[float | None, bytes | None]:
+    """The picker row's ``modified`` (POSIX time) and its JSON up to the message text, as
+    :func:`pisession._discovery.row_json` writes them: what a listing copies as it is. (None,
+    None) where the row depends on more than the whole lines read (an unfinished last line, or
+    no time but the file's mtime) or is not a session's."""
+    if partial != b"":
+        return None, None
+    info = summary.info(path, None)
+    if info is None:
+        return None, None
+    try:
+        row = row_json(replace(info, all_messages_text=""))
+    except RecursionError:  # a header id nested deeper than the json module goes
+        return None, None
+    empty_text = b'"allMessagesText": ""\n  }'
+    assert row.endswith(empty_text)
+    return info.modified.timestamp(), row[: -len(empty_text) + len(b'"allMessagesText": ')]
 
 
 # ----------------------------------------------------------------------------------- change detection

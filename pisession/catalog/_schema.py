@@ -19,15 +19,16 @@ import zlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import attrs
-
 from .._discovery import SessionSummary
 from .._errors import CatalogError
+from .._record import Record
 from ._location import APPLICATION_ID, claim_file, make_folder
 
 ProgressCallback = Callable[[int, int], None]
 
-SCHEMA_VERSION = 7  # 7: the usage tables and the checked rows (row_crc, text_crc) together
+# 7: the usage tables and the checked rows (row_crc, text_crc) together; 8: the text as JSON and
+# the picker row's JSON made ahead (wire_head), the large columns last
+SCHEMA_VERSION = 8
 FILE_COLUMNS = (
     "id, path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, indexed, head, tail, "
     "partial, status, header, message_count, first_message, name, last_activity, row_crc"
@@ -120,8 +121,8 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
                 "dir TEXT NOT NULL, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, "
                 "ctime_ns INTEGER, checked_ns INTEGER, crc INTEGER, parsed INTEGER, indexed INTEGER, "
                 "head BLOB, tail BLOB, partial BLOB, status INTEGER, header TEXT, message_count INTEGER, "
-                "first_message BLOB, name BLOB, last_activity REAL, all_text BLOB, text_crc INTEGER, "
-                "row_crc INTEGER)"
+                "first_message BLOB, name BLOB, last_activity REAL, row_crc INTEGER, modified REAL, "
+                "text_crc INTEGER, wire_head BLOB, all_text BLOB)"
             )
             connection.execute("CREATE INDEX files_dir ON files(dir)")
             connection.execute(
@@ -177,6 +178,26 @@ def unpack(blob: bytes | None) -> str:
     return "" if blob is None else bytes(blob).decode("utf-8", "surrogatepass")
 
 
+def pack_text(text: str) -> bytes:
+    """A session's message text as it is kept: its JSON string, as ``pisession ls --json`` writes
+    it (:func:`pisession._discovery.rows_json`), so that a listing copies it without a parse."""
+    return json.dumps(text, ensure_ascii=False).encode("utf-8", "backslashreplace")
+
+
+def unpack_text(blob: bytes | None) -> str:
+    return "" if blob is None else str(json.loads(blob))
+
+
+def text_checksum(all_text: bytes | None, wire_head: bytes | None, modified: float | None) -> int:
+    """A checksum of a row's text columns (those a listing reads apart from the others)."""
+    crc = zlib.crc32(repr(None if modified is None else float(modified)).encode())
+    for blob in (wire_head, all_text):
+        crc = zlib.crc32(b"-" if blob is None else b"+%d:" % len(blob), crc)
+        if blob is not None:
+            crc = zlib.crc32(blob, crc)
+    return crc
+
+
 def indexable(text: str) -> str:
     try:
         text.encode("utf-8")
@@ -190,8 +211,7 @@ def chunks(items: Sequence[Any], size: int) -> Iterable[list[Any]]:
         yield list(items[start : start + size])
 
 
-@attrs.define
-class Row:
+class Row(Record):
     """A ``files`` row: how far the file was read, how to tell it changed, and its picker row."""
 
     id: int

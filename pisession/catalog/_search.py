@@ -11,17 +11,15 @@ from typing import Any, Literal
 
 import attrs
 
-from .._discovery import is_sessions_root
 from .._errors import CatalogError
 from .._paths import (
     cwd_matches,
     default_session_dir_path,
-    get_sessions_dir,
     normalize_path,
     paths_equal,
     resolve_path,
 )
-from ._refresh import RefreshReport, current
+from ._refresh import RefreshReport, all_of, current
 from ._schema import SESSION, ProgressCallback, chunks
 from ._words import excerpt, fts_query, matches, parse_snippet
 
@@ -157,14 +155,6 @@ def hits(
             )
         )
     return out
-
-
-def all_of(session_dir: str | None) -> tuple[list[str] | None, str | None]:
-    """The folders (or the sessions root) :meth:`Catalog.list_all` reads for ``session_dir``."""
-    if not session_dir:
-        return None, get_sessions_dir()
-    folder = normalize_path(session_dir)
-    return (None, folder) if is_sessions_root(folder) else ([folder], None)
 
 
 def scope(

@@ -11,7 +11,7 @@ from pisession import default_session_dir
 
 from . import sessions
 from .commands import Commands
-from .output import Style, emit, emit_json_rows, home_short, id_text, width
+from .output import Style, emit, emit_json_bytes, emit_json_rows, home_short, id_text, width
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,6 +65,11 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if args.all:
         if not sessions.sessions_root_exists(session_dir):
             pass
+        elif catalog is not None and args.json:
+            data = catalog.list_all_json(session_dir, report)  # the rows' JSON as the catalog keeps it
+            close_catalog(catalog)
+            emit_json_bytes(data)
+            return 0
         elif catalog is not None:
             infos = catalog.list_all(session_dir, report, text=args.json)
         else:

@@ -134,6 +134,12 @@ def emit_json_rows(rows: Sequence[Mapping[str, Any]]) -> None:
     if data is None:
         emit_json(rows)
         return
+    emit_json_bytes(data)
+
+
+def emit_json_bytes(data: bytes) -> None:
+    """JSON text in UTF-8 as ``emit`` writes its text: straight to the byte buffer under a UTF-8
+    stdout when it holds nothing ``safe`` escapes, else through the text layer."""
     stream = sys.stdout
     buffer = getattr(stream, "buffer", None)
     encoding = str(getattr(stream, "encoding", "")).lower().replace("-", "").replace("_", "")

@@ -135,6 +135,22 @@ def newest_sessions(cwd: str) -> list[str]:
     return [info.path for info in infos if info in everything]
 
 
+def catalog_rows(catalog_path: str, cwd: str) -> tuple[list[str], bytes, int]:
+    from pisession.catalog import Catalog
+    from pisession.settings import PiSettings
+
+    folder = PiSettings.load(cwd).session_dir
+    with Catalog(catalog_path) as catalog:
+        rows = catalog.list_all(folder)
+        data = catalog.list_all_json(folder)
+        report = catalog.last_report
+    if TYPE_CHECKING:
+        reveal_type(rows[0].modified)  # expect: datetime.datetime
+        reveal_type(report.skipped)  # expect: tuple[pisession.catalog._refresh.SkippedFile, ...]
+        reveal_type(data)  # expect: bytes
+    return [info.first_message for info in rows], data, report.files
+
+
 def header_cwd(manager: SessionManager) -> str:
     header = manager.get_header()
     return header.cwd if header is not None else ""
