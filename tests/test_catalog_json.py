@@ -16,11 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pisession._discovery as discovery
 from pisession import SessionManager
 from pisession._discovery import list_all_sessions, rows_json
 from pisession.catalog import Catalog
+from pisession.catalog._schema import pack_text, unpack_text
 from pisession.cli import main
 from pisession.cli import output as cli_output
 from tests.test_catalog import age, append, header, line, msg, write
@@ -183,6 +186,15 @@ def test_a_damaged_kept_row_is_never_served(root: Path, tmp_path: Path, column: 
     with Catalog(path) as catalog:
         assert catalog.list_all_json(str(root)) == expected  # the row was read again
         assert catalog.last_error is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec=None, exclude_categories=())))
+def test_the_kept_text_is_the_json_string_ls_writes(text: str) -> None:
+    """Any text, lone surrogates, controls and separators included, with orjson and without."""
+    kept = pack_text(text)
+    assert kept == json.dumps(text, ensure_ascii=False).encode("utf-8", "backslashreplace")
+    assert unpack_text(kept) == text
 
 
 def test_a_catalog_that_cannot_be_used_still_gives_the_rows(root: Path, tmp_path: Path) -> None:
