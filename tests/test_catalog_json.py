@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import pisession._discovery as discovery
 from pisession import SessionManager
-from pisession._discovery import list_all_sessions, rows_json
+from pisession._discovery import list_all_sessions, list_sessions, rows_json
 from pisession.catalog import Catalog
 from pisession.catalog._schema import pack_text, unpack_text
 from pisession.cli import main
@@ -251,3 +251,30 @@ def test_a_session_manager_written_session_lists_alike(tmp_path: Path) -> None:
         cold = catalog.list_all_json(str(root))
         assert catalog.list_all_json(str(root)) == cold == _expected(root)
     assert json.loads(cold)[0]["name"] == "A name"
+
+
+def test_one_folders_json_is_the_scans_rows(root: Path, tmp_path: Path) -> None:
+    """``list_json(cwd, folder)``: a folder shared by several working folders keeps cwd's."""
+    folder = root / "--project--"
+    write(folder / "z.jsonl", header("elsewhere", cwd="/elsewhere"), msg("u1", "user", "other cwd"))
+    write(folder / "y.jsonl", header("unfinished-elsewhere", cwd="/elsewhere"), tail=b'{"type": "mess')
+    for cwd in ("/project", "/elsewhere", "/nowhere"):
+        expected = rows_json(list_sessions(cwd, str(folder)))
+        with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+            assert catalog.list_json(cwd, str(folder)) == expected  # cold for the first cwd
+            assert catalog.list_json(cwd, str(folder)) == expected
+        ids = {row["id"] for row in json.loads(expected)}
+        assert ("plain" in ids) == (cwd == "/project") and ("elsewhere" in ids) == (cwd == "/elsewhere")
+
+
+def test_the_command_prints_one_folders_rows(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfdbinary: Any
+) -> None:
+    monkeypatch.setenv("PISESSION_CATALOG", str(tmp_path / "catalog.sqlite3"))
+    folder = str(root / "--project--")
+    for _ in range(2):
+        assert main(["ls", "--json", "--cwd", "/project", "--session-dir", folder]) == 0
+        catalog_out = capfdbinary.readouterr().out
+        assert main(["ls", "--json", "--cwd", "/project", "--session-dir", folder, "--no-catalog"]) == 0
+        assert capfdbinary.readouterr().out == catalog_out
+    assert len(json.loads(catalog_out)) == 7

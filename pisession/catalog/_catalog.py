@@ -138,6 +138,28 @@ class Catalog:
             return found if text else [replace(info, all_messages_text="") for info in found]
         return _sorted(found, mtimes)
 
+    def list_json(
+        self, cwd: str, session_dir: str | None = None, on_progress: ProgressCallback | None = None
+    ) -> bytes:
+        """:meth:`list`'s rows as ``pisession ls --json`` prints them (see :meth:`list_all_json`)."""
+        directory = normalize_path(session_dir) if session_dir else get_default_session_dir(cwd)
+        filter_cwd = session_dir is not None and not paths_equal(directory, default_session_dir_path(cwd))
+        only_cwd = resolve_path(cwd) if filter_cwd else None
+        try:
+            found = self._current([directory], None, on_progress)
+            try:
+                return listed_json(self._connect(), found, None, only_cwd)
+            except RecursionError:  # a header id nested deeper than the json module goes
+                rows = infos(self._connect(), found, True)
+        except (sqlite3.Error, OSError, CatalogError) as error:
+            self._failed(error)
+            from .._discovery import list_sessions
+
+            return rows_json(list_sessions(cwd, session_dir, on_progress))
+        if only_cwd is not None:
+            rows = [info for info in rows if cwd_matches(info.cwd, only_cwd)]
+        return rows_json(_sorted(rows))
+
     def list_all_json(
         self, session_dir: str | None = None, on_progress: ProgressCallback | None = None
     ) -> bytes:

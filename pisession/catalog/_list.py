@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 
 from .._discovery import SessionInfo, feed_lines, newest_first, row_json
 from .._errors import CatalogError
+from .._paths import cwd_matches
 from ._refresh import Candidate, read_range
 from ._schema import SESSION, Row, chunks, text_checksum, unpack_text
 
@@ -28,11 +30,15 @@ def infos(
 
 
 def listed_json(
-    connection: sqlite3.Connection, found: list[tuple[Candidate, Row]], mtimes: dict[str, float] | None
+    connection: sqlite3.Connection,
+    found: list[tuple[Candidate, Row]],
+    mtimes: dict[str, float] | None,
+    only_cwd: str | None = None,
 ) -> bytes:
     """What :func:`pisession._discovery.rows_json` makes of the sorted picker rows of refreshed
-    files, from the JSON kept in their rows: a row made ahead is copied as it is; another (an
-    unfinished last line, no time but the file's) is made here. RecursionError as ``row_json``."""
+    files (with ``only_cwd``: those whose working folder it is), from the JSON kept in their
+    rows: a row made ahead is copied as it is; another (an unfinished last line, no time but the
+    file's) is made here. RecursionError as ``row_json``."""
     kept = _kept(connection, {row.id: c.path for c, row in found if row.status == SESSION})
     # (modified, path, the row's JSON in pieces): joined once, the text copied once
     items: list[tuple[float, str, tuple[bytes, ...]]] = []
@@ -40,10 +46,12 @@ def listed_json(
         stored = kept.get(row.id)
         head = None if stored is None or row.partial != b"" else stored.wire_head
         if stored is not None and head is not None and stored.modified is not None:
+            if only_cwd is not None and not cwd_matches(_header_cwd(row), only_cwd):
+                continue
             items.append((stored.modified, candidate.path, (head, stored.all_text, b"\n  }")))
             continue
         info = _info(candidate, row, None if stored is None else unpack_text(stored.all_text))
-        if info is not None:
+        if info is not None and (only_cwd is None or cwd_matches(info.cwd, only_cwd)):
             items.append((info.modified.timestamp(), info.path, (row_json(info),)))
     if not items:
         return b"[]\n"
@@ -54,6 +62,12 @@ def listed_json(
         pieces.append(b",")
     pieces[-1] = b"\n]\n"
     return b"".join(pieces)
+
+
+def _header_cwd(row: Row) -> str:
+    """The ``cwd`` of a row's :class:`SessionInfo` (the header's, when it is a string)."""
+    cwd = json.loads(row.header).get("cwd") if row.header is not None else None
+    return cwd if isinstance(cwd, str) else ""
 
 
 def _item_modified(item: tuple[float, str, object]) -> float:

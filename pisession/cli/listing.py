@@ -78,6 +78,11 @@ def cmd_ls(args: argparse.Namespace) -> int:
         directory = session_dir or default_session_dir(cwd)
         if not os.path.isdir(directory):
             pass
+        elif catalog is not None and args.json:
+            data = catalog.list_json(cwd, directory, report)  # the rows' JSON as the catalog keeps it
+            close_catalog(catalog)
+            emit_json_bytes(data)
+            return 0
         elif catalog is not None:
             infos = catalog.list(cwd, directory, report, text=args.json)
         else:
