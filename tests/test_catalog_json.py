@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import pisession._discovery as discovery
 from pisession import SessionManager
 from pisession._discovery import list_all_sessions, list_sessions, rows_json
+from pisession._json import loads as js_loads
 from pisession.catalog import Catalog
 from pisession.catalog._schema import pack_text, unpack_text
 from pisession.cli import main
@@ -195,6 +196,7 @@ def test_the_kept_text_is_the_json_string_ls_writes(text: str) -> None:
     kept = pack_text(text)
     assert kept == json.dumps(text, ensure_ascii=False).encode("utf-8", "backslashreplace")
     assert unpack_text(kept) == text
+    assert unpack_text(kept, js_loads) == text  # orjson, or the json module where it refuses
 
 
 def test_a_catalog_that_cannot_be_used_still_gives_the_rows(root: Path, tmp_path: Path) -> None:

@@ -188,8 +188,9 @@ def pack_text(text: str) -> bytes:
     return dumps_bytes(text)
 
 
-def unpack_text(blob: bytes | None) -> str:
-    return "" if blob is None else str(json.loads(blob))
+def unpack_text(blob: bytes | None, parse: Callable[[bytes], object] = json.loads) -> str:
+    """The text :func:`pack_text` kept (``parse``: a JSON parser, e.g. :func:`pisession._json.loads`)."""
+    return "" if blob is None else str(parse(blob))
 
 
 def text_checksum(all_text: bytes | None, wire_head: bytes | None, modified: float | None) -> int:
