@@ -78,6 +78,13 @@ class _Offloaded(Generic[_P, _R]):
         self._exclusive = exclusive
         self.__doc__ = method.__doc__
         self.__name__ = method.__name__
+        self.__wrapped__ = method  # help() and inspect.signature() show the method's parameters
+
+    def __call__(
+        self, manager: AsyncSessionManager, /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> Coroutine[Any, Any, _R]:
+        """Called on the class, as a plain method is: ``AsyncSessionManager.append_message(manager, ...)``."""
+        return self.__get__(manager, type(manager))(*args, **kwargs)
 
     @overload
     def __get__(self, obj: None, owner: type[Any]) -> _Offloaded[_P, _R]: ...
@@ -105,6 +112,12 @@ class _InMemory(Generic[_P, _R]):
     def __init__(self, method: Callable[Concatenate[SessionManager, _P], _R]) -> None:
         self._method = method
         self.__doc__ = method.__doc__
+        self.__name__ = method.__name__
+        self.__wrapped__ = method  # help() and inspect.signature() show the method's parameters
+
+    def __call__(self, manager: AsyncSessionManager, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        """Called on the class, as a plain method is: ``AsyncSessionManager.get_leaf_id(manager)``."""
+        return self.__get__(manager, type(manager))(*args, **kwargs)
 
     @overload
     def __get__(self, obj: None, owner: type[Any]) -> _InMemory[_P, _R]: ...

@@ -376,6 +376,27 @@ def test_constructors_and_listing(tmp_path: Path) -> None:
     run(main())
 
 
+def test_methods_read_on_the_class_show_their_parameters_and_can_be_called() -> None:
+    """help(AsyncSessionManager.append_message) names the parameters, and the class's attribute is
+    called with the manager first, as a plain method is."""
+    import inspect
+    import pydoc
+
+    for name in ("append_message", "get_leaf_id", "branch", "build_session_context"):
+        assert inspect.signature(getattr(AsyncSessionManager, name)) == inspect.signature(
+            getattr(SessionManager, name)
+        ), name
+    text = pydoc.render_doc(AsyncSessionManager.append_message, renderer=pydoc.plaintext)
+    assert "append_message(self, message" in text and "child of the leaf" in text
+
+    async def main() -> None:
+        memory = await AsyncSessionManager.in_memory("/project")
+        first = await AsyncSessionManager.append_message(memory, user("one"))
+        assert AsyncSessionManager.get_leaf_id(memory) == first == memory.get_leaf_id()
+
+    run(main())
+
+
 def test_writes_after_close_raise_a_typed_error(tmp_path: Path) -> None:
     path = new_session(tmp_path)
 
