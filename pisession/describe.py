@@ -202,10 +202,12 @@ def tool_names(tools: Any) -> list[str]:
 
 
 def describe_message(message: MessageLike) -> str:
-    """One message as a line of text: ``describe_message(entry.message)``.
+    """One message as text: ``describe_message(entry.message)``.
 
     Assistant turns show their text and tool calls (``→ bash(pytest -q)``), tool results their
-    tool and output, system messages their prompt and section/tool changes.
+    tool and output, system messages their prompt and section/tool changes. The message's own
+    newlines are kept (the Markdown export and ``pisession context`` print them);
+    ``one_line(describe_message(message), width)`` gives one line of a terminal's width.
     """
     wire = _as_wire(message)
     if not isinstance(wire, Mapping):
