@@ -559,7 +559,7 @@ def _partial_header(row: Row, path: str) -> bool:
 
 
 def _unchanged(candidate: Candidate, row: Row | None) -> bool:
-    return row is not None and candidate.stat is not None and _same(row, candidate.stat) and row.intact()
+    return row is not None and candidate.stat is not None and row.intact() and _same(row, candidate.stat)
 
 
 def settled(mtime_ns: int, checked_ns: int) -> bool:

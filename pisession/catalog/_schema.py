@@ -242,7 +242,32 @@ class Row(Record):
     row_crc: int
 
     def intact(self) -> bool:
-        """Whether what this row serves (its picker fields) is what was written."""
+        """Whether what this row serves (its picker fields) is what was written, and its columns
+        are of their types (a database edited by hand: the file is read again, not a TypeError)."""
+        if not (
+            all(blob is None or type(blob) is bytes for blob in (self.partial, self.first_message, self.name))
+            and type(self.head) is bytes
+            and type(self.tail) is bytes
+            and all(
+                type(number) is int
+                for number in (
+                    self.dev,
+                    self.ino,
+                    self.size,
+                    self.mtime_ns,
+                    self.ctime_ns,
+                    self.checked_ns,
+                    self.crc,
+                    self.parsed,
+                    self.indexed,
+                    self.status,
+                    self.message_count,
+                )
+            )
+            and (self.header is None or type(self.header) is str)
+            and (self.last_activity is None or type(self.last_activity) is float)
+        ):
+            return False
         return (
             row_checksum(
                 self.partial,

@@ -1,0 +1,63 @@
+"""Review findings for the catalog's kept JSON (``Catalog.list_all_json``) and ``Record``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pisession._discovery import list_all_sessions, rows_json
+from pisession.catalog import Catalog
+from tests.test_catalog import header, msg, write
+
+
+def _root(tmp_path: Path) -> Path:
+    project = tmp_path / "sessions" / "--p--"
+    project.mkdir(parents=True)
+    write(project / "a.jsonl", header("a"), msg("u1", "user", "hello"))
+    write(project / "b.jsonl", header("b"), msg("u1", "user", "second", ms=1735787046000))
+    return tmp_path / "sessions"
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        # the kept JSON's columns
+        ("wire_head", "text, not a blob"),
+        ("wire_head", 7),
+        ("all_text", 0),
+        ("all_text", '"text, not a blob"'),
+        ("modified", b"blob"),
+        ("modified", "text"),
+        # the picker fields and what tells a change (an edited database, as the above)
+        ("name", 1),
+        ("partial", "text"),
+        ("first_message", 2.5),
+        ("last_activity", "text"),
+        ("size", b"blob"),
+        ("checked_ns", "text"),
+        ("head", None),
+    ],
+)
+def test_a_column_of_another_type_is_damage_not_a_crash(tmp_path: Path, column: str, value: Any) -> None:
+    """A row whose column holds another type (SQLite keeps any value in any column) raised
+    TypeError or ValueError out of list_all_json and list_all, instead of the files being read."""
+    root = _root(tmp_path)
+    path = tmp_path / "catalog.sqlite3"
+    expected = rows_json(list_all_sessions(str(root)))
+    with Catalog(path) as catalog:
+        assert catalog.list_all_json(str(root)) == expected
+    connection = sqlite3.connect(path)
+    with connection:
+        connection.execute(f"UPDATE files SET {column} = ? WHERE path LIKE '%a.jsonl'", (value,))
+    connection.close()
+    for _ in range(2):
+        with Catalog(path) as catalog:
+            assert catalog.list_all_json(str(root)) == expected
+    with Catalog(path) as catalog:
+        assert catalog.list_all(str(root)) == list_all_sessions(str(root))
+        assert catalog.last_error is None
+    assert json.loads(expected)[0]["id"] == "b"
