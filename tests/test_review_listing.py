@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +62,25 @@ def test_a_column_of_another_type_is_damage_not_a_crash(tmp_path: Path, column: 
         assert catalog.list_all(str(root)) == list_all_sessions(str(root))
         assert catalog.last_error is None
     assert json.loads(expected)[0]["id"] == "b"
+
+
+@pytest.mark.skipif(not hasattr(time, "tzset"), reason="time.tzset: POSIX only")
+def test_a_header_time_in_local_time_follows_the_time_zone_of_the_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A header time without an offset is local time (as V8 reads it): the row's ``created``
+    kept in the catalog's JSON was the zone's at the first read, served after the zone changed
+    (list_all reads the header kept at each call, and was right)."""
+    project = tmp_path / "sessions" / "--p--"
+    project.mkdir(parents=True)
+    write(project / "a.jsonl", header("local", stamp="2025-01-02T03:04:05"), msg("u1", "user", "hi"))
+    root = str(tmp_path / "sessions")
+    try:
+        for zone in ("UTC", "Asia/Tokyo", "America/New_York"):
+            monkeypatch.setenv("TZ", zone)
+            time.tzset()
+            with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+                assert catalog.list_all_json(root) == rows_json(list_all_sessions(root)), zone
+    finally:
+        monkeypatch.undo()
+        time.tzset()
