@@ -244,29 +244,7 @@ class Row(Record):
     def intact(self) -> bool:
         """Whether what this row serves (its picker fields) is what was written, and its columns
         are of their types (a database edited by hand: the file is read again, not a TypeError)."""
-        if not (
-            all(blob is None or type(blob) is bytes for blob in (self.partial, self.first_message, self.name))
-            and type(self.head) is bytes
-            and type(self.tail) is bytes
-            and all(
-                type(number) is int
-                for number in (
-                    self.dev,
-                    self.ino,
-                    self.size,
-                    self.mtime_ns,
-                    self.ctime_ns,
-                    self.checked_ns,
-                    self.crc,
-                    self.parsed,
-                    self.indexed,
-                    self.status,
-                    self.message_count,
-                )
-            )
-            and (self.header is None or type(self.header) is str)
-            and (self.last_activity is None or type(self.last_activity) is float)
-        ):
+        if not _sound(tuple(map(type, self.__dict__.values()))):
             return False
         return (
             row_checksum(
@@ -293,6 +271,29 @@ class Row(Record):
         if all_text:
             summary.texts = [all_text]
         return summary
+
+
+_INT: frozenset[type] = frozenset({int})
+_BLOB: frozenset[type] = frozenset({bytes, type(None)})
+_TEXT: frozenset[type] = frozenset({str, type(None)})
+_REAL: frozenset[type] = frozenset({float, type(None)})
+# the types of a Row's fields as this module writes them (SQLite keeps any value in any column):
+# id, path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, indexed, head,
+# tail, partial, status, header, message_count, first_message, name, last_activity, row_crc
+_ROW_TYPES: tuple[frozenset[type], ...] = (
+    *[_INT, frozenset({str}), frozenset({str})],
+    *[_INT] * 9,
+    *[frozenset({bytes}), frozenset({bytes}), _BLOB, _INT, _TEXT, _INT, _BLOB, _BLOB, _REAL, _INT],
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _sound(types: tuple[type, ...]) -> bool:
+    """Whether a Row's fields (their types, in order) are of the types their columns are written
+    with; the few combinations rows have are remembered."""
+    return len(types) == len(_ROW_TYPES) and all(
+        kind in allowed for kind, allowed in zip(types, _ROW_TYPES, strict=True)
+    )
 
 
 def row_checksum(
