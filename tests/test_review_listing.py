@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ import pytest
 
 from pisession._discovery import list_all_sessions, rows_json
 from pisession.catalog import Catalog
-from tests.test_catalog import header, msg, write
+from tests.test_catalog import age, header, line, msg, write
 
 
 def _root(tmp_path: Path) -> Path:
@@ -84,3 +86,29 @@ def test_a_header_time_in_local_time_follows_the_time_zone_of_the_call(
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_a_header_nested_past_the_json_modules_reach_at_this_depth_is_still_listed(tmp_path: Path) -> None:
+    """A header id nested about as deep as a line can be read: ``json.dumps`` of the header
+    kept in the catalog (header_subset) raised RecursionError out of the refresh, so
+    ``pisession ls --all --json`` with the catalog died with a traceback at ids 988 to 1,000
+    deep, where ``--no-catalog`` printed the rows. Here the recursion limit stands in for the
+    command's deeper stack."""
+    folder = tmp_path / "sessions" / "--p--"
+    folder.mkdir(parents=True)
+    deep = "[" * 600 + '"core"' + "]" * 600
+    text = json.dumps(header("deep")).replace('"id": "deep"', f'"id": {deep}')
+    (folder / "deep.jsonl").write_bytes(text.encode() + b"\n" + line(msg("u1", "user", "deep id")))
+    age(folder / "deep.jsonl")
+    write(folder / "plain.jsonl", header("plain"), msg("u1", "user", "plain"))
+    root = str(tmp_path / "sessions")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(traceback.extract_stack()) + 560)
+    try:
+        expected = rows_json(list_all_sessions(root))
+        assert b'"core"' in expected
+        with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+            assert catalog.list_all_json(root) == expected  # cold
+            assert catalog.list_all_json(root) == expected  # warm
+    finally:
+        sys.setrecursionlimit(limit)

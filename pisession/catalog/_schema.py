@@ -262,7 +262,7 @@ class Row(Record):
     def summary(self, all_text: str | None) -> SessionSummary:
         summary = SessionSummary()
         if self.status == SESSION and self.header is not None:
-            summary.header = json.loads(self.header)
+            summary.header = read_header(self.header)
         summary.foreign = self.status == FOREIGN
         summary.message_count = self.message_count
         summary.first_message = unpack(self.first_message)
@@ -316,6 +316,20 @@ def row_checksum(
 
 def header_subset(header: dict[str, Any]) -> str:
     # Only what a picker row reads; a key's absence matters (new Date(undefined) is NaN).
-    return json.dumps(
-        {key: header[key] for key in ("id", "cwd", "parentSession", "timestamp") if key in header}
-    )
+    subset = {key: header[key] for key in ("id", "cwd", "parentSession", "timestamp") if key in header}
+    try:
+        return json.dumps(subset)
+    except RecursionError:  # an id nested about as deep as a line can be read (a hostile file)
+        from .._json import dumps  # JSON.stringify's, which goes any depth
+
+        return dumps(subset)
+
+
+def read_header(text: str) -> Any:
+    """A header kept by :func:`header_subset`, read back (at any depth)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        from .._json import loads_deep
+
+        return loads_deep(text)
