@@ -112,3 +112,29 @@ def test_a_header_nested_past_the_json_modules_reach_at_this_depth_is_still_list
             assert catalog.list_all_json(root) == expected  # warm
     finally:
         sys.setrecursionlimit(limit)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: a message time without an offset is read in the zone of the file's read",
+)
+@pytest.mark.skipif(not hasattr(time, "tzset"), reason="time.tzset: POSIX only")
+def test_a_message_time_in_local_time_follows_the_time_zone_of_the_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The row's ``modified`` comes from a message's entry time without an offset (local time):
+    the catalog keeps last_activity as computed at the read (list_all too, before this change)."""
+    project = tmp_path / "sessions" / "--p--"
+    project.mkdir(parents=True)
+    entry = msg("u1", "user", "hi", ms=None) | {"timestamp": "2025-01-02T03:04:06"}
+    write(project / "a.jsonl", header("zone"), entry)
+    root = str(tmp_path / "sessions")
+    try:
+        for zone in ("UTC", "Asia/Tokyo"):
+            monkeypatch.setenv("TZ", zone)
+            time.tzset()
+            with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+                assert catalog.list_all_json(root) == rows_json(list_all_sessions(root)), zone
+    finally:
+        monkeypatch.undo()
+        time.tzset()
