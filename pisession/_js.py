@@ -336,7 +336,17 @@ def _days_from_civil(year: int, month: int, day: int) -> int:
     return era * 146097 + doe - 719468
 
 
+_local_zone_reads = [0]
+
+
+def local_zone_reads() -> int:
+    """How many times a date was read in the local time zone (a date-time without an offset):
+    a value made from such a date holds only in the zone it was made in."""
+    return _local_zone_reads[0]
+
+
 def _local_offset_ms(utc_guess_ms: int) -> int:
+    _local_zone_reads[0] += 1
     seconds = utc_guess_ms / 1000
     try:
         local = time.localtime(seconds)

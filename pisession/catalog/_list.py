@@ -118,7 +118,13 @@ def _kept(connection: sqlite3.Connection, paths: dict[int, str]) -> dict[int, _K
             f"SELECT id, path, modified, wire_head, all_text, text_crc FROM files WHERE id IN ({marks})",
             chunk,
         ):
-            intact = all_text is not None and text_checksum(all_text, wire_head, modified) == crc
+            # a column of another type (the database was edited) is damage too, not a TypeError
+            intact = (
+                type(all_text) is bytes
+                and (wire_head is None or type(wire_head) is bytes)
+                and (modified is None or type(modified) is float)
+                and text_checksum(all_text, wire_head, modified) == crc
+            )
             if path != paths[file_id] or not intact:
                 if path == paths[file_id]:
                     with contextlib.suppress(sqlite3.Error):  # read it again next time

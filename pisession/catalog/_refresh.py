@@ -33,6 +33,7 @@ from .._discovery import (
     row_json,
     split_cr,
 )
+from .._js import local_zone_reads
 from .._load import (
     MAX_LINE_BYTES,
     SkippedLine,
@@ -532,11 +533,14 @@ def _made_ahead(
     """The picker row's ``modified`` (POSIX time) and its JSON up to the message text, as
     :func:`pisession._discovery.row_json` writes them: what a listing copies as it is. (None,
     None) where the row depends on more than the whole lines read (an unfinished last line, or
-    no time but the file's mtime) or is not a session's."""
+    no time but the file's mtime, a time read in the local time zone) or is not a session's."""
     if partial != b"":
         return None, None
+    zone_reads = local_zone_reads()
     info = summary.info(path, None)
-    if info is None:
+    if info is None or local_zone_reads() != zone_reads:
+        # a header time without an offset is local time: its row is made at each call, in the
+        # time zone of that call (as list_all reads the header kept)
         return None, None
     try:
         row = row_json(replace(info, all_messages_text=""))
@@ -559,7 +563,7 @@ def _partial_header(row: Row, path: str) -> bool:
 
 
 def _unchanged(candidate: Candidate, row: Row | None) -> bool:
-    return row is not None and candidate.stat is not None and _same(row, candidate.stat) and row.intact()
+    return row is not None and candidate.stat is not None and row.intact() and _same(row, candidate.stat)
 
 
 def settled(mtime_ns: int, checked_ns: int) -> bool:

@@ -243,7 +243,10 @@ class Row(Record):
     row_crc: int
 
     def intact(self) -> bool:
-        """Whether what this row serves (its picker fields) is what was written."""
+        """Whether what this row serves (its picker fields) is what was written, and its columns
+        are of their types (a database edited by hand: the file is read again, not a TypeError)."""
+        if not _sound(tuple(map(type, self.__dict__.values()))):
+            return False
         return (
             row_checksum(
                 self.partial,
@@ -260,7 +263,7 @@ class Row(Record):
     def summary(self, all_text: str | None) -> SessionSummary:
         summary = SessionSummary()
         if self.status == SESSION and self.header is not None:
-            summary.header = json.loads(self.header)
+            summary.header = read_header(self.header)
         summary.foreign = self.status == FOREIGN
         summary.message_count = self.message_count
         summary.first_message = unpack(self.first_message)
@@ -269,6 +272,29 @@ class Row(Record):
         if all_text:
             summary.texts = [all_text]
         return summary
+
+
+_INT: frozenset[type] = frozenset({int})
+_BLOB: frozenset[type] = frozenset({bytes, type(None)})
+_TEXT: frozenset[type] = frozenset({str, type(None)})
+_REAL: frozenset[type] = frozenset({float, type(None)})
+# the types of a Row's fields as this module writes them (SQLite keeps any value in any column):
+# id, path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, indexed, head,
+# tail, partial, status, header, message_count, first_message, name, last_activity, row_crc
+_ROW_TYPES: tuple[frozenset[type], ...] = (
+    *[_INT, frozenset({str}), frozenset({str})],
+    *[_INT] * 9,
+    *[frozenset({bytes}), frozenset({bytes}), _BLOB, _INT, _TEXT, _INT, _BLOB, _BLOB, _REAL, _INT],
+)
+
+
+@functools.lru_cache(maxsize=256)
+def _sound(types: tuple[type, ...]) -> bool:
+    """Whether a Row's fields (their types, in order) are of the types their columns are written
+    with; the few combinations rows have are remembered."""
+    return len(types) == len(_ROW_TYPES) and all(
+        kind in allowed for kind, allowed in zip(types, _ROW_TYPES, strict=True)
+    )
 
 
 def row_checksum(
@@ -291,6 +317,20 @@ def row_checksum(
 
 def header_subset(header: dict[str, Any]) -> str:
     # Only what a picker row reads; a key's absence matters (new Date(undefined) is NaN).
-    return json.dumps(
-        {key: header[key] for key in ("id", "cwd", "parentSession", "timestamp") if key in header}
-    )
+    subset = {key: header[key] for key in ("id", "cwd", "parentSession", "timestamp") if key in header}
+    try:
+        return json.dumps(subset)
+    except RecursionError:  # an id nested about as deep as a line can be read (a hostile file)
+        from .._json import dumps  # JSON.stringify's, which goes any depth
+
+        return dumps(subset)
+
+
+def read_header(text: str) -> Any:
+    """A header kept by :func:`header_subset`, read back (at any depth)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        from .._json import loads_deep
+
+        return loads_deep(text)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from .._paths import (
     resolve_path,
 )
 from ._refresh import RefreshReport, all_of, current
-from ._schema import SESSION, ProgressCallback, chunks
+from ._schema import SESSION, ProgressCallback, chunks, read_header
 from ._words import excerpt, fts_query, matches, parse_snippet
 
 Role = Literal["user", "assistant", "tool"]
@@ -185,7 +184,7 @@ def scope(
     for candidate, row in found:
         if row.status != SESSION or row.header is None:
             continue
-        header = json.loads(row.header)
+        header = read_header(row.header)
         if filter_cwd is not None:
             header_cwd = header.get("cwd")
             if not cwd_matches(header_cwd if isinstance(header_cwd, str) else "", filter_cwd):

@@ -10,7 +10,6 @@ session its header's ``parentSession`` names, when that session was started earl
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 import sqlite3
@@ -21,6 +20,7 @@ from .._attribution import usage_fields
 from .._js import MISSING, js_date_ms
 from .._load import parse_line
 from .._paths import resolve_path
+from ._schema import read_header
 
 UsageRow = tuple[str, str, int, str, Any, Any, Any, Any, Any]
 
@@ -309,7 +309,7 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
     sessions: dict[int, tuple[str, dict[str, Any]]] = {}
     for row in rows:
         if row.header:
-            header = json.loads(row.header)
+            header = read_header(row.header)
             if isinstance(header, dict):
                 sessions[row.id] = (row.path, header)
     find_parent = _parent_finder(sessions)
