@@ -50,16 +50,23 @@ class Record:
         super().__init_subclass__(**options)
         fields = list(cls._record_fields)
         defaults = dict(cls._record_defaults)
-        # not inspect.get_annotations: importing inspect is what this module avoids
-        for name, annotation in cls.__dict__.get("__annotations__", {}).items():  # noqa: RUF063
+        # not inspect.get_annotations: importing inspect is what this module avoids (the
+        # modules that define records import annotations from __future__: their annotations are
+        # strings, kept in the class's own namespace on every Python)
+        own = cls.__dict__.get("__annotations__")  # noqa: RUF063
+        for name, annotation in (own if own is not None else getattr(cls, "__annotations__", {})).items():
             if str(annotation).startswith(("ClassVar", "typing.ClassVar")):
                 continue
             if name not in fields:
                 fields.append(name)
             if name in cls.__dict__:
                 defaults[name] = cls.__dict__[name]
-            elif fields and any(field in defaults for field in fields[: fields.index(name)]):
-                raise TypeError(f"{cls.__name__}: field {name!r} without a default follows a default")
+            else:
+                defaults.pop(name, None)  # declared again without a default: it has none
+        with_default = [name in defaults for name in fields]
+        if True in with_default and False in with_default[with_default.index(True) :]:
+            late = fields[with_default.index(False, with_default.index(True))]
+            raise TypeError(f"{cls.__name__}: field {late!r} without a default follows a default")
         cls._record_fields = tuple(fields)
         cls._record_names = frozenset(fields)
         cls._record_defaults = defaults

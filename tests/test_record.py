@@ -108,6 +108,25 @@ def test_a_field_without_a_default_cannot_follow_one_with_a_default() -> None:
             b: int
 
 
+def test_a_subclass_adds_fields_after_its_bases_and_may_take_a_default_away() -> None:
+    class Labelled(Point):
+        note: str = ""
+
+    assert Labelled(1, 2, "q", "n") == Labelled(x=1, y=2, label="q", note="n")
+    assert Labelled.__match_args__ == ("x", "y", "label", "note")
+
+    class Required(Record):
+        a: int
+        b: int = 2
+
+    class StillRequired(Required):
+        b: int  # declared again without a default: now required, as in a dataclass
+
+    with pytest.raises(TypeError, match="missing required argument 'b'"):
+        StillRequired(1)
+    assert StillRequired(1, 3).b == 3
+
+
 def test_the_public_values_made_with_it() -> None:
     """The classes that moved off attrs keep their fields, equality and read-only instances."""
     assert info() == info() and hash(info()) == hash(info()) and info() != info(name="n")

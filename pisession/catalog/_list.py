@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
 
 from .._discovery import SessionInfo, feed_lines, newest_first, row_json
@@ -11,7 +10,7 @@ from .._errors import CatalogError
 from .._json import loads_for
 from .._paths import cwd_matches
 from ._refresh import Candidate, read_range
-from ._schema import SESSION, Row, chunks, text_checksum, unpack_text
+from ._schema import SESSION, Row, chunks, read_header, text_checksum, unpack_text
 
 
 def infos(
@@ -71,7 +70,8 @@ def listed_json(
 
 def _header_cwd(row: Row) -> str:
     """The ``cwd`` of a row's :class:`SessionInfo` (the header's, when it is a string)."""
-    cwd = json.loads(row.header).get("cwd") if row.header is not None else None
+    header = read_header(row.header) if row.header is not None else None
+    cwd = header.get("cwd") if isinstance(header, dict) else None
     return cwd if isinstance(cwd, str) else ""
 
 

@@ -10,6 +10,7 @@ known to be ours (:mod:`._location`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -181,11 +182,16 @@ def unpack(blob: bytes | None) -> str:
 def pack_text(text: str) -> bytes:
     """A session's message text as it is kept: its JSON string, as ``pisession ls --json`` writes
     it (:func:`pisession._discovery.rows_json`), so that a listing copies it without a parse.
-    That is ``JSON.stringify``'s string (orjson, when it is there, writes it several times
-    faster than the json module for text that is not ASCII)."""
-    from .._json import dumps_bytes
-
-    return dumps_bytes(text)
+    orjson writes the same bytes several times faster than the json module for text that is
+    not ASCII; it refuses a surrogate, which the json module writes and UTF-8 escapes."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a dependency, but optional at run time
+        pass
+    else:
+        with contextlib.suppress(TypeError):
+            return bytes(orjson.dumps(text))
+    return json.dumps(text, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
 def unpack_text(blob: bytes | None, parse: Callable[[bytes], object] = json.loads) -> str:
