@@ -217,15 +217,22 @@ def test_no_sessions_is_an_empty_list(tmp_path: Path) -> None:
         assert catalog.list_all_json(str(tmp_path / "sessions")) == b"[]\n"
 
 
-def test_a_header_id_nested_deeper_than_json_goes_is_listed_as_before(tmp_path: Path) -> None:
-    """json.dumps(indent=2) recurses: an id nested 700 deep parses but cannot be formatted so."""
+def deep_id_sessions(tmp_path: Path, depth: int) -> Path:
+    """A sessions root holding a session whose header id is a list nested ``depth`` deep, and a
+    plain one."""
     folder = tmp_path / "sessions" / "--p--"
     folder.mkdir(parents=True)
-    deep = "[" * 700 + '"core"' + "]" * 700
+    deep = "[" * depth + '"core"' + "]" * depth
     text = json.dumps(header("deep")).replace('"id": "deep"', f'"id": {deep}')
     (folder / "deep.jsonl").write_bytes(text.encode() + b"\n" + line(msg("u1", "user", "deep id")))
     age(folder / "deep.jsonl")
     write(folder / "plain.jsonl", header("plain"), msg("u1", "user", "plain"))
+    return tmp_path / "sessions"
+
+
+def test_a_header_id_nested_deeper_than_json_goes_is_listed_as_before(tmp_path: Path) -> None:
+    """json.dumps(indent=2) recurses: an id nested 700 deep parses but cannot be formatted so."""
+    deep_id_sessions(tmp_path, 700)
     expected = _expected(tmp_path / "sessions")
     assert b'"core"' in expected
     with Catalog(tmp_path / "catalog.sqlite3") as catalog:

@@ -14,7 +14,8 @@ import pytest
 
 from pisession._discovery import list_all_sessions, rows_json
 from pisession.catalog import Catalog
-from tests.test_catalog import age, header, line, msg, write
+from tests.test_catalog import header, msg, write
+from tests.test_catalog_json import deep_id_sessions
 
 
 def _root(tmp_path: Path) -> Path:
@@ -76,16 +77,7 @@ def test_a_header_time_in_local_time_follows_the_time_zone_of_the_call(
     project = tmp_path / "sessions" / "--p--"
     project.mkdir(parents=True)
     write(project / "a.jsonl", header("local", stamp="2025-01-02T03:04:05"), msg("u1", "user", "hi"))
-    root = str(tmp_path / "sessions")
-    try:
-        for zone in ("UTC", "Asia/Tokyo", "America/New_York"):
-            monkeypatch.setenv("TZ", zone)
-            time.tzset()
-            with Catalog(tmp_path / "catalog.sqlite3") as catalog:
-                assert catalog.list_all_json(root) == rows_json(list_all_sessions(root)), zone
-    finally:
-        monkeypatch.undo()
-        time.tzset()
+    _listed_alike_in_zones(tmp_path, monkeypatch, ("UTC", "Asia/Tokyo", "America/New_York"))
 
 
 def test_a_header_nested_past_the_json_modules_reach_at_this_depth_is_still_listed(tmp_path: Path) -> None:
@@ -94,14 +86,7 @@ def test_a_header_nested_past_the_json_modules_reach_at_this_depth_is_still_list
     ``pisession ls --all --json`` with the catalog died with a traceback at ids 988 to 1,000
     deep, where ``--no-catalog`` printed the rows. Here the recursion limit stands in for the
     command's deeper stack."""
-    folder = tmp_path / "sessions" / "--p--"
-    folder.mkdir(parents=True)
-    deep = "[" * 600 + '"core"' + "]" * 600
-    text = json.dumps(header("deep")).replace('"id": "deep"', f'"id": {deep}')
-    (folder / "deep.jsonl").write_bytes(text.encode() + b"\n" + line(msg("u1", "user", "deep id")))
-    age(folder / "deep.jsonl")
-    write(folder / "plain.jsonl", header("plain"), msg("u1", "user", "plain"))
-    root = str(tmp_path / "sessions")
+    root = str(deep_id_sessions(tmp_path, 600))
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(len(traceback.extract_stack()) + 560)
     try:
@@ -128,9 +113,15 @@ def test_a_message_time_in_local_time_follows_the_time_zone_of_the_call(
     project.mkdir(parents=True)
     entry = msg("u1", "user", "hi", ms=None) | {"timestamp": "2025-01-02T03:04:06"}
     write(project / "a.jsonl", header("zone"), entry)
+    _listed_alike_in_zones(tmp_path, monkeypatch, ("UTC", "Asia/Tokyo"))
+
+
+def _listed_alike_in_zones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, zones: tuple[str, ...]) -> None:
+    """The catalog's JSON of ``tmp_path/sessions`` is the scan's in each time zone in turn (one
+    catalog, kept from one zone to the next)."""
     root = str(tmp_path / "sessions")
     try:
-        for zone in ("UTC", "Asia/Tokyo"):
+        for zone in zones:
             monkeypatch.setenv("TZ", zone)
             time.tzset()
             with Catalog(tmp_path / "catalog.sqlite3") as catalog:
