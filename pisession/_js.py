@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -343,6 +344,12 @@ def local_zone_reads() -> int:
     """How many times a date was read in the local time zone (a date-time without an offset):
     a value made from such a date holds only in the zone it was made in."""
     return _local_zone_reads[0]
+
+
+def local_zone_key() -> str:
+    """The local time zone that a date without an offset is read in, as a string to compare:
+    ``$TZ`` and what the time module holds since the last ``time.tzset()``."""
+    return repr((os.environ.get("TZ"), time.tzname, time.timezone, time.altzone, time.daylight))
 
 
 def _local_offset_ms(utc_guess_ms: int) -> int:

@@ -99,16 +99,13 @@ def test_a_header_nested_past_the_json_modules_reach_at_this_depth_is_still_list
         sys.setrecursionlimit(limit)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: a message time without an offset is read in the zone of the file's read",
-)
 @pytest.mark.skipif(not hasattr(time, "tzset"), reason="time.tzset: POSIX only")
 def test_a_message_time_in_local_time_follows_the_time_zone_of_the_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The row's ``modified`` comes from a message's entry time without an offset (local time):
-    the catalog keeps last_activity as computed at the read (list_all too, before this change)."""
+    the catalog keeps last_activity as computed at the read, so a row read in another zone is
+    read again (the usage rows too)."""
     project = tmp_path / "sessions" / "--p--"
     project.mkdir(parents=True)
     entry = msg("u1", "user", "hi", ms=None) | {"timestamp": "2025-01-02T03:04:06"}
@@ -129,3 +126,37 @@ def _listed_alike_in_zones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, zone
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+@pytest.mark.skipif(not hasattr(time, "tzset"), reason="time.tzset: POSIX only")
+def test_a_usage_time_in_local_time_is_counted_on_the_day_of_the_calls_zone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A usage entry's time without an offset is local time: the catalog's usage rows, read in
+    one zone, are read again in another, so the report is the one the files give there."""
+    from pisession.usage import usage_report
+
+    project = tmp_path / "sessions" / "--p--"
+    project.mkdir(parents=True)
+    cost = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 1.5}
+    usage = {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15, "cost": cost}
+    entry = {
+        "type": "usage", "id": "u1", "parentId": None, "timestamp": "2025-01-02T03:00:00",
+        "kind": "subagent", "provider": "openai", "model": "gpt-5", "usage": usage,
+    }  # fmt: skip
+    write(project / "a.jsonl", header("zone"), entry)
+    days: dict[str, list[str]] = {}
+    root = tmp_path / "sessions"
+    try:
+        for zone in ("UTC", "Asia/Tokyo", "UTC"):
+            monkeypatch.setenv("TZ", zone)
+            time.tzset()
+            with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+                kept = usage_report("daily", timezone="UTC", session_dir=root, catalog=catalog)
+            read = usage_report("daily", timezone="UTC", session_dir=root, catalog=False)
+            assert kept.to_wire() == read.to_wire(), zone
+            days.setdefault(zone, []).append(kept.to_wire()["daily"][0]["date"])
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert days == {"UTC": ["2025-01-02", "2025-01-02"], "Asia/Tokyo": ["2025-01-01"]}

@@ -33,7 +33,7 @@ from .._discovery import (
     row_json,
     split_cr,
 )
-from .._js import local_zone_reads
+from .._js import local_zone_key, local_zone_reads
 from .._load import (
     MAX_LINE_BYTES,
     SkippedLine,
@@ -372,6 +372,7 @@ def _update(
     except OSError as error:
         deleted += 0 if old is None else _delete(connection, fts, path)
         return None, f"cannot be read: {error.strerror or error}", deleted
+    zone = local_zone_key()
     with handle:
         checked_ns = time.time_ns()
         stats = os.fstat(handle.fileno())
@@ -396,7 +397,9 @@ def _update(
             return old, "", deleted
         start = 0
         summary = SessionSummary(messages=[] if index else None)
-        appended = old is not None and _grew(old, stats, handle)
+        # what was read before in another zone's local time is read again, in this one
+        appended = old is not None and old.zone in (None, zone) and _grew(old, stats, handle)
+        zone_reads = local_zone_reads()
         if appended:
             assert old is not None
             start = old.parsed
@@ -465,6 +468,7 @@ def _update(
         indexed = old.indexed if appended and old is not None else 0
     all_text = pack_text(" ".join(summary.texts))
     modified, wire_head = _made_ahead(summary, path, partial)
+    local = local_zone_reads() != zone_reads or (appended and old is not None and old.zone is not None)
     values = (
         path,
         candidate.dir,
@@ -490,6 +494,7 @@ def _update(
     stored = (
         *values,
         row_checksum(*values[13:20]),
+        zone if local else None,
         modified,
         text_checksum(all_text, wire_head, modified),
         wire_head,
@@ -499,8 +504,8 @@ def _update(
         cursor = connection.execute(
             "INSERT INTO files (path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, "
             "indexed, head, tail, partial, status, header, message_count, first_message, name, "
-            "last_activity, row_crc, modified, text_crc, wire_head, all_text) "
-            f"VALUES ({', '.join('?' * 25)})",
+            "last_activity, row_crc, zone, modified, text_crc, wire_head, all_text) "
+            f"VALUES ({', '.join('?' * 26)})",
             stored,
         )
         file_id = cursor.lastrowid
@@ -513,8 +518,8 @@ def _update(
             "UPDATE files SET path = ?, dir = ?, dev = ?, ino = ?, size = ?, mtime_ns = ?, ctime_ns = ?, "
             "checked_ns = ?, crc = ?, parsed = ?, indexed = ?, "
             "head = ?, tail = ?, partial = ?, status = ?, header = ?, message_count = ?, "
-            "first_message = ?, name = ?, last_activity = ?, row_crc = ?, modified = ?, text_crc = ?, "
-            "wire_head = ?, all_text = ? WHERE id = ?",
+            "first_message = ?, name = ?, last_activity = ?, row_crc = ?, zone = ?, modified = ?, "
+            "text_crc = ?, wire_head = ?, all_text = ? WHERE id = ?",
             (*stored, file_id),
         )
     if summary.messages and status == SESSION:
@@ -523,7 +528,7 @@ def _update(
         from ._usage import add_usage_rows
 
         add_usage_rows(connection, file_id, usage, damaged)
-    row = Row(file_id, *values, stored[20])
+    row = Row(file_id, *values, stored[20], stored[21])
     return row, "appended" if appended else "read", deleted
 
 
@@ -533,14 +538,12 @@ def _made_ahead(
     """The picker row's ``modified`` (POSIX time) and its JSON up to the message text, as
     :func:`pisession._discovery.row_json` writes them: what a listing copies as it is. (None,
     None) where the row depends on more than the whole lines read (an unfinished last line, or
-    no time but the file's mtime, a time read in the local time zone) or is not a session's."""
+    no time but the file's mtime) or is not a session's. (A time read in the local time zone
+    holds in that zone: the row keeps it, and is read again in another.)"""
     if partial != b"":
         return None, None
-    zone_reads = local_zone_reads()
-    info = summary.info(path, None)
-    if info is None or local_zone_reads() != zone_reads:
-        # a header time without an offset is local time: its row is made at each call, in the
-        # time zone of that call (as list_all reads the header kept)
+    info = summary.info(path, None)  # a header time in local time: the row keeps the zone
+    if info is None:
         return None, None
     try:
         row = row_json(replace(info, all_messages_text=""))
@@ -578,6 +581,7 @@ def _same(row: Row, stats: os.stat_result, racy_too: bool = False) -> bool:
 
     A file written in the same timestamp tick as (or after) the read might have changed without
     its size or mtime changing ("racily clean", as git calls it): its bytes are compared again.
+    A file whose dates were read in local time and another time zone than this one's is read again.
     """
     return (
         (racy_too or settled(stats.st_mtime_ns, row.checked_ns))
@@ -588,6 +592,7 @@ def _same(row: Row, stats: os.stat_result, racy_too: bool = False) -> bool:
         and row.mtime_ns == stats.st_mtime_ns
         # a rewrite that puts the old mtime back (touch -r, a redaction script) still moves ctime
         and row.ctime_ns == stats.st_ctime_ns
+        and row.zone in (None, local_zone_key())
     )
 
 

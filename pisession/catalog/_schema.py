@@ -29,10 +29,11 @@ ProgressCallback = Callable[[int, int], None]
 
 # 7: the usage tables and the checked rows (row_crc, text_crc) together; 8: the text as JSON and
 # the picker row's JSON made ahead (wire_head), the large columns last
-SCHEMA_VERSION = 8
+# 9: the time zone a row's local times were read in
+SCHEMA_VERSION = 9
 FILE_COLUMNS = (
     "id, path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, indexed, head, tail, "
-    "partial, status, header, message_count, first_message, name, last_activity, row_crc"
+    "partial, status, header, message_count, first_message, name, last_activity, row_crc, zone"
 )
 PENDING, SESSION, FOREIGN = 0, 1, 2  # files.status: no header yet, a session, not a session
 # The usage rows summed per file, model and quarter hour (a warm report reads these, not every
@@ -122,8 +123,8 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
                 "dir TEXT NOT NULL, dev INTEGER, ino INTEGER, size INTEGER, mtime_ns INTEGER, "
                 "ctime_ns INTEGER, checked_ns INTEGER, crc INTEGER, parsed INTEGER, indexed INTEGER, "
                 "head BLOB, tail BLOB, partial BLOB, status INTEGER, header TEXT, message_count INTEGER, "
-                "first_message BLOB, name BLOB, last_activity REAL, row_crc INTEGER, modified REAL, "
-                "text_crc INTEGER, wire_head BLOB, all_text BLOB)"
+                "first_message BLOB, name BLOB, last_activity REAL, row_crc INTEGER, zone TEXT, "
+                "modified REAL, text_crc INTEGER, wire_head BLOB, all_text BLOB)"
             )
             connection.execute("CREATE INDEX files_dir ON files(dir)")
             connection.execute(
@@ -247,6 +248,9 @@ class Row(Record):
     name: bytes | None
     last_activity: float | None
     row_crc: int
+    zone: str | None
+    """``_js.local_zone_key()`` when reading the file read a date in local time (a date-time
+    without an offset: what the row holds is true in that zone only), else None."""
 
     def intact(self) -> bool:
         """Whether what this row serves (its picker fields) is what was written, and its columns
@@ -286,11 +290,11 @@ _TEXT: frozenset[type] = frozenset({str, type(None)})
 _REAL: frozenset[type] = frozenset({float, type(None)})
 # the types of a Row's fields as this module writes them (SQLite keeps any value in any column):
 # id, path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, indexed, head,
-# tail, partial, status, header, message_count, first_message, name, last_activity, row_crc
+# tail, partial, status, header, message_count, first_message, name, last_activity, row_crc, zone
 _ROW_TYPES: tuple[frozenset[type], ...] = (
     *[_INT, frozenset({str}), frozenset({str})],
     *[_INT] * 9,
-    *[frozenset({bytes}), frozenset({bytes}), _BLOB, _INT, _TEXT, _INT, _BLOB, _BLOB, _REAL, _INT],
+    *[frozenset({bytes}), frozenset({bytes}), _BLOB, _INT, _TEXT, _INT, _BLOB, _BLOB, _REAL, _INT, _TEXT],
 )
 
 
