@@ -644,3 +644,30 @@ def test_cli_search_prints_the_library_search(
     assert main(["search", "invoice", "--all", "--session-dir", str(folder)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[: len(hits)] == [format_hit(hit, lambda word: word) for hit in hits]
+
+
+def test_a_search_that_reaches_its_limit_counts_every_match_in_the_same_refresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``last_total`` is what ``search_sessions`` counts, from the scope the search refreshed:
+    ``pisession search`` says "showing N of M" without bringing the folders up to date twice."""
+    folder = tmp_path / "sessions" / "--p--"
+    sessions(folder, count=4)
+    refreshes: list[object] = []
+    real_current = refresh_module.current
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        refreshes.append(args)
+        return real_current(*args, **kwargs)
+
+    monkeypatch.setattr("pisession.catalog._search.current", counting)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        everything = catalog.search("invoice", all=True, session_dir=str(tmp_path / "sessions"), limit=None)
+        assert catalog.last_total == len(everything) >= 4
+        refreshes.clear()
+        first = catalog.search("invoice", all=True, session_dir=str(tmp_path / "sessions"), limit=2)
+        assert len(first) == 2 and len(refreshes) == 1
+        counted = catalog.search_sessions("invoice", all=True, session_dir=str(tmp_path / "sessions"))
+        assert catalog.last_total == sum(match.hits for match in counted) == len(everything)
+        catalog.search("nothing-like-this", all=True, session_dir=str(tmp_path / "sessions"), limit=2)
+        assert catalog.last_total == 0

@@ -59,6 +59,9 @@ class Catalog:
         self.last_report = RefreshReport()
         self.last_error: str | None = None
         self.last_notice: str | None = None
+        self.last_total: int | None = None
+        """How many messages the last :meth:`search` matched in all (it returned the first
+        ``limit`` of them)."""
         self._connection: sqlite3.Connection | None = None
 
     # ------------------------------------------------------------------ lifetime
@@ -267,9 +270,10 @@ class Catalog:
         terms = self._checked(query, role)
         if limit is not None and limit < 1:
             raise CatalogError(f"limit must be at least 1, not {limit}")
-        return self._fall_back(
+        found, self.last_total = self._fall_back(
             lambda catalog: catalog._search(terms, cwd, all, role, limit, session_dir, on_progress)
         )
+        return found
 
     def search_sessions(
         self,
@@ -330,12 +334,17 @@ class Catalog:
         limit: int | None,
         session_dir: str | None,
         on_progress: ProgressCallback | None,
-    ) -> builtins.list[SearchHit]:
-        from ._search import hits, scope
+    ) -> tuple[builtins.list[SearchHit], int]:
+        """The hits, and how many messages matched (counted only when the hits reach ``limit``:
+        in the scope just refreshed, not after a second refresh)."""
+        from ._search import hits, scope, session_matches
 
         connection = self._connect()
         covered, self.last_report = scope(connection, self.fts, cwd, all, session_dir, on_progress)
-        return hits(connection, self.fts, covered, terms, role, limit)
+        found = hits(connection, self.fts, covered, terms, role, limit)
+        if limit is None or len(found) < limit:
+            return found, len(found)
+        return found, sum(match.hits for match in session_matches(connection, self.fts, covered, terms, role))
 
 
 def _tie_mtimes(found: builtins.list[tuple[Candidate, Row]], root: str | None) -> dict[str, float] | None:

@@ -80,12 +80,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                 session_dir=session_dir,
                 on_progress=progress,
             )
-            total = len(hits)
-            if hits and args.limit is not None and len(hits) >= args.limit:
-                counted = catalog.search_sessions(
-                    args.query, cwd=scoped_cwd, all=args.all, role=args.role, session_dir=session_dir
-                )
-                total = sum(match.hits for match in counted)
+            total = catalog.last_total if catalog.last_total is not None else len(hits)
     finally:
         close_catalog(catalog)
     searched = _searched(args, cwd, session_dir, scoped_cwd)
