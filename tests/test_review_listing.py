@@ -160,3 +160,33 @@ def test_a_usage_time_in_local_time_is_counted_on_the_day_of_the_calls_zone(
         monkeypatch.undo()
         time.tzset()
     assert days == {"UTC": ["2025-01-02", "2025-01-02"], "Asia/Tokyo": ["2025-01-01"]}
+
+
+# What Pi's list prints for a session whose header and message times carry no offset, asked of
+# the oracle under three time zones (`TZ=... node oracle.mjs list DIR --cwd /p`, 2026-12-04):
+# (created, modified).
+PI_IN_ZONES = {
+    "UTC": ("2025-01-02T03:04:05.000Z", "2025-01-02T03:04:06.000Z"),
+    "Asia/Tokyo": ("2025-01-01T18:04:05.000Z", "2025-01-01T18:04:06.000Z"),
+    "America/New_York": ("2025-01-02T08:04:05.000Z", "2025-01-02T08:04:06.000Z"),
+}
+
+
+@pytest.mark.skipif(not hasattr(time, "tzset"), reason="time.tzset: POSIX only")
+def test_local_times_list_as_pi_lists_them_in_each_zone_through_one_catalog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "--p--"
+    folder.mkdir()
+    entry = msg("u1", "user", "hi", ms=None) | {"timestamp": "2025-01-02T03:04:06"}
+    write(folder / "a.jsonl", header("local", cwd="/p", stamp="2025-01-02T03:04:05"), entry)
+    try:
+        for zone, wanted in PI_IN_ZONES.items():
+            monkeypatch.setenv("TZ", zone)
+            time.tzset()
+            with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+                rows = json.loads(catalog.list_json("/p", str(folder)))
+            assert [(row["created"], row["modified"]) for row in rows] == [wanted], zone
+    finally:
+        monkeypatch.undo()
+        time.tzset()
