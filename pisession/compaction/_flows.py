@@ -396,12 +396,8 @@ def compaction_steps(
         preparation = current
     raise BranchChangedError(
         f"the branch kept changing while the summarizer ran ({_ROUNDS} summaries made, each for a "
-        f"branch another writer had moved on): nothing was written to {_where(manager)}"
+        f"branch another writer had moved on): nothing was written to {manager._where()}"
     )
-
-
-def _where(manager: SessionManager) -> str:
-    return manager.get_session_file() or "the in-memory session"
 
 
 def navigation_steps(
@@ -478,7 +474,7 @@ def navigation_steps(
             return Navigation(new_leaf, editor_text, summary_entry)
     raise BranchChangedError(
         f"the branch being left kept changing while the summarizer ran ({_ROUNDS} tries): "
-        f"nothing was written to {_where(manager)}"
+        f"nothing was written to {manager._where()}"
     )
 
 
