@@ -1603,7 +1603,6 @@ class SessionManager:
         """
         from .compaction import _flows as _compaction_flows
 
-        _compaction_flows.refuse_async(summarize)
         return _compaction_flows.run(
             _compaction_flows.compaction_steps(self, settings, custom_instructions, thinking_level), summarize
         )
@@ -1633,8 +1632,6 @@ class SessionManager:
         """
         from .compaction import _flows as _compaction_flows
 
-        if summarize is not None:
-            _compaction_flows.refuse_async(summarize)
         steps = _compaction_flows.navigation_steps(
             self,
             target_id,

@@ -222,8 +222,9 @@ def refuse_async(summarize: object) -> None:
 
 
 def run(steps: Steps[_T], summarize: Summarizer | None) -> _T:
-    """Drive a flow with a plain callable."""
+    """Drive a flow with a plain callable (an ``async def`` is refused before the flow starts)."""
     try:
+        refuse_async(summarize)
         done, value = advance(steps, None)
         while not done:
             assert summarize is not None  # a flow given no summarizer asks for no summary
@@ -231,7 +232,6 @@ def run(steps: Steps[_T], summarize: Summarizer | None) -> _T:
             if inspect.isawaitable(result):
                 if inspect.iscoroutine(result):
                     result.close()  # never awaited: say so here, not in a RuntimeWarning
-                refuse_async(summarize)
                 raise TypeError(
                     "the summarizer returned an awaitable; SessionManager calls summarizers "
                     "synchronously: use pisession.aio.AsyncSessionManager for an async one"
