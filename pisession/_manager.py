@@ -1091,8 +1091,7 @@ class SessionManager:
         return lock
 
     def _refuse_write(self) -> None:
-        if self._closed:
-            raise SessionClosedError(f"Session manager was closed: {self._session_file or 'in memory'}")
+        self._check_open()
         raise SessionReadOnlyError(f"Session {self._session_file} is read-only: {self._read_only}")
 
     def _end_writing(self, lock: SessionLock | None, *, failing: bool = False) -> None:
