@@ -1091,8 +1091,7 @@ class SessionManager:
         return lock
 
     def _refuse_write(self) -> None:
-        if self._closed:
-            raise SessionClosedError(f"Session manager was closed: {self._session_file or 'in memory'}")
+        self._check_open()
         raise SessionReadOnlyError(f"Session {self._session_file} is read-only: {self._read_only}")
 
     def _end_writing(self, lock: SessionLock | None, *, failing: bool = False) -> None:
@@ -1603,7 +1602,6 @@ class SessionManager:
         """
         from .compaction import _flows as _compaction_flows
 
-        _compaction_flows.refuse_async(summarize)
         return _compaction_flows.run(
             _compaction_flows.compaction_steps(self, settings, custom_instructions, thinking_level), summarize
         )
@@ -1633,8 +1631,6 @@ class SessionManager:
         """
         from .compaction import _flows as _compaction_flows
 
-        if summarize is not None:
-            _compaction_flows.refuse_async(summarize)
         steps = _compaction_flows.navigation_steps(
             self,
             target_id,

@@ -142,8 +142,11 @@ def tree_rows(
     return _tree_rows(session_manager(manager, "tree_rows"), show_all)  # a wrong argument fails here
 
 
-def _tree_rows(manager: SessionManager, show_all: bool) -> Iterator[TreeRow]:
-    facts = SessionFacts(manager)
+def _tree_rows(
+    manager: SessionManager, show_all: bool, facts: SessionFacts | None = None
+) -> Iterator[TreeRow]:
+    if facts is None:
+        facts = SessionFacts(manager)
     for node, prefix, depth, kids in _rows(manager, show_all):
         yield TreeRow(node, prefix, depth, tuple(kids), facts.is_active(node.wire_entry))
 
@@ -153,7 +156,7 @@ def tree_data(manager: SessionManager | str | os.PathLike[str]) -> dict[str, Any
     manager = session_manager(manager, "tree_data")
     facts = SessionFacts(manager)
     nodes = []
-    for row in tree_rows(manager):
+    for row in _tree_rows(manager, True, facts):  # the facts once, not again for the rows
         entry = row.entry
         item: dict[str, Any] = {
             "id": entry.get("id"),

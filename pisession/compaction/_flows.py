@@ -222,8 +222,9 @@ def refuse_async(summarize: object) -> None:
 
 
 def run(steps: Steps[_T], summarize: Summarizer | None) -> _T:
-    """Drive a flow with a plain callable."""
+    """Drive a flow with a plain callable (an ``async def`` is refused before the flow starts)."""
     try:
+        refuse_async(summarize)
         done, value = advance(steps, None)
         while not done:
             assert summarize is not None  # a flow given no summarizer asks for no summary
@@ -231,7 +232,6 @@ def run(steps: Steps[_T], summarize: Summarizer | None) -> _T:
             if inspect.isawaitable(result):
                 if inspect.iscoroutine(result):
                     result.close()  # never awaited: say so here, not in a RuntimeWarning
-                refuse_async(summarize)
                 raise TypeError(
                     "the summarizer returned an awaitable; SessionManager calls summarizers "
                     "synchronously: use pisession.aio.AsyncSessionManager for an async one"
@@ -396,12 +396,8 @@ def compaction_steps(
         preparation = current
     raise BranchChangedError(
         f"the branch kept changing while the summarizer ran ({_ROUNDS} summaries made, each for a "
-        f"branch another writer had moved on): nothing was written to {_where(manager)}"
+        f"branch another writer had moved on): nothing was written to {manager._where()}"
     )
-
-
-def _where(manager: SessionManager) -> str:
-    return manager.get_session_file() or "the in-memory session"
 
 
 def navigation_steps(
@@ -478,7 +474,7 @@ def navigation_steps(
             return Navigation(new_leaf, editor_text, summary_entry)
     raise BranchChangedError(
         f"the branch being left kept changing while the summarizer ran ({_ROUNDS} tries): "
-        f"nothing was written to {_where(manager)}"
+        f"nothing was written to {manager._where()}"
     )
 
 
