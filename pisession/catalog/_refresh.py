@@ -592,7 +592,8 @@ def _same(row: Row, stats: os.stat_result, racy_too: bool = False) -> bool:
         and row.mtime_ns == stats.st_mtime_ns
         # a rewrite that puts the old mtime back (touch -r, a redaction script) still moves ctime
         and row.ctime_ns == stats.st_ctime_ns
-        and row.zone in (None, local_zone_key())
+        # (the zone key is a repr: built only for a row read in local time, not for every row listed)
+        and (row.zone is None or row.zone == local_zone_key())
     )
 
 
