@@ -14,6 +14,7 @@ from .._errors import CatalogError
 from .._paths import (
     cwd_matches,
     default_session_dir_path,
+    header_cwd,
     normalize_path,
     paths_equal,
     resolve_path,
@@ -185,10 +186,8 @@ def scope(
         if row.status != SESSION or row.header is None:
             continue
         header = read_header(row.header)
-        if filter_cwd is not None:
-            header_cwd = header.get("cwd")
-            if not cwd_matches(header_cwd if isinstance(header_cwd, str) else "", filter_cwd):
-                continue
+        if filter_cwd is not None and not cwd_matches(header_cwd(header), filter_cwd):
+            continue
         session_id = header.get("id")
         out[row.id] = (candidate.path, session_id if isinstance(session_id, str) else str(session_id))
     return out, report
