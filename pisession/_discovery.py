@@ -10,15 +10,7 @@ from itertools import groupby
 
 from ._js import MISSING, js_date_ms, js_join_item, js_trim
 from ._load import iter_file_lines, open_regular, parse_line
-from ._paths import (
-    cwd_matches,
-    default_session_dir_path,
-    get_default_session_dir,
-    get_sessions_dir,
-    normalize_path,
-    paths_equal,
-    resolve_path,
-)
+from ._paths import cwd_matches, get_sessions_dir, list_folder, normalize_path
 from ._record import Record
 
 __all__ = ["SessionInfo", "list_sessions", "list_all_sessions", "build_session_info"]
@@ -400,12 +392,10 @@ def list_sessions(
 
     With a ``session_dir`` other than the default, only sessions whose header cwd is ``cwd``.
     """
-    directory = normalize_path(session_dir) if session_dir else get_default_session_dir(cwd)
-    filter_cwd = session_dir is not None and not paths_equal(directory, default_session_dir_path(cwd))
-    resolved_cwd = resolve_path(cwd)
+    directory, only_cwd = list_folder(cwd, session_dir)
     infos = _list_dir(directory, on_progress)
-    if filter_cwd:
-        infos = [info for info in infos if cwd_matches(info.cwd, resolved_cwd)]
+    if only_cwd is not None:
+        infos = [info for info in infos if cwd_matches(info.cwd, only_cwd)]
     return _sorted(infos)
 
 

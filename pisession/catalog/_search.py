@@ -11,14 +11,7 @@ from typing import Any, Literal
 import attrs
 
 from .._errors import CatalogError
-from .._paths import (
-    cwd_matches,
-    default_session_dir_path,
-    header_cwd,
-    normalize_path,
-    paths_equal,
-    resolve_path,
-)
+from .._paths import cwd_matches, header_cwd, list_folder
 from ._refresh import RefreshReport, all_of, current
 from ._schema import SESSION, ProgressCallback, chunks, read_header
 from ._words import excerpt, fts_query, matches, parse_snippet
@@ -172,13 +165,7 @@ def scope(
     if all or (session_dir and cwd is None):
         directories, root = all_of(session_dir)
     else:
-        cwd = os.getcwd() if cwd is None else cwd
-        if session_dir:
-            directory = normalize_path(session_dir)
-            if not paths_equal(directory, default_session_dir_path(cwd)):
-                filter_cwd = resolve_path(cwd)
-        else:
-            directory = default_session_dir_path(cwd)
+        directory, filter_cwd = list_folder(os.getcwd() if cwd is None else cwd, session_dir, create=False)
         directories = [directory]
     found, report = current(connection, fts, directories, root, on_progress, index=True)
     out: dict[int, tuple[str, str]] = {}
