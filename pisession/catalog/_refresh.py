@@ -1,12 +1,8 @@
 """Bringing the ``files`` rows (and the search rows hanging off them) up to date with the folders.
 
-How a file is brought up to date (SPEC §7 defines the rows, :mod:`pisession._discovery` builds them):
-
-- its identity (device, inode), size, mtime and ctime are unchanged: not opened;
-- same identity, larger, and the bytes it had before are still there (their CRC-32 is the one
-  kept): only the new lines are parsed, from the end of the last whole line read before;
-- anything else (new, replaced, truncated, rewritten in place): read in full;
-- gone: its row and search rows are deleted.
+How a file is brought up to date (not opened, its new lines parsed, read in full, or its rows
+deleted) is told once, in :mod:`pisession.catalog`'s docstring: :func:`_unchanged`,
+:func:`_grew`, :func:`_update` and :func:`_delete` do it.
 
 Per file, the whole lines newly read reach the rows that hang off a ``files`` row through
 :func:`add_entry_rows`, and leave through :func:`drop_entry_rows` (a file read again in full, or
