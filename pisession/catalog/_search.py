@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Literal
 
 import attrs
 
+from .._discovery import _from_ms, _iso
 from .._errors import CatalogError
 from .._paths import cwd_matches, header_cwd, list_folder
 from ._refresh import RefreshReport, all_of, current
@@ -42,16 +43,11 @@ class SearchHit:
             "sessionPath": self.session_path,
             "sessionId": self.session_id,
             "entryId": self.entry_id,
-            "time": None if self.time is None else _iso(self.time),
+            "time": _iso(self.time),
             "role": self.role,
             "snippet": self.snippet,
             "marks": [list(mark) for mark in self.marks],
         }
-
-
-def _iso(moment: datetime) -> str:
-    moment = moment.astimezone(timezone.utc)
-    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
 
 
 def format_hit(hit: SearchHit, mark: Callable[[str], str] = lambda word: f"[{word}]") -> str:
@@ -194,7 +190,7 @@ class SessionMatch:
             "sessionPath": self.session_path,
             "sessionId": self.session_id,
             "hits": self.hits,
-            "newest": None if self.newest is None else _iso(self.newest),
+            "newest": _iso(self.newest),
         }
 
 
@@ -248,10 +244,3 @@ def fill_scope(connection: sqlite3.Connection, scope: dict[int, tuple[str, str]]
     connection.execute("CREATE TEMP TABLE IF NOT EXISTS scope (file_id INTEGER PRIMARY KEY)")
     connection.execute("DELETE FROM temp.scope")
     connection.executemany("INSERT INTO temp.scope VALUES (?)", [(file_id,) for file_id in scope])
-
-
-def _from_ms(ms: float) -> datetime | None:
-    try:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return None
