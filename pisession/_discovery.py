@@ -372,6 +372,15 @@ def is_sessions_root(folder: str) -> bool:
         return False
 
 
+def all_of(session_dir: str | None) -> tuple[list[str] | None, str | None]:
+    """What :func:`list_all_sessions` (and :meth:`Catalog.list_all`) reads for ``session_dir``:
+    (one folder, None), or (None, a sessions root: every project folder in it)."""
+    if not session_dir:
+        return None, get_sessions_dir()
+    folder = normalize_path(session_dir)
+    return (None, folder) if is_sessions_root(folder) else ([folder], None)
+
+
 def _list_dir(directory: str, on_progress: ProgressCallback | None) -> list[SessionInfo]:
     names = folder_names(directory)
     infos = []
@@ -407,12 +416,10 @@ def list_all_sessions(
     A ``session_dir`` holding no ``.jsonl`` file but project folders is read as a sessions root
     (see :func:`is_sessions_root`).
     """
-    if session_dir:
-        root = normalize_path(session_dir)
-        if not is_sessions_root(root):
-            return _sorted(_list_dir(root, on_progress))
-    else:
-        root = get_sessions_dir()
+    folders, root = all_of(session_dir)
+    if folders is not None:
+        return _sorted(_list_dir(folders[0], on_progress))
+    assert root is not None
     candidates: list[tuple[float, str]] = []
     for _, path in root_files(root):
         try:

@@ -6,13 +6,13 @@ import builtins
 import os
 import sqlite3
 
-from .._discovery import SessionInfo, _sorted, rows_json
+from .._discovery import SessionInfo, _sorted, all_of, rows_json
 from .._errors import CatalogError
 from .._paths import cwd_matches, list_folder, normalize_path
 from .._record import replace
 from ._list import infos, listed_json
 from ._location import default_catalog_path, is_movable_default, move_aside, refuse_pi_data
-from ._refresh import Candidate, RefreshReport, all_of, current
+from ._refresh import Candidate, RefreshReport, current
 from ._schema import ProgressCallback, Row, connect, fts5_available
 
 # Search and usage are imported by the calls that use them: listing needs neither (nor attrs,

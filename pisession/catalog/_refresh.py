@@ -24,7 +24,6 @@ from .._discovery import (
     SessionSummary,
     feed_lines,
     folder_names,
-    is_sessions_root,
     root_files,
     row_json,
     split_cr,
@@ -38,7 +37,6 @@ from .._load import (
     open_regular,
     warn_long_lines,
 )
-from .._paths import get_sessions_dir, normalize_path
 from .._record import Record, replace
 from ._schema import (
     FILE_COLUMNS,
@@ -96,14 +94,6 @@ def _stat(path: str) -> os.stat_result | None:
         return os.stat(path)
     except (OSError, ValueError):
         return None
-
-
-def all_of(session_dir: str | None) -> tuple[list[str] | None, str | None]:
-    """The folders (or the sessions root) :meth:`Catalog.list_all` reads for ``session_dir``."""
-    if not session_dir:
-        return None, get_sessions_dir()
-    folder = normalize_path(session_dir)
-    return (None, folder) if is_sessions_root(folder) else ([folder], None)
 
 
 def candidates(directories: list[str] | None, root: str | None) -> list[Candidate]:

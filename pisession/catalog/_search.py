@@ -10,10 +10,10 @@ from typing import Any, Literal
 
 import attrs
 
-from .._discovery import _from_ms, _iso
+from .._discovery import _from_ms, _iso, all_of
 from .._errors import CatalogError
 from .._paths import cwd_matches, header_cwd, list_folder
-from ._refresh import RefreshReport, all_of, current
+from ._refresh import RefreshReport, current
 from ._schema import SESSION, ProgressCallback, chunks, read_header
 from ._words import excerpt, fts_query, matches, parse_snippet
 
