@@ -193,10 +193,7 @@ class Catalog:
         up to date and sum its usage per file, model and quarter hour; raises on database errors."""
         from ._usage import scan_usage
 
-        directories, root = all_of(session_dir)
-        found, self.last_report = current(
-            self._connect(), self.fts, directories, root, on_progress, max_size=max_size
-        )
+        found = self._current(*all_of(session_dir), on_progress, max_size=max_size)
         return scan_usage(self._connect(), [row for _, row in found])
 
     def _failed(self, error: BaseException) -> None:
@@ -220,9 +217,12 @@ class Catalog:
         directories: builtins.list[str] | None,
         root: str | None,
         on_progress: ProgressCallback | None,
-        index: bool = False,
+        max_size: int | None = None,
     ) -> builtins.list[tuple[Candidate, Row]]:
-        found, self.last_report = current(self._connect(), self.fts, directories, root, on_progress, index)
+        """Bring these folders' picker rows up to date (the search rows wait for a search)."""
+        found, self.last_report = current(
+            self._connect(), self.fts, directories, root, on_progress, max_size=max_size
+        )
         return found
 
     # ------------------------------------------------------------------ search
