@@ -10,15 +10,7 @@ from itertools import groupby
 
 from ._js import MISSING, js_date_ms, js_join_item, js_trim
 from ._load import iter_file_lines, open_regular, parse_line
-from ._paths import (
-    cwd_matches,
-    default_session_dir_path,
-    get_default_session_dir,
-    get_sessions_dir,
-    normalize_path,
-    paths_equal,
-    resolve_path,
-)
+from ._paths import cwd_matches, get_sessions_dir, list_folder, normalize_path
 from ._record import Record
 
 __all__ = ["SessionInfo", "list_sessions", "list_all_sessions", "build_session_info"]
@@ -380,6 +372,15 @@ def is_sessions_root(folder: str) -> bool:
         return False
 
 
+def all_of(session_dir: str | None) -> tuple[list[str] | None, str | None]:
+    """What :func:`list_all_sessions` (and :meth:`Catalog.list_all`) reads for ``session_dir``:
+    (one folder, None), or (None, a sessions root: every project folder in it)."""
+    if not session_dir:
+        return None, get_sessions_dir()
+    folder = normalize_path(session_dir)
+    return (None, folder) if is_sessions_root(folder) else ([folder], None)
+
+
 def _list_dir(directory: str, on_progress: ProgressCallback | None) -> list[SessionInfo]:
     names = folder_names(directory)
     infos = []
@@ -400,12 +401,10 @@ def list_sessions(
 
     With a ``session_dir`` other than the default, only sessions whose header cwd is ``cwd``.
     """
-    directory = normalize_path(session_dir) if session_dir else get_default_session_dir(cwd)
-    filter_cwd = session_dir is not None and not paths_equal(directory, default_session_dir_path(cwd))
-    resolved_cwd = resolve_path(cwd)
+    directory, only_cwd = list_folder(cwd, session_dir)
     infos = _list_dir(directory, on_progress)
-    if filter_cwd:
-        infos = [info for info in infos if cwd_matches(info.cwd, resolved_cwd)]
+    if only_cwd is not None:
+        infos = [info for info in infos if cwd_matches(info.cwd, only_cwd)]
     return _sorted(infos)
 
 
@@ -417,12 +416,10 @@ def list_all_sessions(
     A ``session_dir`` holding no ``.jsonl`` file but project folders is read as a sessions root
     (see :func:`is_sessions_root`).
     """
-    if session_dir:
-        root = normalize_path(session_dir)
-        if not is_sessions_root(root):
-            return _sorted(_list_dir(root, on_progress))
-    else:
-        root = get_sessions_dir()
+    folders, root = all_of(session_dir)
+    if folders is not None:
+        return _sorted(_list_dir(folders[0], on_progress))
+    assert root is not None
     candidates: list[tuple[float, str]] = []
     for _, path in root_files(root):
         try:

@@ -24,6 +24,7 @@ __all__ = [
     "get_sessions_dir",
     "default_session_dir_path",
     "get_default_session_dir",
+    "list_folder",
     "session_file_name",
     "read_session_header",
     "find_most_recent_session",
@@ -135,6 +136,19 @@ def get_default_session_dir(cwd: str | os.PathLike[str], agent_dir: str | None =
     if not os.path.exists(directory):
         make_private_dirs(directory)
     return directory
+
+
+def list_folder(cwd: str, session_dir: str | None, *, create: bool = True) -> tuple[str, str | None]:
+    """The folder Pi's ``list(cwd, session_dir)`` reads (``session_dir``, else ``cwd``'s
+    default folder, created as Pi creates it unless ``create`` is false), and the resolved
+    ``cwd`` that a session's header must name to be listed: None when the folder is ``cwd``'s
+    default one (every session in it is listed)."""
+    if not session_dir:
+        return (get_default_session_dir(cwd) if create else default_session_dir_path(cwd)), None
+    directory = normalize_path(session_dir)
+    if paths_equal(directory, default_session_dir_path(cwd)):
+        return directory, None
+    return directory, resolve_path(cwd)
 
 
 def session_file_name(iso_timestamp: str, session_id: str) -> str:

@@ -6,20 +6,13 @@ import builtins
 import os
 import sqlite3
 
-from .._discovery import SessionInfo, _sorted, rows_json
+from .._discovery import SessionInfo, _sorted, all_of, rows_json
 from .._errors import CatalogError
-from .._paths import (
-    cwd_matches,
-    default_session_dir_path,
-    get_default_session_dir,
-    normalize_path,
-    paths_equal,
-    resolve_path,
-)
+from .._paths import cwd_matches, list_folder, normalize_path
 from .._record import replace
 from ._list import infos, listed_json
 from ._location import default_catalog_path, is_movable_default, move_aside, refuse_pi_data
-from ._refresh import Candidate, RefreshReport, all_of, current
+from ._refresh import Candidate, RefreshReport, current
 from ._schema import ProgressCallback, Row, connect, fts5_available
 
 # Search and usage are imported by the calls that use them: listing needs neither (nor attrs,
@@ -107,8 +100,7 @@ class Catalog:
         ``text=False`` leaves ``all_messages_text`` empty (faster when it is not shown).
         Falls back to reading the files when the database cannot be used (see ``last_error``).
         """
-        directory = normalize_path(session_dir) if session_dir else get_default_session_dir(cwd)
-        filter_cwd = session_dir is not None and not paths_equal(directory, default_session_dir_path(cwd))
+        directory, only_cwd = list_folder(cwd, session_dir)
         try:
             found, _ = self._list([directory], None, on_progress, text)
         except (sqlite3.Error, OSError, CatalogError) as error:
@@ -117,9 +109,8 @@ class Catalog:
 
             found = list_sessions(cwd, session_dir, on_progress)
             return found if text else [replace(info, all_messages_text="") for info in found]
-        if filter_cwd:
-            resolved_cwd = resolve_path(cwd)
-            found = [info for info in found if cwd_matches(info.cwd, resolved_cwd)]
+        if only_cwd is not None:
+            found = [info for info in found if cwd_matches(info.cwd, only_cwd)]
         return _sorted(found)
 
     def list_all(
@@ -145,9 +136,7 @@ class Catalog:
         self, cwd: str, session_dir: str | None = None, on_progress: ProgressCallback | None = None
     ) -> bytes:
         """:meth:`list`'s rows as ``pisession ls --json`` prints them (see :meth:`list_all_json`)."""
-        directory = normalize_path(session_dir) if session_dir else get_default_session_dir(cwd)
-        filter_cwd = session_dir is not None and not paths_equal(directory, default_session_dir_path(cwd))
-        only_cwd = resolve_path(cwd) if filter_cwd else None
+        directory, only_cwd = list_folder(cwd, session_dir)
         try:
             found = self._current([directory], None, on_progress)
             try:
@@ -204,10 +193,7 @@ class Catalog:
         up to date and sum its usage per file, model and quarter hour; raises on database errors."""
         from ._usage import scan_usage
 
-        directories, root = all_of(session_dir)
-        found, self.last_report = current(
-            self._connect(), self.fts, directories, root, on_progress, max_size=max_size
-        )
+        found = self._current(*all_of(session_dir), on_progress, max_size=max_size)
         return scan_usage(self._connect(), [row for _, row in found])
 
     def _failed(self, error: BaseException) -> None:
@@ -231,9 +217,12 @@ class Catalog:
         directories: builtins.list[str] | None,
         root: str | None,
         on_progress: ProgressCallback | None,
-        index: bool = False,
+        max_size: int | None = None,
     ) -> builtins.list[tuple[Candidate, Row]]:
-        found, self.last_report = current(self._connect(), self.fts, directories, root, on_progress, index)
+        """Bring these folders' picker rows up to date (the search rows wait for a search)."""
+        found, self.last_report = current(
+            self._connect(), self.fts, directories, root, on_progress, max_size=max_size
+        )
         return found
 
     # ------------------------------------------------------------------ search

@@ -8,7 +8,7 @@ import sqlite3
 from .._discovery import SessionInfo, feed_lines, newest_first, row_json
 from .._errors import CatalogError
 from .._json import loads_for
-from .._paths import cwd_matches
+from .._paths import cwd_matches, header_cwd
 from ._refresh import Candidate, read_range
 from ._schema import SESSION, Row, chunks, read_header, text_checksum, unpack_text
 
@@ -68,11 +68,10 @@ def listed_json(
     return b"".join(pieces)
 
 
-def _header_cwd(row: Row) -> str:
+def _header_cwd(row: Row) -> str | None:
     """The ``cwd`` of a row's :class:`SessionInfo` (the header's, when it is a string)."""
     header = read_header(row.header) if row.header is not None else None
-    cwd = header.get("cwd") if isinstance(header, dict) else None
-    return cwd if isinstance(cwd, str) else ""
+    return header_cwd(header) if isinstance(header, dict) else None
 
 
 def _item_modified(item: tuple[float, str, object]) -> float:

@@ -1,12 +1,8 @@
 """Bringing the ``files`` rows (and the search rows hanging off them) up to date with the folders.
 
-How a file is brought up to date (SPEC §7 defines the rows, :mod:`pisession._discovery` builds them):
-
-- its identity (device, inode), size, mtime and ctime are unchanged: not opened;
-- same identity, larger, and the bytes it had before are still there (their CRC-32 is the one
-  kept): only the new lines are parsed, from the end of the last whole line read before;
-- anything else (new, replaced, truncated, rewritten in place): read in full;
-- gone: its row and search rows are deleted.
+How a file is brought up to date (not opened, its new lines parsed, read in full, or its rows
+deleted) is told once, in :mod:`pisession.catalog`'s docstring: :func:`_unchanged`,
+:func:`_grew`, :func:`_update` and :func:`_delete` do it.
 
 Per file, the whole lines newly read reach the rows that hang off a ``files`` row through
 :func:`add_entry_rows`, and leave through :func:`drop_entry_rows` (a file read again in full, or
@@ -28,7 +24,6 @@ from .._discovery import (
     SessionSummary,
     feed_lines,
     folder_names,
-    is_sessions_root,
     root_files,
     row_json,
     split_cr,
@@ -42,7 +37,6 @@ from .._load import (
     open_regular,
     warn_long_lines,
 )
-from .._paths import get_sessions_dir, normalize_path
 from .._record import Record, replace
 from ._schema import (
     FILE_COLUMNS,
@@ -100,14 +94,6 @@ def _stat(path: str) -> os.stat_result | None:
         return os.stat(path)
     except (OSError, ValueError):
         return None
-
-
-def all_of(session_dir: str | None) -> tuple[list[str] | None, str | None]:
-    """The folders (or the sessions root) :meth:`Catalog.list_all` reads for ``session_dir``."""
-    if not session_dir:
-        return None, get_sessions_dir()
-    folder = normalize_path(session_dir)
-    return (None, folder) if is_sessions_root(folder) else ([folder], None)
 
 
 def candidates(directories: list[str] | None, root: str | None) -> list[Candidate]:
@@ -592,7 +578,8 @@ def _same(row: Row, stats: os.stat_result, racy_too: bool = False) -> bool:
         and row.mtime_ns == stats.st_mtime_ns
         # a rewrite that puts the old mtime back (touch -r, a redaction script) still moves ctime
         and row.ctime_ns == stats.st_ctime_ns
-        and row.zone in (None, local_zone_key())
+        # (the zone key is a repr: built only for a row read in local time, not for every row listed)
+        and (row.zone is None or row.zone == local_zone_key())
     )
 
 

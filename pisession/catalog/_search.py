@@ -5,20 +5,15 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Literal
 
 import attrs
 
+from .._discovery import _from_ms, _iso, all_of
 from .._errors import CatalogError
-from .._paths import (
-    cwd_matches,
-    default_session_dir_path,
-    normalize_path,
-    paths_equal,
-    resolve_path,
-)
-from ._refresh import RefreshReport, all_of, current
+from .._paths import cwd_matches, header_cwd, list_folder
+from ._refresh import RefreshReport, current
 from ._schema import SESSION, ProgressCallback, chunks, read_header
 from ._words import excerpt, fts_query, matches, parse_snippet
 
@@ -48,16 +43,11 @@ class SearchHit:
             "sessionPath": self.session_path,
             "sessionId": self.session_id,
             "entryId": self.entry_id,
-            "time": None if self.time is None else _iso(self.time),
+            "time": _iso(self.time),
             "role": self.role,
             "snippet": self.snippet,
             "marks": [list(mark) for mark in self.marks],
         }
-
-
-def _iso(moment: datetime) -> str:
-    moment = moment.astimezone(timezone.utc)
-    return f"{moment:%Y-%m-%dT%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
 
 
 def format_hit(hit: SearchHit, mark: Callable[[str], str] = lambda word: f"[{word}]") -> str:
@@ -171,13 +161,7 @@ def scope(
     if all or (session_dir and cwd is None):
         directories, root = all_of(session_dir)
     else:
-        cwd = os.getcwd() if cwd is None else cwd
-        if session_dir:
-            directory = normalize_path(session_dir)
-            if not paths_equal(directory, default_session_dir_path(cwd)):
-                filter_cwd = resolve_path(cwd)
-        else:
-            directory = default_session_dir_path(cwd)
+        directory, filter_cwd = list_folder(os.getcwd() if cwd is None else cwd, session_dir, create=False)
         directories = [directory]
     found, report = current(connection, fts, directories, root, on_progress, index=True)
     out: dict[int, tuple[str, str]] = {}
@@ -185,10 +169,8 @@ def scope(
         if row.status != SESSION or row.header is None:
             continue
         header = read_header(row.header)
-        if filter_cwd is not None:
-            header_cwd = header.get("cwd")
-            if not cwd_matches(header_cwd if isinstance(header_cwd, str) else "", filter_cwd):
-                continue
+        if filter_cwd is not None and not cwd_matches(header_cwd(header), filter_cwd):
+            continue
         session_id = header.get("id")
         out[row.id] = (candidate.path, session_id if isinstance(session_id, str) else str(session_id))
     return out, report
@@ -208,7 +190,7 @@ class SessionMatch:
             "sessionPath": self.session_path,
             "sessionId": self.session_id,
             "hits": self.hits,
-            "newest": None if self.newest is None else _iso(self.newest),
+            "newest": _iso(self.newest),
         }
 
 
@@ -262,10 +244,3 @@ def fill_scope(connection: sqlite3.Connection, scope: dict[int, tuple[str, str]]
     connection.execute("CREATE TEMP TABLE IF NOT EXISTS scope (file_id INTEGER PRIMARY KEY)")
     connection.execute("DELETE FROM temp.scope")
     connection.executemany("INSERT INTO temp.scope VALUES (?)", [(file_id,) for file_id in scope])
-
-
-def _from_ms(ms: float) -> datetime | None:
-    try:
-        return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return None
