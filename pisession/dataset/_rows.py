@@ -121,7 +121,7 @@ class SessionRows:
     """The rows one session file gives each table (``columns[table][column]`` is a list), with
     what the export needs to name and track its files."""
 
-    __slots__ = ("path", "session_id", "cwd", "parent", "fingerprint", "read_ns", "columns")
+    __slots__ = ("path", "session_id", "cwd", "parent", "parent_fp", "fingerprint", "read_ns", "columns")
 
     def __init__(
         self,
@@ -137,6 +137,7 @@ class SessionRows:
         self.session_id = session_id
         self.cwd = cwd
         self.parent = parent
+        self.parent_fp: Fingerprint | None = None  # the parent's, as read for ``copied``
         self.fingerprint = fingerprint
         self.columns: dict[str, dict[str, list[Any]]] = {
             table: {name: [] for name in names} for table, names in COLUMNS.items()
@@ -208,13 +209,14 @@ def _read_lines(path: str) -> tuple[bytes, Fingerprint, int]:
     return data, (stats.st_dev, stats.st_ino, stats.st_size, stats.st_mtime_ns), read_ns
 
 
-def read_identities(path: str) -> list[dict[str, Any]]:
+def read_identities(path: str) -> tuple[list[dict[str, Any]], Fingerprint | None]:
     """What :func:`copied_entry_ids` needs of a parent session: each entry's type, id and
-    timestamp ([] when the file cannot be read)."""
+    timestamp, with the fingerprint of the file they were read from (([], None) when the file
+    cannot be read)."""
     try:
-        data, _, _ = _read_lines(path)
+        data, fingerprint, _ = _read_lines(path)
     except OSError:
-        return []
+        return [], None
     out: list[dict[str, Any]] = []
     for line in data.split(b"\n"):
         if not line:
@@ -224,14 +226,19 @@ def read_identities(path: str) -> list[dict[str, Any]]:
             continue
         head = scanned[0]
         out.append({"type": head.type, "id": head.id, "timestamp": head.timestamp})
-    return out
+    return out, fingerprint
 
 
-def read_rows(path: str, *, parent_of: Callable[[str], list[dict[str, Any]]] | None = None) -> SessionRows:
+def read_rows(
+    path: str,
+    *,
+    parent_of: Callable[[str], tuple[list[dict[str, Any]], Fingerprint | None]] | None = None,
+) -> SessionRows:
     """The rows of the session at ``path``; raises :class:`NotASession` or ``OSError``.
 
-    ``parent_of(path) -> entries``: how a fork's parent session is read (for ``copied``);
-    default :func:`read_identities`.
+    ``parent_of(path) -> (entries, fingerprint)``: how a fork's parent session is read (for
+    ``copied``), and the fingerprint of the file as read (kept as ``parent_fp``: a later change
+    of the parent shows against it); default :func:`read_identities`.
     """
     data, fingerprint, read_ns = _read_lines(path)
     parse = loads_for(len(data))
@@ -279,7 +286,8 @@ def read_rows(path: str, *, parent_of: Callable[[str], list[dict[str, Any]]] | N
     }
     copied: frozenset[str] = frozenset()
     if parent is not None:
-        copied = copied_entry_ids(wire, (parent_of or read_identities)(parent))
+        identities, rows.parent_fp = (parent_of or read_identities)(parent)
+        copied = copied_entry_ids(wire, identities)
 
     _sessions(rows, header, index, leaf)
     _entries(rows, body, index, branch, in_context, copied)
