@@ -21,6 +21,7 @@ from .._js import MISSING
 from .._json import dumps, loads_for
 from .._load import (
     is_session_header,
+    iter_line_lists,
     migrate_session_entries,
     open_regular,
     parse_line,
@@ -200,13 +201,15 @@ def message_text(message: Mapping[str, Any]) -> str | None:
     return _blocks_text(message.get("content"))
 
 
-def _read_lines(path: str) -> tuple[bytes, Fingerprint, int]:
-    """The file's bytes, its fingerprint taken before reading them, and when that was."""
+def _read_lines(path: str) -> tuple[list[bytes], Fingerprint, int]:
+    """The file's lines as every reader splits them (:func:`iter_line_lists`: a line too long to
+    read is a :class:`SkippedLine`, never held), its fingerprint taken before reading them, and
+    when that was."""
     with open_regular(path) as handle:
         read_ns = time.time_ns()
         stats = os.fstat(handle.fileno())
-        data = handle.read()
-    return data, (stats.st_dev, stats.st_ino, stats.st_size, stats.st_mtime_ns), read_ns
+        lines = [line for batch in iter_line_lists(handle) for line in batch]
+    return lines, (stats.st_dev, stats.st_ino, stats.st_size, stats.st_mtime_ns), read_ns
 
 
 def read_identities(path: str) -> tuple[list[dict[str, Any]], Fingerprint | None]:
@@ -214,11 +217,11 @@ def read_identities(path: str) -> tuple[list[dict[str, Any]], Fingerprint | None
     timestamp, with the fingerprint of the file they were read from (([], None) when the file
     cannot be read)."""
     try:
-        data, fingerprint, _ = _read_lines(path)
+        raw_lines, fingerprint, _ = _read_lines(path)
     except OSError:
         return [], None
     out: list[dict[str, Any]] = []
-    for line in data.split(b"\n"):
+    for line in raw_lines:
         if not line:
             continue
         scanned = scan_raw(line)
@@ -240,18 +243,18 @@ def read_rows(
     ``copied``), and the fingerprint of the file as read (kept as ``parent_fp``: a later change
     of the parent shows against it); default :func:`read_identities`.
     """
-    data, fingerprint, read_ns = _read_lines(path)
-    parse = loads_for(len(data))
+    raw_lines, fingerprint, read_ns = _read_lines(path)
+    parse = loads_for(fingerprint[2])
     lines: list[bytes] = []
     entries: list[dict[str, Any]] = []
-    for line in data.split(b"\n"):
+    for line in raw_lines:
         if not line:
             continue
         entry = parse_line(line, parse)
         if entry is not None:
             lines.append(line)
             entries.append(entry)
-    del data
+    del raw_lines
     if not entries or not is_session_header(entries[0]):
         raise NotASession(path, fingerprint, read_ns)
     header = entries[0]
