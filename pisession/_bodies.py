@@ -22,7 +22,7 @@ import stat
 from collections.abc import Iterator
 
 from ._errors import InvalidSessionError, SessionChangedError
-from ._load import MAX_LINE_BYTES, SkippedLine, _head_decoder, may_parse, scan_raw, skipped_line
+from ._load import _head_decoder, iter_line_lists, scan_raw
 
 # typing for type checkers only (they take TYPE_CHECKING for true): importing it at run time
 # took 8 % of `pisession tree`'s start-up.
@@ -218,47 +218,39 @@ _KEEP_ALL = object()
 
 def lines_at(fd: int, start: int, end: int, path: str) -> Iterator[tuple[int, bytes]]:
     """The lines of the file's bytes ``start`` to ``end`` (which a newline ends), each with its
-    offset, read a megabyte at a time; a line longer than that is gathered and joined once."""
-    pos = start
-    at = start  # where the first piece of the current line begins
-    pieces: list[bytes] = []
-    gathered = 0
-    while pos < end:
-        chunk = os.pread(fd, min(_CHUNK, end - pos), pos)
-        if not chunk:
-            raise InvalidSessionError(f"Session file {path} shrank while it was being read")
-        pos += len(chunk)
-        lines = chunk.split(b"\n")
-        rest = lines.pop()
-        if not lines:  # no newline in this chunk
-            if type(pieces[0] if pieces else None) is SkippedLine:
-                gathered += len(rest)
-                continue
-            pieces.append(rest)
-            gathered += len(rest)
-            if gathered > MAX_LINE_BYTES or (len(pieces) == 2 and not may_parse(pieces[0] + pieces[1])):
-                pieces[:] = [skipped_line(0, pieces[0])]  # read past, never held (MAX_LINE_BYTES)
-            continue
-        if pieces:
-            first = pieces[0]
-            if type(first) is SkippedLine:
-                first.size = gathered + len(lines[0])
-                lines[0] = first
-            elif gathered + len(lines[0]) > MAX_LINE_BYTES:
-                lines[0] = skipped_line(gathered + len(lines[0]), first)
-            else:
-                pieces.append(lines[0])
-                lines[0] = b"".join(pieces)
-            pieces.clear()
-            gathered = 0
+    offset, read 64 KiB at a time and split as :func:`iter_line_lists` splits them (a long line
+    gathered and joined once, or read past as a :class:`SkippedLine`)."""
+    reader = _Pread(fd, start, end, path)
+    at = start
+    for lines in iter_line_lists(reader):
+        if reader.done:  # the text after the last newline: none, where a newline ends the range
+            if lines != [b""]:
+                raise InvalidSessionError(f"Session file {path} changed while it was being read")
+            return
         for line in lines:
             yield at, line
             at += len(line) + 1
-        if rest:
-            pieces.append(rest)
-            gathered = len(rest)
-    if pieces:
-        raise InvalidSessionError(f"Session file {path} changed while it was being read")
+
+
+class _Pread:
+    """The file's bytes ``start`` to ``end`` as a file object hands them out, ``_CHUNK`` at a
+    time whatever size is asked for; ``done`` once the range has been read to its end."""
+
+    __slots__ = ("fd", "pos", "end", "path", "done")
+
+    def __init__(self, fd: int, start: int, end: int, path: str) -> None:
+        self.fd, self.pos, self.end, self.path = fd, start, end, path
+        self.done = False
+
+    def read(self, size: int = -1) -> bytes:
+        if self.pos >= self.end:
+            self.done = True
+            return b""
+        chunk = os.pread(self.fd, min(_CHUNK, self.end - self.pos), self.pos)
+        if not chunk:
+            raise InvalidSessionError(f"Session file {self.path} shrank while it was being read")
+        self.pos += len(chunk)
+        return chunk
 
 
 def last_line_start(fd: int, size: int) -> int:

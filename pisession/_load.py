@@ -303,8 +303,9 @@ def iter_line_lists(fileobj: Any, limit: int = MAX_LINE_BYTES) -> Iterator[list[
         chunk = fileobj.read(_READ_CHUNK)
         if not chunk:
             break
-        cut = chunk.find(b"\n")
-        if cut < 0:
+        lines = chunk.split(b"\n")  # the chunk itself when it holds no newline: no copy
+        tail = lines.pop()
+        if not lines:  # no newline in this chunk
             if skipping is not None:
                 skipping.size += len(chunk)
                 continue
@@ -320,24 +321,20 @@ def iter_line_lists(fileobj: Any, limit: int = MAX_LINE_BYTES) -> Iterator[list[
                 skipping = skipped_line(gathered, pieces[0])
                 pieces.clear()
             continue
-        head: list[bytes] = []
-        if skipping is not None:
-            skipping.size += cut
-            head.append(skipping)
+        if skipping is not None:  # the line read past ends here
+            skipping.size += len(lines[0])
+            lines[0] = skipping
             skipping = None
-            chunk = chunk[cut + 1 :]
-        elif pieces:
-            if gathered + cut > limit:
-                head.append(skipped_line(gathered + cut, pieces[0]))
+        elif pieces:  # the line gathered ends here: joined once
+            end = len(lines[0])
+            if gathered + end > limit:
+                lines[0] = skipped_line(gathered + end, pieces[0])
             else:
-                pieces.append(chunk[:cut])
-                head.append(b"".join(pieces))
+                pieces.append(lines[0])
+                lines[0] = b"".join(pieces)
             pieces.clear()
-            chunk = chunk[cut + 1 :]
         verdict = None
-        lines = chunk.split(b"\n")
-        tail = lines.pop()
-        yield head + lines if head else lines
+        yield lines
         gathered = len(tail)
         if tail:
             pieces.append(tail)

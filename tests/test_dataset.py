@@ -495,6 +495,37 @@ def test_a_changed_parent_rewrites_its_forks_copied_column(agent: Path, tmp_path
     assert usage == pytest.approx(sum(r["cost"] for r in _rows(tables()["usage"]) if r["counted"]))
 
 
+def test_a_parent_changed_while_its_fork_is_read_is_read_again(
+    agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pisession.dataset import _export
+
+    out = tmp_path / "out"
+    write_parquet(out)
+    changed: list[str] = []
+    read = _export.read_identities
+
+    def read_then_change(path: str) -> Any:
+        result = read(path)
+        if not changed:  # the parent changes after the fork read it, before the fork is recorded
+            changed.append(path)
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write("\n")
+        return result
+
+    monkeypatch.setattr(_export, "read_identities", read_then_change)
+    _export._parent_identities.cache_clear()  # the first run read the parents already
+    assert write_parquet(out, full=True).written == 9
+    monkeypatch.undo()
+    assert changed
+    # the forks recorded their parent as they read it: the change shows, they are read again
+    rows = json.loads((out / _export.MANIFEST).read_text())["sessions"]
+    now = list(_export._fingerprint(changed[0]) or ())
+    forks = [row for row in rows.values() if row["parent"] == changed[0]]
+    assert forks
+    assert all(row["parent_fp"] != now for row in forks)
+
+
 def duckdb_sum(out: Path) -> float:
     duckdb = pytest.importorskip("duckdb")
     row = duckdb.sql(

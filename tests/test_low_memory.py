@@ -457,3 +457,34 @@ def test_a_label_on_an_array_target_is_no_label_in_either_mode(tmp_path: Path) -
     for low_memory in (False, True):
         assert SessionManager.open(path, low_memory=low_memory).snapshot().labels() == {}
     assert view(SessionManager.open(path, low_memory=True)) == view(SessionManager.open(path))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    data=st.binary(max_size=200).map(lambda b: b.replace(b"\xff", b"\n") + b"\n"),
+    chunk=st.sampled_from([3, 8]),
+)
+def test_the_low_memory_reader_splits_lines_as_the_default_one(
+    data: bytes, chunk: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from pisession import _bodies, _load
+
+    monkeypatch.setattr(_bodies, "_CHUNK", chunk)
+    monkeypatch.setattr(_load, "_READ_CHUNK", chunk)
+    path = tmp_path / "lines.bin"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        low = list(_bodies.lines_at(fd, 0, len(data), str(path)))
+    finally:
+        os.close(fd)
+    default = list(_load.iter_file_lines(io.BytesIO(data)))[:-1]
+    assert [(type(line), len(line), bytes(line)) for _, line in low] == [
+        (type(line), len(line), bytes(line)) for line in default
+    ]
+    offsets = [0]
+    for line in default[:-1]:
+        offsets.append(offsets[-1] + len(line) + 1)
+    assert [at for at, _ in low] == offsets

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from datetime import date, timedelta
 from pathlib import Path
@@ -578,7 +579,7 @@ def test_progress_shows_only_on_a_terminal_after_a_second(monkeypatch: pytest.Mo
 
     assert usage_cli._progress(io_module.StringIO()) is None  # not a terminal: never
     clock = [100.0]
-    monkeypatch.setattr(usage_cli.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
     terminal = FakeTerminal()
     report = usage_cli._progress(terminal)
     assert report is not None

@@ -6,11 +6,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 from . import sessions
 from .commands import Commands
-from .output import CliError, emit, emit_json, note, write_out
+from .output import CliError, emit, emit_json, note, progress_line, write_out
 
 # typing for type checkers only (they take TYPE_CHECKING for true)
 TYPE_CHECKING = False
@@ -21,25 +20,7 @@ if TYPE_CHECKING:
 
 def _progress(stream: TextIO) -> Callable[[int, int], None] | None:
     """A progress line on a terminal while a long export runs (nothing when piped)."""
-    if not (hasattr(stream, "isatty") and stream.isatty()):
-        return None
-    started = time.monotonic()
-    shown = [0.0]
-
-    def report(done: int, total: int) -> None:
-        now = time.monotonic()
-        if done == total:
-            if shown[0]:
-                stream.write("\r\033[K")
-                stream.flush()
-            return
-        if now - started < 0.5 or now - shown[0] < 0.1:
-            return
-        shown[0] = now
-        stream.write(f"\rpisession: dataset: {done}/{total} sessions")
-        stream.flush()
-
-    return report
+    return progress_line(stream, "pisession: dataset: {done}/{total} sessions", after=0.5, every=0.1)
 
 
 def cmd_dataset(args: argparse.Namespace) -> int:

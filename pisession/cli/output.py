@@ -6,7 +6,8 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 
 # typing for type checkers only (they take TYPE_CHECKING for true): importing it at run time
 # took 8 % of `pisession tree`'s start-up.
@@ -199,6 +200,34 @@ def emit_wire(value: Any) -> None:
 
 def note(message: str) -> None:
     write_out(f"pisession: {message}\n", sys.stderr)
+
+
+def progress_line(
+    stream: TextIO, text: str, *, after: float, every: float = 0.0
+) -> Callable[[int, int], None] | None:
+    """An ``on_progress(done, total)`` writing ``text`` (``{done}``, ``{total}`` filled in) on one
+    terminal line once ``after`` seconds have passed, at most once every ``every`` seconds, and
+    clearing it when done; None when ``stream`` is not a terminal (a pipe gets nothing)."""
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        return None
+    started = time.monotonic()
+    shown: list[float | None] = [None]  # when the line was last written
+
+    def report(done: int, total: int) -> None:
+        last = shown[0]
+        if done >= total:
+            if last is not None:
+                stream.write("\r\033[K")
+                stream.flush()
+            return
+        now = time.monotonic()
+        if now - started < after or (last is not None and now - last < every):
+            return
+        shown[0] = now
+        stream.write("\r" + text.format(done=done, total=total))
+        stream.flush()
+
+    return report
 
 
 def terminal_columns(fallback: int) -> int:

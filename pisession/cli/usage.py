@@ -7,14 +7,13 @@ import argparse
 import math
 import os
 import sys
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from pisession import UsageQueryError
 
 from .commands import Commands
-from .output import CliError, emit, emit_json, note, terminal_columns
+from .output import CliError, emit, emit_json, note, progress_line, terminal_columns
 
 if TYPE_CHECKING:
     from pisession.usage import ModelUsage, UsageReport, UsageRow, UsageTotals
@@ -121,24 +120,7 @@ def format_table(report: UsageReport, *, breakdown: bool = False, columns: int =
 
 def _progress(stream: TextIO) -> Callable[[int, int], None] | None:
     """A progress line on a terminal, once reading the files has taken more than a second."""
-    if not (hasattr(stream, "isatty") and stream.isatty()):
-        return None
-    started = time.monotonic()
-    shown = [False]
-
-    def report(done: int, total: int) -> None:
-        if done >= total:
-            if shown[0]:
-                stream.write("\r\033[K")
-                stream.flush()
-            return
-        if time.monotonic() - started < _PROGRESS_AFTER:
-            return
-        shown[0] = True
-        stream.write(f"\rpisession: reading sessions {done}/{total}")
-        stream.flush()
-
-    return report
+    return progress_line(stream, "pisession: reading sessions {done}/{total}", after=_PROGRESS_AFTER)
 
 
 def _searched(cwd: str | None, session_dir: str | None) -> str:

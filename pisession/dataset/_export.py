@@ -193,11 +193,14 @@ def _fingerprint(path: str) -> Fingerprint | None:
 
 @functools.lru_cache(maxsize=8)
 def _parent_identities(path: str, fingerprint: Fingerprint | None) -> list[dict[str, Any]]:
-    return read_identities(path) if fingerprint is not None else []
+    return read_identities(path)[0] if fingerprint is not None else []
 
 
-def _parents(path: str) -> list[dict[str, Any]]:
-    return _parent_identities(path, _fingerprint(path))
+def _parents(path: str) -> tuple[list[dict[str, Any]], Fingerprint | None]:
+    # the fingerprint taken before the read is the one recorded: a parent changed meanwhile
+    # shows as changed at the next run, never as clean
+    fingerprint = _fingerprint(path)
+    return _parent_identities(path, fingerprint), fingerprint
 
 
 class Exporter:
@@ -353,7 +356,15 @@ class Exporter:
             self._owners.pop(_owner_key(old["project"], old["stem"]), None)
             self._unlink(old["project"], old["stem"])
         self._owners[_owner_key(source.project, stem)] = source.path
-        self.record(source, prepared.fingerprint, prepared.read_ns, stem, prepared.cwd, prepared.parent)
+        self.record(
+            source,
+            prepared.fingerprint,
+            prepared.read_ns,
+            stem,
+            prepared.cwd,
+            prepared.parent,
+            prepared.parent_fp,
+        )
         return len(prepared.files)
 
     def record(
@@ -364,8 +375,10 @@ class Exporter:
         stem: str | None,
         header_cwd: str | None,
         parent: str | None,
+        parent_fp: Fingerprint | None = None,
     ) -> None:
-        parent_fp = None if parent is None else _fingerprint(parent)
+        """Remember what ``source``'s files were made from: its fingerprint and, for a fork, its
+        parent's as it was read (not as it is now: a parent changed since must show as changed)."""
         self.rows[source.path] = {
             "fp": list(fingerprint),
             "checked": read_ns,
@@ -400,7 +413,7 @@ class Prepared:
     into place (what a worker process hands back: plain values only); no files when the
     session lies outside the run's cwd."""
 
-    __slots__ = ("session_id", "cwd", "parent", "fingerprint", "read_ns", "files")
+    __slots__ = ("session_id", "cwd", "parent", "parent_fp", "fingerprint", "read_ns", "files")
 
     def __init__(
         self,
@@ -410,10 +423,12 @@ class Prepared:
         fingerprint: Fingerprint,
         read_ns: int,
         files: dict[str, str],
+        parent_fp: Fingerprint | None = None,
     ) -> None:
         self.session_id = session_id
         self.cwd = cwd
         self.parent = parent
+        self.parent_fp = parent_fp
         self.fingerprint = fingerprint
         self.read_ns = read_ns
         self.files = files
@@ -447,9 +462,7 @@ def prepare(path: str, project: str, out: str, cwd: str | None = None) -> Prepar
         return Failed(f"cannot be read: {error.strerror or error}")
     files: dict[str, str] = {}
     if cwd is not None and not cwd_matches(session.cwd, cwd):
-        return Prepared(
-            session.session_id, session.cwd, session.parent, session.fingerprint, session.read_ns, files
-        )
+        return _prepared(session, files)
     try:
         for table in TABLES:
             folder = os.path.join(out, table, partition_name(project))
@@ -460,8 +473,18 @@ def prepare(path: str, project: str, out: str, cwd: str | None = None) -> Prepar
     except BaseException:
         Prepared(session.session_id, None, None, session.fingerprint, 0, files).discard()
         raise
+    return _prepared(session, files)
+
+
+def _prepared(session: SessionRows, files: dict[str, str]) -> Prepared:
     return Prepared(
-        session.session_id, session.cwd, session.parent, session.fingerprint, session.read_ns, files
+        session.session_id,
+        session.cwd,
+        session.parent,
+        session.fingerprint,
+        session.read_ns,
+        files,
+        session.parent_fp,
     )
 
 

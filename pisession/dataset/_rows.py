@@ -21,6 +21,7 @@ from .._js import MISSING
 from .._json import dumps, loads_for
 from .._load import (
     is_session_header,
+    iter_line_lists,
     migrate_session_entries,
     open_regular,
     parse_line,
@@ -121,7 +122,7 @@ class SessionRows:
     """The rows one session file gives each table (``columns[table][column]`` is a list), with
     what the export needs to name and track its files."""
 
-    __slots__ = ("path", "session_id", "cwd", "parent", "fingerprint", "read_ns", "columns")
+    __slots__ = ("path", "session_id", "cwd", "parent", "parent_fp", "fingerprint", "read_ns", "columns")
 
     def __init__(
         self,
@@ -137,6 +138,7 @@ class SessionRows:
         self.session_id = session_id
         self.cwd = cwd
         self.parent = parent
+        self.parent_fp: Fingerprint | None = None  # the parent's, as read for ``copied``
         self.fingerprint = fingerprint
         self.columns: dict[str, dict[str, list[Any]]] = {
             table: {name: [] for name in names} for table, names in COLUMNS.items()
@@ -199,24 +201,27 @@ def message_text(message: Mapping[str, Any]) -> str | None:
     return _blocks_text(message.get("content"))
 
 
-def _read_lines(path: str) -> tuple[bytes, Fingerprint, int]:
-    """The file's bytes, its fingerprint taken before reading them, and when that was."""
+def _read_lines(path: str) -> tuple[list[bytes], Fingerprint, int]:
+    """The file's lines as every reader splits them (:func:`iter_line_lists`: a line too long to
+    read is a :class:`SkippedLine`, never held), its fingerprint taken before reading them, and
+    when that was."""
     with open_regular(path) as handle:
         read_ns = time.time_ns()
         stats = os.fstat(handle.fileno())
-        data = handle.read()
-    return data, (stats.st_dev, stats.st_ino, stats.st_size, stats.st_mtime_ns), read_ns
+        lines = [line for batch in iter_line_lists(handle) for line in batch]
+    return lines, (stats.st_dev, stats.st_ino, stats.st_size, stats.st_mtime_ns), read_ns
 
 
-def read_identities(path: str) -> list[dict[str, Any]]:
+def read_identities(path: str) -> tuple[list[dict[str, Any]], Fingerprint | None]:
     """What :func:`copied_entry_ids` needs of a parent session: each entry's type, id and
-    timestamp ([] when the file cannot be read)."""
+    timestamp, with the fingerprint of the file they were read from (([], None) when the file
+    cannot be read)."""
     try:
-        data, _, _ = _read_lines(path)
+        raw_lines, fingerprint, _ = _read_lines(path)
     except OSError:
-        return []
+        return [], None
     out: list[dict[str, Any]] = []
-    for line in data.split(b"\n"):
+    for line in raw_lines:
         if not line:
             continue
         scanned = scan_raw(line)
@@ -224,27 +229,32 @@ def read_identities(path: str) -> list[dict[str, Any]]:
             continue
         head = scanned[0]
         out.append({"type": head.type, "id": head.id, "timestamp": head.timestamp})
-    return out
+    return out, fingerprint
 
 
-def read_rows(path: str, *, parent_of: Callable[[str], list[dict[str, Any]]] | None = None) -> SessionRows:
+def read_rows(
+    path: str,
+    *,
+    parent_of: Callable[[str], tuple[list[dict[str, Any]], Fingerprint | None]] | None = None,
+) -> SessionRows:
     """The rows of the session at ``path``; raises :class:`NotASession` or ``OSError``.
 
-    ``parent_of(path) -> entries``: how a fork's parent session is read (for ``copied``);
-    default :func:`read_identities`.
+    ``parent_of(path) -> (entries, fingerprint)``: how a fork's parent session is read (for
+    ``copied``), and the fingerprint of the file as read (kept as ``parent_fp``: a later change
+    of the parent shows against it); default :func:`read_identities`.
     """
-    data, fingerprint, read_ns = _read_lines(path)
-    parse = loads_for(len(data))
+    raw_lines, fingerprint, read_ns = _read_lines(path)
+    parse = loads_for(fingerprint[2])
     lines: list[bytes] = []
     entries: list[dict[str, Any]] = []
-    for line in data.split(b"\n"):
+    for line in raw_lines:
         if not line:
             continue
         entry = parse_line(line, parse)
         if entry is not None:
             lines.append(line)
             entries.append(entry)
-    del data
+    del raw_lines
     if not entries or not is_session_header(entries[0]):
         raise NotASession(path, fingerprint, read_ns)
     header = entries[0]
@@ -279,7 +289,8 @@ def read_rows(path: str, *, parent_of: Callable[[str], list[dict[str, Any]]] | N
     }
     copied: frozenset[str] = frozenset()
     if parent is not None:
-        copied = copied_entry_ids(wire, (parent_of or read_identities)(parent))
+        identities, rows.parent_fp = (parent_of or read_identities)(parent)
+        copied = copied_entry_ids(wire, identities)
 
     _sessions(rows, header, index, leaf)
     _entries(rows, body, index, branch, in_context, copied)
