@@ -131,15 +131,20 @@ def _rows(manager: SessionManager, show_all: bool) -> Iterator[tuple[TreeNode, s
 
 
 def tree_rows(
-    manager: SessionManager | str | os.PathLike[str], *, show_all: bool = True
+    manager: SessionManager | str | os.PathLike[str],
+    *,
+    show_all: bool = True,
+    facts: SessionFacts | None = None,
 ) -> Iterator[TreeRow]:
     """The tree in display order, without recursion: ``for row in tree_rows(manager): ...``.
 
     A run of single children stays in one column; only a branch point indents, like
     ``git log --graph``, so a 100,000-entry conversation is 100,000 aligned rows. With
-    ``show_all=False`` usage entries are left out (their children move up).
+    ``show_all=False`` usage entries are left out (their children move up). ``facts``: the
+    :class:`~pisession.describe.SessionFacts` of ``manager`` when the caller has made them
+    already (for the notes beside each row), so they are not made again.
     """
-    return _tree_rows(session_manager(manager, "tree_rows"), show_all)  # a wrong argument fails here
+    return _tree_rows(session_manager(manager, "tree_rows"), show_all, facts)  # a wrong argument fails here
 
 
 def _tree_rows(

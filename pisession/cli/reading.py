@@ -22,7 +22,7 @@ from pisession.describe import (
     one_line,
     tool_names,
 )
-from pisession.views import _tree_rows, context_data, tree_data
+from pisession.views import context_data, tree_data, tree_rows
 
 from . import sessions
 from .commands import Commands
@@ -50,7 +50,7 @@ def print_tree(manager: SessionManager, show_all: bool, style: Style) -> None:
     room = width()
     shown = 0
     branch_points = 0
-    for row in _tree_rows(manager, show_all, facts):  # the facts once, not again for the rows
+    for row in tree_rows(manager, show_all=show_all, facts=facts):  # the facts made once
         entry = row.entry
         mark = style("●", "green") if row.active else style("○", "dim")
         emit(
