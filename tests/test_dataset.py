@@ -228,6 +228,119 @@ def test_tool_calls_are_matched_with_their_results_on_every_branch(tmp_path: Pat
     assert len(calls) == 6  # each call in the parent and in both copies
 
 
+def _first_result_by_walking(parents: list[int], call: int, candidates: list[int]) -> int | None:
+    """The matching rule as it was first written (a walk up from every candidate): the reference."""
+    for pos in candidates:
+        node = parents[pos]
+        seen = 0
+        while node != -1 and node != call and seen <= len(parents):
+            node = parents[node]
+            seen += 1
+        if node == call:
+            return pos
+    return None
+
+
+def test_result_matching_agrees_with_walking_up_from_every_result() -> None:
+    import random
+
+    from pisession.dataset._rows import ResultMatcher
+
+    outcomes: Counter[str] = Counter()
+    for seed in range(300):
+        rng = random.Random(seed)
+        n = rng.randint(1, 120)
+        parents = []
+        for pos in range(n):
+            roll = rng.random()
+            if roll < 0.1 or pos == 0:
+                parents.append(-1)  # another root
+            elif roll < 0.15:
+                parents.append(rng.randrange(n))  # anywhere: a later entry, a cycle, itself
+            else:
+                parents.append(rng.randrange(max(0, pos - 4), pos))  # chains with a few branches
+        ids = [f"call_{k}" for k in range(rng.randint(1, 4))]
+        kinds = [rng.choice(("call", "result", "other")) for _ in range(n)]
+        results: dict[str, list[int]] = {}
+        for pos in range(n):
+            if kinds[pos] == "result":
+                results.setdefault(rng.choice(ids), []).append(pos)
+        walking = ResultMatcher(parents, results)  # walks while its budget lasts
+        numbering = ResultMatcher(parents, results, walk_budget=seed % 3)  # numbers the tree at once
+        for pos in range(n):
+            if kinds[pos] != "call":
+                continue
+            for call_id in ids:
+                want = _first_result_by_walking(parents, pos, results.get(call_id, []))
+                assert walking(pos, call_id) == want, (seed, pos, call_id)
+                assert numbering(pos, call_id) == want, (seed, pos, call_id)
+                outcomes["matched" if want is not None else "none"] += 1
+                if want is not None and _first_result_by_walking(parents, pos, [pos]) is not None:
+                    outcomes["on a cycle"] += 1
+    assert min(outcomes["matched"], outcomes["none"]) > 1000 and outcomes["on a cycle"] > 20, outcomes
+
+
+def test_a_call_id_reused_every_turn_is_matched_in_linear_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pisession.dataset import _rows
+
+    turns = 3000
+    folder = tmp_path / "s"
+    folder.mkdir()
+    lines = [
+        {"type": "session", "version": 3, "id": "reuse", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
+    ]
+    parent = None
+    for turn in range(turns):
+        call = {
+            "type": "message",
+            "id": f"c{turn:05d}",
+            "parentId": parent,
+            "timestamp": "2025-01-01T00:00:01.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "toolCall", "id": "call_0", "name": "bash", "arguments": {"n": turn}}],
+                "timestamp": 1735689601000,
+            },
+        }
+        result = {
+            "type": "message",
+            "id": f"r{turn:05d}",
+            "parentId": call["id"],
+            "timestamp": "2025-01-01T00:00:01.000Z",
+            "message": {
+                "role": "toolResult",
+                "toolCallId": "call_0",
+                "content": [{"type": "text", "text": f"out {turn}"}],
+                "isError": False,
+                "timestamp": 1735689601000,
+            },
+        }
+        lines += [call, result]
+        parent = result["id"]
+    (folder / "s.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    _settle(tmp_path)
+    matchers: list[Any] = []
+
+    class Counted(_rows.ResultMatcher):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            matchers.append(self)
+
+    monkeypatch.setattr(_rows, "ResultMatcher", Counted)
+    out = tmp_path / "out"
+    assert write_parquet(out, session_dir=folder).written == 1
+    calls = pq.read_table(out / "tool_calls" / "project=s" / "reuse.parquet").to_pylist()
+    assert [c["result_entry_id"] for c in calls] == [f"r{turn:05d}" for turn in range(turns)]
+    assert [c["result_text"] for c in calls[:2]] == ["out 0", "out 1"]
+    (matcher,) = matchers
+    entries = 2 * turns
+    # n log n: the old walk took about turns * turns * turns / 6 steps (4.5e9 here); the budget
+    # spent walking, the numbering of the entries, the table of the results, one step a call
+    assert matcher.steps <= (4 * entries + 64) + entries + turns * 13 + turns
+
+
 def test_sample_session_tables_hold_pi_context(tmp_path: Path) -> None:
     context = pisession.read_session(SAMPLE).build_session_context()
     out = tables(paths=[SAMPLE])

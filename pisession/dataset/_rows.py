@@ -8,10 +8,11 @@ with ``SessionManager`` and ``build_session_context`` by construction.
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._attribution import copied_entry_ids, usage_items
@@ -405,6 +406,7 @@ def _tool_calls(rows: SessionRows, index: TreeIndex, branch: set[int]) -> None:
             call_id = message.get("toolCallId")
             if isinstance(call_id, str):
                 results.setdefault(call_id, []).append(pos)
+    match = ResultMatcher([index.parent_position(pos) for pos in range(len(index))], results)
     c = rows.columns["tool_calls"]
     for pos in calls:
         content = index.entry_at(pos)["message"].get("content")
@@ -417,7 +419,7 @@ def _tool_calls(rows: SessionRows, index: TreeIndex, branch: set[int]) -> None:
             if not isinstance(block, dict) or block.get("type") != "toolCall":
                 continue
             call_id = _str(block.get("id"))
-            result = _result_for(index, pos, results.get(call_id, ())) if call_id is not None else None
+            result = match(pos, call_id) if call_id is not None else None
             c["session_id"].append(rows.session_id)
             c["entry_id"].append(entry_id)
             c["timestamp"].append(stamp)
@@ -438,17 +440,166 @@ def _tool_calls(rows: SessionRows, index: TreeIndex, branch: set[int]) -> None:
                 c["result_entry_id"].append(_str(index.id_at(result)))
 
 
-def _result_for(index: TreeIndex, call: int, candidates: Iterable[int]) -> int | None:
-    """The first tool result (in file order) for this call that lies below the call in the tree."""
-    for pos in candidates:
-        node = index.parent_position(pos)
-        seen = 0
-        while node != NO_PARENT and node != call and seen <= len(index):
-            node = index.parent_position(node)
-            seen += 1
-        if node == call:
-            return pos
-    return None
+class ResultMatcher:
+    """A call's result: the first tool result (in file order) with the call's id that lies below
+    the call in the tree, i.e. reaches it by following ``parentId`` (on a ``parentId`` cycle,
+    every entry of the cycle and of the branches hanging off it reaches every cycle entry).
+
+    Walking up from every candidate result to the root costs, when every turn reuses one call
+    id (``call_0``, as some providers send), results x calls x depth: hours for a few thousand
+    turns. Instead the tree is numbered once in depth-first order, so that "below ``p``" is a
+    range of numbers, and each id's results get a range-minimum table over file order: the
+    first result below a call is one lookup. ``O(n log n)`` per session.
+
+    Numbering costs a few microseconds per entry, more than the walk in a session whose ids are
+    unique (a result sits one step below its call): the walk is tried first, within a budget of
+    steps linear in the session, and the numbering built only once the budget is spent.
+    """
+
+    __slots__ = ("_parents", "_results", "_tree", "_by_id", "_budget", "steps")
+
+    def __init__(
+        self, parents: Sequence[int], results: Mapping[str, list[int]], walk_budget: int | None = None
+    ) -> None:
+        self._parents = parents
+        self._results = results
+        self._tree: _Numbered | None = None
+        self._by_id: dict[str, _Candidates] = {}
+        self._budget = 4 * len(parents) + 64 if walk_budget is None else walk_budget
+        self.steps = 0  # work done, counted for the tests (one per entry or candidate handled)
+
+    def __call__(self, call: int, call_id: str) -> int | None:
+        candidates = self._results.get(call_id)
+        if not candidates:
+            return None
+        if self._tree is None:
+            found = self._walk(call, candidates)
+            if found is not _UNDECIDED:
+                return found  # type: ignore[return-value]
+            self._tree = _Numbered(self._parents)
+            self.steps += len(self._parents)
+        found = self._by_id.get(call_id)
+        if found is None:
+            found = self._by_id[call_id] = _Candidates(self._tree, candidates)
+            self.steps += len(candidates) * max(1, len(candidates).bit_length())
+        self.steps += 1
+        return found.first_below(call)
+
+    def _walk(self, call: int, candidates: list[int]) -> int | None | object:
+        """The first candidate whose walk up reaches ``call``; ``_UNDECIDED`` once the budget is spent."""
+        parents = self._parents
+        limit = len(parents)
+        budget = self._budget
+        try:
+            for pos in candidates:
+                node = parents[pos]
+                seen = 0
+                budget -= 1
+                while node != NO_PARENT and node != call and seen <= limit:
+                    if budget <= 0:
+                        return _UNDECIDED
+                    node = parents[node]
+                    seen += 1
+                    budget -= 1
+                if node == call:
+                    return pos
+            return None
+        finally:
+            self.steps += self._budget - max(budget, 0)
+            self._budget = max(budget, 0)
+
+
+_UNDECIDED = object()
+
+
+class _Numbered:
+    """The parent links numbered in depth-first order: each entry off a cycle gets ``start`` (its
+    number) and ``end`` (the last number below it); the roots are the entries without a parent
+    and those on a cycle, whose cycle every entry of their subtree reaches (``cycle``)."""
+
+    __slots__ = ("start", "end", "cycle", "top")
+
+    def __init__(self, parents: Sequence[int]) -> None:
+        n = len(parents)
+        cycle = [-1] * n  # the cycle an entry lies on, named by one of its entries
+        state = bytearray(n)  # 0: not seen, 1: on the walk being made, 2: done
+        for first in range(n):
+            if state[first]:
+                continue
+            walk = []
+            node = first
+            while node != NO_PARENT and not state[node]:
+                state[node] = 1
+                walk.append(node)
+                node = parents[node]
+            if node != NO_PARENT and state[node] == 1:  # the walk came back to itself
+                for member in walk[walk.index(node) :]:
+                    cycle[member] = node
+            for member in walk:
+                state[member] = 2
+        children: list[list[int]] = [[] for _ in range(n)]
+        roots = []
+        for pos in range(n):
+            parent = parents[pos]
+            if parent == NO_PARENT or cycle[pos] != -1:
+                roots.append(pos)
+            else:
+                children[parent].append(pos)
+        start = [0] * n
+        top = [0] * n  # the root of each entry's subtree
+        order: list[int] = []
+        for root in roots:
+            stack = [root]
+            while stack:
+                node = stack.pop()
+                start[node] = len(order)
+                top[node] = root
+                order.append(node)
+                stack.extend(reversed(children[node]))
+        size = [1] * n
+        for node in reversed(order):
+            if cycle[node] == -1 and parents[node] != NO_PARENT:
+                size[parents[node]] += size[node]
+        self.start = start
+        self.end = [start[pos] + size[pos] - 1 for pos in range(n)]
+        self.cycle = cycle
+        self.top = top
+
+
+class _Candidates:
+    """One call id's results, sorted by depth-first number, with a sparse table of the smallest
+    file position over every power-of-two run of them."""
+
+    __slots__ = ("_tree", "_numbers", "_table", "_on_cycle")
+
+    def __init__(self, tree: _Numbered, results: list[int]) -> None:
+        self._tree = tree
+        ordered = sorted(results, key=tree.start.__getitem__)
+        self._numbers = [tree.start[pos] for pos in ordered]
+        table = [ordered]
+        width = 1
+        while 2 * width <= len(ordered):
+            last = table[-1]
+            table.append([min(last[i], last[i + width]) for i in range(len(last) - width)])
+            width *= 2
+        self._table = table
+        self._on_cycle: dict[int, int] = {}  # cycle -> the first result whose walk reaches it
+        for pos in reversed(results):
+            reached = tree.cycle[tree.top[pos]]
+            if reached != -1:
+                self._on_cycle[reached] = pos
+
+    def first_below(self, call: int) -> int | None:
+        tree = self._tree
+        if tree.cycle[call] != -1:
+            return self._on_cycle.get(tree.cycle[call])
+        low = bisect.bisect_right(self._numbers, tree.start[call])
+        high = bisect.bisect_right(self._numbers, tree.end[call])
+        if low >= high:
+            return None
+        level = (high - low).bit_length() - 1
+        row = self._table[level]
+        return min(row[low], row[high - (1 << level)])
 
 
 def _usage(rows: SessionRows, wire: list[dict[str, Any]], copied: frozenset[str]) -> None:
