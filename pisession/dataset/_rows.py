@@ -28,6 +28,7 @@ from .._load import (
     parse_line,
     scan_raw,
 )
+from ..catalog._refresh import CheckedRange
 
 __all__ = [
     "COLUMNS",
@@ -104,8 +105,9 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     ),
 }
 
-Fingerprint = tuple[int, int, int, int]
-"""(device, inode, size, mtime in ns) of a file as it was read."""
+Fingerprint = tuple[int, int, int, int, int]
+"""(device, inode, size, mtime in ns, ctime in ns) of a file as it was read: with the checksum of
+its bytes, what the catalog's change rule (:func:`pisession.catalog._refresh.same_file`) compares."""
 
 _INT64 = 2**63
 
@@ -113,17 +115,28 @@ _INT64 = 2**63
 class NotASession(Exception):
     """The file is not a Pi session (its first JSON object is not a session header)."""
 
-    def __init__(self, path: str, fingerprint: Fingerprint, read_ns: int) -> None:
+    def __init__(self, path: str, fingerprint: Fingerprint, read_ns: int, crc: int) -> None:
         super().__init__(path)
         self.fingerprint = fingerprint
         self.read_ns = read_ns
+        self.crc = crc
 
 
 class SessionRows:
     """The rows one session file gives each table (``columns[table][column]`` is a list), with
     what the export needs to name and track its files."""
 
-    __slots__ = ("path", "session_id", "cwd", "parent", "parent_fp", "fingerprint", "read_ns", "columns")
+    __slots__ = (
+        "path",
+        "session_id",
+        "cwd",
+        "parent",
+        "parent_fp",
+        "fingerprint",
+        "read_ns",
+        "crc",
+        "columns",
+    )
 
     def __init__(
         self,
@@ -141,6 +154,7 @@ class SessionRows:
         self.parent = parent
         self.parent_fp: Fingerprint | None = None  # the parent's, as read for ``copied``
         self.fingerprint = fingerprint
+        self.crc = 0  # CRC-32 of the bytes the rows were made from (the fingerprint's size)
         self.columns: dict[str, dict[str, list[Any]]] = {
             table: {name: [] for name in names} for table, names in COLUMNS.items()
         }
@@ -202,15 +216,18 @@ def message_text(message: Mapping[str, Any]) -> str | None:
     return _blocks_text(message.get("content"))
 
 
-def _read_lines(path: str) -> tuple[list[bytes], Fingerprint, int]:
+def _read_lines(path: str) -> tuple[list[bytes], Fingerprint, int, int]:
     """The file's lines as every reader splits them (:func:`iter_line_lists`: a line too long to
-    read is a :class:`SkippedLine`, never held), its fingerprint taken before reading them, and
-    when that was."""
+    read is a :class:`SkippedLine`, never held), its fingerprint taken before reading them, when
+    that was, and the CRC-32 of the bytes read: as many as the fingerprint's size (a line
+    appended meanwhile is read next time, when the size shows it)."""
     with open_regular(path) as handle:
         read_ns = time.time_ns()
         stats = os.fstat(handle.fileno())
-        lines = [line for batch in iter_line_lists(handle) for line in batch]
-    return lines, (stats.st_dev, stats.st_ino, stats.st_size, stats.st_mtime_ns), read_ns
+        reader = CheckedRange(handle, stats.st_size)
+        lines = [line for batch in iter_line_lists(reader) for line in batch]
+    fingerprint = (stats.st_dev, stats.st_ino, stats.st_size, stats.st_mtime_ns, stats.st_ctime_ns)
+    return lines, fingerprint, read_ns, reader.crc
 
 
 def read_identities(path: str) -> tuple[list[dict[str, Any]], Fingerprint | None]:
@@ -218,7 +235,7 @@ def read_identities(path: str) -> tuple[list[dict[str, Any]], Fingerprint | None
     timestamp, with the fingerprint of the file they were read from (([], None) when the file
     cannot be read)."""
     try:
-        raw_lines, fingerprint, _ = _read_lines(path)
+        raw_lines, fingerprint, _, _ = _read_lines(path)
     except OSError:
         return [], None
     out: list[dict[str, Any]] = []
@@ -244,7 +261,7 @@ def read_rows(
     ``copied``), and the fingerprint of the file as read (kept as ``parent_fp``: a later change
     of the parent shows against it); default :func:`read_identities`.
     """
-    raw_lines, fingerprint, read_ns = _read_lines(path)
+    raw_lines, fingerprint, read_ns, crc = _read_lines(path)
     parse = loads_for(fingerprint[2])
     lines: list[bytes] = []
     entries: list[dict[str, Any]] = []
@@ -257,7 +274,7 @@ def read_rows(
             entries.append(entry)
     del raw_lines
     if not entries or not is_session_header(entries[0]):
-        raise NotASession(path, fingerprint, read_ns)
+        raise NotASession(path, fingerprint, read_ns, crc)
     header = entries[0]
     migrate_session_entries(entries)  # in memory only, as read_session does (a no-op when current)
     # Later header-shaped lines are not entries of the tree (Pi's loader and the manager skip them).
@@ -270,6 +287,7 @@ def read_rows(
     rows = SessionRows(
         os.path.abspath(path), session_id, _str(header.get("cwd")), parent, fingerprint, read_ns
     )
+    rows.crc = crc
     leaf = index.last_position()
     branch = set(index.path_positions(leaf))
     projection = project_leaf(index, leaf)
