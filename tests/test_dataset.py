@@ -794,6 +794,19 @@ def test_one_folder_reached_by_two_spellings_is_exported_once(
     assert keys == {os.path.realpath(p) for p in agent.rglob("*.jsonl")}
 
 
+def test_a_session_file_linked_beside_itself_is_exported_once(tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    folder.mkdir()
+    _session(folder / "a.jsonl", "a1")
+    (folder / "b.jsonl").symlink_to(folder / "a.jsonl")
+    _settle(tmp_path)
+    out = tmp_path / "out"
+    report = write_parquet(out, session_dir=folder)
+    assert (report.sessions, report.written) == (1, 1)
+    assert sorted(p.name for p in (out / "sessions" / "project=s").iterdir()) == ["a1.parquet"]
+    assert write_parquet(out, session_dir=folder).unchanged == 1
+
+
 def test_a_dataset_exported_twice_through_two_spellings_is_mended(
     agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
