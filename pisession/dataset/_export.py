@@ -2,15 +2,17 @@
 
 Layout: ``OUT/<table>/project=<session folder name>/<file stem>.parquet``, one file per session
 and table. What each file was made from is remembered in ``OUT/.pisession-dataset.json`` (the
-manifest): the source file's identity, size and mtime, and its parent session's. A re-export
-reads only the sources whose fingerprint moved (or whose parent's did: ``copied`` depends on
-it), and removes the files of sources that are gone. Files are written under a hidden
+manifest), keyed by the source's resolved path: its device, inode, size, mtime and ctime, the
+checksum of the bytes read, and its parent session's fingerprint. A re-export reads only the
+sources whose fingerprint moved (or whose parent's did: ``copied`` depends on it), and removes
+the files of sources that are gone. Files are written under a hidden
 temporary name in their final folder and renamed into place, so a reader sees the old file or
 the new one, never a part; engines skip hidden files.
 
 The manifest, not the catalog, decides what changed: the question is "since this folder was
 last written", which the catalog (shared with every ``ls`` and ``search``, refreshed by each)
-cannot answer. The comparison itself follows the catalog's rule, racily clean files included.
+cannot answer. The comparison itself is the catalog's (``catalog._refresh.same_file``), racily
+clean files included.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ __all__ = [
     "COLUMNS",
     "Fingerprint",
     "NotASession",
+    "ResultMatcher",
     "SessionRows",
     "message_text",
     "read_identities",
