@@ -228,6 +228,119 @@ def test_tool_calls_are_matched_with_their_results_on_every_branch(tmp_path: Pat
     assert len(calls) == 6  # each call in the parent and in both copies
 
 
+def _first_result_by_walking(parents: list[int], call: int, candidates: list[int]) -> int | None:
+    """The matching rule as it was first written (a walk up from every candidate): the reference."""
+    for pos in candidates:
+        node = parents[pos]
+        seen = 0
+        while node != -1 and node != call and seen <= len(parents):
+            node = parents[node]
+            seen += 1
+        if node == call:
+            return pos
+    return None
+
+
+def test_result_matching_agrees_with_walking_up_from_every_result() -> None:
+    import random
+
+    from pisession.dataset._rows import ResultMatcher
+
+    outcomes: Counter[str] = Counter()
+    for seed in range(300):
+        rng = random.Random(seed)
+        n = rng.randint(1, 120)
+        parents = []
+        for pos in range(n):
+            roll = rng.random()
+            if roll < 0.1 or pos == 0:
+                parents.append(-1)  # another root
+            elif roll < 0.15:
+                parents.append(rng.randrange(n))  # anywhere: a later entry, a cycle, itself
+            else:
+                parents.append(rng.randrange(max(0, pos - 4), pos))  # chains with a few branches
+        ids = [f"call_{k}" for k in range(rng.randint(1, 4))]
+        kinds = [rng.choice(("call", "result", "other")) for _ in range(n)]
+        results: dict[str, list[int]] = {}
+        for pos in range(n):
+            if kinds[pos] == "result":
+                results.setdefault(rng.choice(ids), []).append(pos)
+        walking = ResultMatcher(parents, results)  # walks while its budget lasts
+        numbering = ResultMatcher(parents, results, walk_budget=seed % 3)  # numbers the tree at once
+        for pos in range(n):
+            if kinds[pos] != "call":
+                continue
+            for call_id in ids:
+                want = _first_result_by_walking(parents, pos, results.get(call_id, []))
+                assert walking(pos, call_id) == want, (seed, pos, call_id)
+                assert numbering(pos, call_id) == want, (seed, pos, call_id)
+                outcomes["matched" if want is not None else "none"] += 1
+                if want is not None and _first_result_by_walking(parents, pos, [pos]) is not None:
+                    outcomes["on a cycle"] += 1
+    assert min(outcomes["matched"], outcomes["none"]) > 1000 and outcomes["on a cycle"] > 20, outcomes
+
+
+def test_a_call_id_reused_every_turn_is_matched_in_linear_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pisession.dataset import _rows
+
+    turns = 3000
+    folder = tmp_path / "s"
+    folder.mkdir()
+    lines = [
+        {"type": "session", "version": 3, "id": "reuse", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
+    ]
+    parent = None
+    for turn in range(turns):
+        call = {
+            "type": "message",
+            "id": f"c{turn:05d}",
+            "parentId": parent,
+            "timestamp": "2025-01-01T00:00:01.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "toolCall", "id": "call_0", "name": "bash", "arguments": {"n": turn}}],
+                "timestamp": 1735689601000,
+            },
+        }
+        result = {
+            "type": "message",
+            "id": f"r{turn:05d}",
+            "parentId": call["id"],
+            "timestamp": "2025-01-01T00:00:01.000Z",
+            "message": {
+                "role": "toolResult",
+                "toolCallId": "call_0",
+                "content": [{"type": "text", "text": f"out {turn}"}],
+                "isError": False,
+                "timestamp": 1735689601000,
+            },
+        }
+        lines += [call, result]
+        parent = result["id"]
+    (folder / "s.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    _settle(tmp_path)
+    matchers: list[Any] = []
+
+    class Counted(_rows.ResultMatcher):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            matchers.append(self)
+
+    monkeypatch.setattr(_rows, "ResultMatcher", Counted)
+    out = tmp_path / "out"
+    assert write_parquet(out, session_dir=folder).written == 1
+    calls = pq.read_table(out / "tool_calls" / "project=s" / "reuse.parquet").to_pylist()
+    assert [c["result_entry_id"] for c in calls] == [f"r{turn:05d}" for turn in range(turns)]
+    assert [c["result_text"] for c in calls[:2]] == ["out 0", "out 1"]
+    (matcher,) = matchers
+    entries = 2 * turns
+    # n log n: the old walk took about turns * turns * turns / 6 steps (4.5e9 here); the budget
+    # spent walking, the numbering of the entries, the table of the results, one step a call
+    assert matcher.steps <= (4 * entries + 64) + entries + turns * 13 + turns
+
+
 def test_sample_session_tables_hold_pi_context(tmp_path: Path) -> None:
     context = pisession.read_session(SAMPLE).build_session_context()
     out = tables(paths=[SAMPLE])
@@ -394,14 +507,24 @@ def test_spark_reads_the_folder_and_sums_the_usage(agent: Path, tmp_path: Path) 
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
+    from pisession.dataset._export import MANIFEST
+
     out = tmp_path / "out"
     write_parquet(out)
     want = sum(r["cost"] for r in _rows(tables()["usage"]) if r["counted"])
+    typed = {}  # folder names Spark would read as numbers, dates or null: one dataset each
+    for name in TYPED_LOOKING:
+        folder = tmp_path / "typed" / str(len(typed))
+        _typed_looking(folder, [name])
+        _settle(folder)
+        typed[name] = tmp_path / "typed-out" / str(len(typed))
+        write_parquet(typed[name], session_dir=folder)
     spark = (
         SparkSession.builder.master("local[1]")
         .appName("pisession-dataset-test")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")  # as the docs read it
         .getOrCreate()
     )
     try:
@@ -410,11 +533,19 @@ def test_spark_reads_the_folder_and_sums_the_usage(agent: Path, tmp_path: Path) 
         got = usage.where(F.col("counted")).agg(F.sum("cost")).first()[0]
         projects = {r[0] for r in usage.select("project").distinct().collect()}
         entries = spark.read.parquet(str(out / "entries")).count()
+        read_back = {}
+        for name, typed_out in typed.items():
+            frame = spark.read.parquet(str(typed_out / "sessions"))
+            assert frame.schema["project"].dataType.typeName() == "string"
+            read_back[name] = [r[0] for r in frame.select("project").collect()]
     finally:
         spark.stop()
     assert got == pytest.approx(want)
     assert projects == {"--project--", "--sample--", "--cases--"}
     assert entries == tables()["entries"].num_rows
+    for name, values in read_back.items():
+        partitions = json.loads((typed[name] / MANIFEST).read_text(encoding="utf-8")).get("partitions", {})
+        assert [partitions.get(v, v) for v in values] == [name]
 
 
 # --------------------------------------------------------------------------- incremental
@@ -522,8 +653,8 @@ def test_a_parent_changed_while_its_fork_is_read_is_read_again(
     rows = json.loads((out / _export.MANIFEST).read_text())["sessions"]
     now = list(_export._fingerprint(changed[0]) or ())
     forks = [row for row in rows.values() if row["parent"] == changed[0]]
-    assert forks
-    assert all(row["parent_fp"] != now for row in forks)
+    assert forks and len(now) == 5
+    assert all([*row["parent_fp"], row["parent_ctime"]] != now for row in forks)
 
 
 def duckdb_sum(out: Path) -> float:
@@ -533,6 +664,83 @@ def duckdb_sum(out: Path) -> float:
     ).fetchall()[0]
     assert row is not None
     return float(row[0])
+
+
+def test_a_session_rewritten_in_place_with_its_size_and_mtime_put_back_is_written_again(
+    tmp_path: Path,
+) -> None:
+    """``rsync --inplace -t``, a restore, a redaction script: same size, same mtime, new bytes."""
+    folder = tmp_path / "s"
+    folder.mkdir()
+    path = folder / "a.jsonl"
+    _session(path, "a1")
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(
+            json.dumps(
+                {
+                    "type": "message",
+                    "id": "aaaa0002",
+                    "parentId": "aaaa0001",
+                    "timestamp": "2025-01-01T00:00:02.000Z",
+                    "message": {
+                        "role": "user",
+                        "content": "my password is hunter2",
+                        "timestamp": 1735689602000,
+                    },
+                }
+            )
+            + "\n"
+        )
+    _settle(tmp_path)
+    out = tmp_path / "out"
+    assert write_parquet(out, session_dir=folder).written == 1
+    before = path.stat()
+    data = path.read_bytes()
+    with path.open("r+b") as handle:  # in place: same inode, same size
+        handle.write(data.replace(b"hunter2", b"[redac]"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
+    report = write_parquet(out, session_dir=folder)
+    assert (report.written, report.unchanged) == (1, 0)
+    texts = pq.read_table(out / "messages" / "project=s" / "a1.parquet").column("text").to_pylist()
+    assert "my password is [redac]" in texts
+    assert not [p for p in out.rglob("*.parquet") if b"hunter2" in p.read_bytes()]
+    assert write_parquet(out, session_dir=folder).unchanged == 1
+
+
+def test_a_session_written_as_it_was_read_is_checked_by_its_bytes(tmp_path: Path) -> None:
+    """Racily clean (written in the tick it was read in): the checksum of the bytes decides, as
+    the catalog decides it; once they match, the file counts as settled."""
+    from pisession.dataset import _export
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    _session(folder / "a.jsonl", "a1")
+    out = tmp_path / "out"
+    assert write_parquet(out, session_dir=folder).written == 1
+    manifest = out / _export.MANIFEST
+
+    def read_when_written(crc_flip: int = 0) -> dict[str, Any]:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        (row,) = data["sessions"].values()
+        row["checked"] = row["fp"][3]  # read in the very tick the file was last written
+        row["crc"] ^= crc_flip
+        manifest.write_text(json.dumps(data), encoding="utf-8")
+        return dict(row)
+
+    row = read_when_written()
+    assert set(row) >= {"fp", "ctime", "crc", "parent_ctime"} and len(row["fp"]) == 4
+    assert write_parquet(out, session_dir=folder).unchanged == 1  # the bytes are those read
+    (again,) = json.loads(manifest.read_text(encoding="utf-8"))["sessions"].values()
+    assert again["checked"] > row["checked"] and again["crc"] == row["crc"]
+    assert write_parquet(out, session_dir=folder).unchanged == 1
+    read_when_written(crc_flip=1)  # bytes that differ from those read: read again
+    assert write_parquet(out, session_dir=folder).written == 1
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(
@@ -558,6 +766,73 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
     monkeypatch.setattr(_export, "_write_parquet", real)
     assert write_parquet(out).unchanged == 9  # the manifest was not advanced past what was written
+
+
+def test_one_folder_reached_by_two_spellings_is_exported_once(
+    agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pisession.dataset import _export
+
+    link = tmp_path / "link-to-agent"
+    link.symlink_to(agent, target_is_directory=True)
+    out = tmp_path / "out"
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(link))
+    assert write_parquet(out).written == 9
+    first = _files(out)
+    assert len(first) == 45
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    report = write_parquet(out)
+    assert (report.written, report.unchanged, report.removed) == (0, 9, 0)
+    assert _files(out) == first  # no s1-<hash>.parquet beside s1.parquet
+    assert write_parquet(out, session_dir=link / "sessions" / "--sample--").unchanged == 1
+    # a session deleted is removed whichever spelling the next run is given
+    (agent / "sessions" / "--cases--" / "all_roles.jsonl").unlink()
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(link))
+    assert write_parquet(out).removed == 1
+    assert len(_files(out)) == 40
+    keys = set(json.loads((out / _export.MANIFEST).read_text(encoding="utf-8"))["sessions"])
+    assert keys == {os.path.realpath(p) for p in agent.rglob("*.jsonl")}
+
+
+def test_a_session_file_linked_beside_itself_is_exported_once(tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    folder.mkdir()
+    _session(folder / "a.jsonl", "a1")
+    (folder / "b.jsonl").symlink_to(folder / "a.jsonl")
+    _settle(tmp_path)
+    out = tmp_path / "out"
+    report = write_parquet(out, session_dir=folder)
+    assert (report.sessions, report.written) == (1, 1)
+    assert sorted(p.name for p in (out / "sessions" / "project=s").iterdir()) == ["a1.parquet"]
+    assert write_parquet(out, session_dir=folder).unchanged == 1
+
+
+def test_a_dataset_exported_twice_through_two_spellings_is_mended(
+    agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What an earlier release left: each session's rows under both spellings, and its files
+    twice (the second with a hashed name). The next export keeps one of each."""
+    from pisession.dataset import _export
+
+    link = tmp_path / "link-to-agent"
+    link.symlink_to(agent, target_is_directory=True)
+    out = tmp_path / "out"
+    write_parquet(out)
+    clean = _files(out)
+    manifest = json.loads((out / _export.MANIFEST).read_text(encoding="utf-8"))
+    for key, row in list(manifest["sessions"].items()):
+        twin = dict(row, stem=row["stem"] + "-0123456789ab")
+        manifest["sessions"][str(link / Path(key).relative_to(agent))] = twin
+        for table in TABLES:
+            folder = out / table / _export.partition_name(row["project"])
+            shutil.copyfile(folder / f"{row['stem']}.parquet", folder / f"{twin['stem']}.parquet")
+    (out / _export.MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    assert len(_files(out)) == 90
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(link))
+    report = write_parquet(out)
+    assert (report.written, report.unchanged) == (0, 9)
+    assert _files(out) == clean
+    assert len(json.loads((out / _export.MANIFEST).read_text(encoding="utf-8"))["sessions"]) == 9
 
 
 def test_leftover_temporaries_are_removed(agent: Path, tmp_path: Path) -> None:
@@ -621,6 +896,68 @@ def test_hostile_session_ids_and_folder_names_stay_inside_the_output(tmp_path: P
     assert projects == [("--a=b%2F c#d--",)]
     ids = pl.scan_parquet(f"{out}/sessions/", hive_partitioning=True).collect()["session_id"].to_list()
     assert sorted(ids) == sorted(["../../../escape", "same-id", "same-id", "SAME-ID", ""])
+
+
+def test_a_project_folder_name_too_long_for_a_partition_is_cut_and_mapped_back(tmp_path: Path) -> None:
+    from pisession.dataset._export import MANIFEST, PARTITION_MAX
+
+    duckdb = pytest.importorskip("duckdb").connect()
+    root = tmp_path / "agent" / "sessions"
+    names = ["a" * 255, "é" * 127, "=" * 250, "b" * 192, "--short--"]  # 255 bytes, 254, 750 escaped, fits
+    for number, name in enumerate(names):
+        (root / name).mkdir(parents=True)
+        _session(root / name / "s.jsonl", f"s{number}")
+    _settle(tmp_path)
+    out = tmp_path / "out"
+    report = write_parquet(out, session_dir=root)
+    assert (report.written, report.skipped) == (5, ())
+    for path in out.rglob("*"):
+        assert all(len(part.encode()) <= PARTITION_MAX for part in path.relative_to(out).parts)
+    assert (out / "sessions" / ("project=" + "b" * 192)).is_dir()
+    manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    read = duckdb.sql(
+        f"SELECT session_id, project FROM read_parquet('{out}/sessions/**/*.parquet', "
+        "hive_partitioning = true, hive_types = {'project': VARCHAR}) ORDER BY session_id"
+    ).fetchall()
+    # the project column reads back as the name, or as a cut value the manifest maps to the name
+    back = [manifest.get("partitions", {}).get(project, project) for _, project in read]
+    assert back == names
+    assert len(manifest["partitions"]) == 3
+    assert write_parquet(out, session_dir=root).unchanged == 5
+
+
+def _typed_looking(root: Path, names: list[str]) -> None:
+    for number, name in enumerate(names):
+        (root / name).mkdir(parents=True)
+        _session(root / name / "s.jsonl", f"s{number}")
+
+
+# Folder names an engine would read as a number, a boolean, a date, or null: each its own dataset,
+# since one folder name that is plain text makes the whole column text.
+TYPED_LOOKING = ["0123", "12", "true", "1e5", "2024-01-01", "__HIVE_DEFAULT_PARTITION__"]
+
+
+@pytest.mark.parametrize("name", TYPED_LOOKING)
+def test_duckdb_and_polars_read_a_number_like_folder_name_as_text(name: str, tmp_path: Path) -> None:
+    from pisession.dataset._export import MANIFEST
+
+    duckdb = pytest.importorskip("duckdb").connect()
+    pl = pytest.importorskip("polars")
+    _typed_looking(tmp_path / "s", [name])
+    _settle(tmp_path)
+    out = tmp_path / "out"
+    write_parquet(out, session_dir=tmp_path / "s")
+    partitions = json.loads((out / MANIFEST).read_text(encoding="utf-8")).get("partitions", {})
+    # the docs' recipes (docs/dataset.md)
+    got = duckdb.sql(
+        f"SELECT project FROM read_parquet('{out}/sessions/**/*.parquet', hive_partitioning = true, "
+        "hive_types = {'project': VARCHAR})"
+    ).fetchall()
+    assert [partitions.get(v, v) for (v,) in got] == [name]
+    frame = pl.scan_parquet(f"{out}/sessions/", hive_partitioning=True, hive_schema={"project": pl.String})
+    column = frame.collect()["project"]
+    assert column.dtype == pl.String
+    assert [partitions.get(v, v) for v in column.to_list()] == [name]
 
 
 def test_an_output_folder_that_is_not_a_dataset_is_refused_untouched(tmp_path: Path) -> None:

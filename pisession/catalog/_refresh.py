@@ -282,11 +282,11 @@ def _index(
     collector = SessionSummary(messages=[])
     collector.header = {}  # lines after the header: every message counts
     handle.seek(start)
-    feed_lines(collector, split_cr(iter_file_lines(_Range(handle, end - start))))
+    feed_lines(collector, split_cr(iter_file_lines(CheckedRange(handle, end - start))))
     add_entry_rows(connection, fts, file_id, collector.messages or [])
 
 
-class _Range:
+class CheckedRange:
     """A file read from its position for at most ``length`` bytes, in the caller's chunks,
     keeping the CRC-32 of the bytes from ``crc_from`` on (starting from ``crc``) and the first
     and last ``_EDGE`` bytes read: what the catalog keeps of a file, never holding it whole."""
@@ -369,7 +369,7 @@ def _update(
             old is not None
             and not fresh
             and _same(old, stats, racy_too=True)
-            and _crc(handle, size + 1) == old.crc
+            and file_crc(handle, size + 1) == old.crc
         ):
             connection.execute("UPDATE files SET checked_ns = ? WHERE id = ?", (checked_ns, old.id))
             old = replace(old, checked_ns=checked_ns)
@@ -398,7 +398,7 @@ def _update(
         # read in chunks, whole lines parsed as they come: a file costs its longest line (at most
         # MAX_LINE_BYTES, a longer one is read past unheld), not its size
         crc_from, crc = (0, 0) if start == 0 or old is None else (old.size - start, old.crc)
-        reader = _Range(handle, size - start, crc_from, crc)
+        reader = CheckedRange(handle, size - start, crc_from, crc)
         from ._usage import usage_rows
 
         usage: list[Any] = []
@@ -562,24 +562,45 @@ def settled(mtime_ns: int, checked_ns: int) -> bool:
     return mtime_ns < checked_ns - margin
 
 
-def _same(row: Row, stats: os.stat_result, racy_too: bool = False) -> bool:
-    """The file is as it was read, and was not written too close to that read to tell.
+def same_file(
+    stats: os.stat_result,
+    dev: int,
+    ino: int,
+    size: int,
+    mtime_ns: int,
+    ctime_ns: int,
+    checked_ns: int,
+    *,
+    racy_too: bool = False,
+) -> bool:
+    """The file is as it was when it was read at ``checked_ns`` (with that device, inode, size,
+    mtime and ctime), and was not written too close to that read to tell: the change rule of the
+    catalog and of the dataset's manifest.
 
     A file written in the same timestamp tick as (or after) the read might have changed without
-    its size or mtime changing ("racily clean", as git calls it): its bytes are compared again.
-    A file whose dates were read in local time and another time zone than this one's is read again.
+    its size or mtime changing ("racily clean", as git calls it): ``racy_too`` leaves that to the
+    caller, who compares its bytes (:func:`file_crc`) with the checksum of those it read.
     """
     return (
-        (racy_too or settled(stats.st_mtime_ns, row.checked_ns))
+        (racy_too or settled(stats.st_mtime_ns, checked_ns))
         and stat.S_ISREG(stats.st_mode)
-        and row.dev == stats.st_dev
-        and row.ino == stats.st_ino
-        and row.size == stats.st_size
-        and row.mtime_ns == stats.st_mtime_ns
+        and dev == stats.st_dev
+        and ino == stats.st_ino
+        and size == stats.st_size
+        and mtime_ns == stats.st_mtime_ns
         # a rewrite that puts the old mtime back (touch -r, a redaction script) still moves ctime
-        and row.ctime_ns == stats.st_ctime_ns
+        and ctime_ns == stats.st_ctime_ns
+    )
+
+
+def _same(row: Row, stats: os.stat_result, racy_too: bool = False) -> bool:
+    """:func:`same_file` for a row; a file whose dates were read in local time and another time
+    zone than this one's is read again."""
+    return same_file(
+        stats, row.dev, row.ino, row.size, row.mtime_ns, row.ctime_ns, row.checked_ns, racy_too=racy_too
+    ) and (
         # (the zone key is a repr: built only for a row read in local time, not for every row listed)
-        and (row.zone is None or row.zone == local_zone_key())
+        row.zone is None or row.zone == local_zone_key()
     )
 
 
@@ -610,7 +631,7 @@ def _grew(row: Row, stats: os.stat_result, handle: Any) -> bool:
     return crc == row.crc
 
 
-def _crc(handle: Any, limit: int) -> int:
+def file_crc(handle: Any, limit: int) -> int:
     """The CRC-32 of at most ``limit`` bytes read from ``handle``'s position, block by block."""
     crc = 0
     while limit > 0:
@@ -638,7 +659,7 @@ def read_range(path: str, start: int, end: int) -> bytes:
     try:
         with open_regular(path) as handle:
             handle.seek(start)
-            lines = list(iter_file_lines(_Range(handle, max(0, end - start))))
+            lines = list(iter_file_lines(CheckedRange(handle, max(0, end - start))))
     except OSError:
         return b""
     return b"\n".join(line for line in lines if type(line) is not SkippedLine)

@@ -146,7 +146,8 @@ def write_parquet(
     """Write (or bring up to date) the Parquet folder ``out_dir``::
 
         report = write_parquet("sessions-data")
-        # SELECT sum(cost) FROM read_parquet('sessions-data/usage/**/*.parquet', hive_partitioning = true)
+        # SELECT sum(cost) FROM read_parquet('sessions-data/usage/**/*.parquet',
+        #     hive_partitioning = true, hive_types = {'project': VARCHAR})
 
     Sessions as :func:`tables` selects them (every project by default). Only the sessions whose
     file changed since the last run are read (``full=True``: all of them); the files of
@@ -166,7 +167,7 @@ def write_parquet(
     skipped: list[SkippedSession] = []
     total = len(sources)
     with exporter.locked():
-        selected = {s.path for s in sources}
+        selected = {s.key for s in sources}
         for path in exporter.gone(scope, selected):
             removed += exporter.remove(path) > 0
         dirty = []
@@ -183,8 +184,10 @@ def write_parquet(
             if isinstance(result, Failed):
                 skipped.append(SkippedSession(source.path, result.reason))
                 if result.fingerprint is not None:  # not a session: not read again until it changes
-                    exporter.remove(source.path)
-                    exporter.record(source, result.fingerprint, result.read_ns, None, None, None)
+                    exporter.remove(source.key)
+                    exporter.record(
+                        source, result.fingerprint, result.read_ns, None, None, None, crc=result.crc
+                    )
             elif not scope.selects(result.cwd):
                 result.discard()
             else:

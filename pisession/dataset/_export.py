@@ -2,15 +2,17 @@
 
 Layout: ``OUT/<table>/project=<session folder name>/<file stem>.parquet``, one file per session
 and table. What each file was made from is remembered in ``OUT/.pisession-dataset.json`` (the
-manifest): the source file's identity, size and mtime, and its parent session's. A re-export
-reads only the sources whose fingerprint moved (or whose parent's did: ``copied`` depends on
-it), and removes the files of sources that are gone. Files are written under a hidden
+manifest), keyed by the source's resolved path: its device, inode, size, mtime and ctime, the
+checksum of the bytes read, and its parent session's fingerprint. A re-export reads only the
+sources whose fingerprint moved (or whose parent's did: ``copied`` depends on it), and removes
+the files of sources that are gone. Files are written under a hidden
 temporary name in their final folder and renamed into place, so a reader sees the old file or
 the new one, never a part; engines skip hidden files.
 
 The manifest, not the catalog, decides what changed: the question is "since this folder was
 last written", which the catalog (shared with every ``ls`` and ``search``, refreshed by each)
-cannot answer. The comparison itself follows the catalog's rule, racily clean files included.
+cannot answer. The comparison itself is the catalog's (``catalog._refresh.same_file``), racily
+clean files included.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import filelock
@@ -32,8 +34,9 @@ import pyarrow.parquet as pq
 
 from .._discovery import is_sessions_root, jsonl_names, project_folders
 from .._errors import PisessionError
+from .._load import open_regular
 from .._paths import cwd_matches, default_session_dir_path, get_sessions_dir, normalize_path, resolve_path
-from ..catalog._refresh import settled
+from ..catalog._refresh import file_crc, same_file
 from ._rows import Fingerprint, NotASession, SessionRows, read_identities, read_rows
 from ._schema import SCHEMAS, to_table
 
@@ -50,6 +53,8 @@ __all__ = [
     "prepare",
     "prepared_sessions",
     "partition_name",
+    "shortened",
+    "PARTITION_MAX",
     "file_stem",
 ]
 
@@ -72,28 +77,72 @@ class DatasetError(PisessionError):
 
 
 class Source:
-    """A session file to read, and the session folder name it is filed under (``project``)."""
+    """A session file to read (``path``, as spelled), the session folder name it is filed under
+    (``project``), and the file's identity (``key``, its resolved path): what the manifest keys
+    it by, so that one file reached by two spellings (Pi's sessions folder through a link, and
+    by its real path) is one source, exported once."""
 
-    __slots__ = ("path", "project")
+    __slots__ = ("path", "project", "key")
 
-    def __init__(self, path: str, project: str) -> None:
+    def __init__(self, path: str, project: str, key: str) -> None:
         self.path = path
         self.project = project
+        self.key = key
+
+
+class _Resolver:
+    """Resolved paths of files, resolving each folder once and reading it once for the links it
+    holds (not one ``lstat`` per file: a re-export of thousands of unchanged sessions is
+    mostly such calls)."""
+
+    def __init__(self) -> None:
+        self._folders: dict[str, str] = {}
+        self._links: dict[str, frozenset[str]] = {}
+
+    def folder(self, folder: str) -> str:
+        real = self._folders.get(folder)
+        if real is None:
+            try:
+                real = os.path.realpath(folder)
+            except (OSError, ValueError):  # a NUL in a name: no file has it, it stays as spelled
+                real = folder
+            self._folders[folder] = real
+        return real
+
+    def _links_in(self, folder: str) -> frozenset[str]:
+        links = self._links.get(folder)
+        if links is None:
+            try:
+                with os.scandir(folder) as entries:
+                    links = frozenset(e.name for e in entries if e.is_symlink())
+            except (OSError, ValueError):
+                links = frozenset()
+            self._links[folder] = links
+        return links
+
+    def __call__(self, path: str) -> str:
+        folder, name = os.path.split(path)
+        if name in self._links_in(folder):
+            with contextlib.suppress(OSError, ValueError):
+                return os.path.realpath(path)
+        return os.path.join(self.folder(folder), name)
 
 
 class Scope:
-    """Which manifest rows this run answers for: their sources are deleted if gone."""
+    """Which manifest rows this run answers for: their sources are deleted if gone. Rows are
+    keyed by resolved paths: the folders and root are resolved too."""
 
     def __init__(self, folders: set[str] | None, root: str | None, cwd: str | None) -> None:
-        self.folders = folders
-        self.root = root
+        resolve = _Resolver()
+        self.folders = None if folders is None else {resolve.folder(f) for f in folders}
+        self.root = None if root is None else resolve.folder(root)
         self.cwd = cwd  # a non-default folder filtered by header cwd, as Pi's list filters it
 
-    def covers(self, path: str) -> bool:
-        folder = os.path.dirname(path)
-        if self.root is not None:
-            return os.path.dirname(folder) == self.root
-        return self.folders is not None and folder in self.folders
+    def covers(self, key: str) -> bool:
+        folder = os.path.dirname(key)
+        if self.folders is not None and folder in self.folders:
+            return True
+        return self.root is not None and os.path.dirname(folder) == self.root
 
     def selects(self, header_cwd: str | None) -> bool:
         return self.cwd is None or cwd_matches(header_cwd, self.cwd)
@@ -114,10 +163,26 @@ def select_sources(
 ) -> tuple[list[Source], Scope]:
     """The files to read: ``paths``; else ``cwd``'s sessions (in ``session_dir`` when given,
     keeping those whose header names ``cwd``, as Pi's ``list`` does); else ``session_dir``'s
-    files; else every project folder of Pi's sessions folder. Nothing is created."""
+    files; else every project folder of Pi's sessions folder. A file reached twice (a link
+    beside its target) is read once, under its first spelling. Nothing is created."""
+    found, scope = _select(cwd, session_dir, paths)
+    resolve = _Resolver()
+    sources: dict[str, Source] = {}
+    for path, project in found:
+        key = resolve(path)
+        if key not in sources:
+            sources[key] = Source(path, project, key)
+    return list(sources.values()), scope
+
+
+def _select(
+    cwd: str | os.PathLike[str] | None,
+    session_dir: str | os.PathLike[str] | None,
+    paths: list[str] | None,
+) -> tuple[list[tuple[str, str]], Scope]:
     if paths is not None:
         files = [os.path.abspath(os.fspath(p)) for p in paths]
-        return [Source(p, os.path.basename(os.path.dirname(p))) for p in files], Scope(
+        return [(p, os.path.basename(os.path.dirname(p))) for p in files], Scope(
             {os.path.dirname(p) for p in files}, None, None
         )
     if cwd is not None:
@@ -125,11 +190,11 @@ def select_sources(
         folder = resolve_path(session_dir) if session_dir else default
         filtered = session_dir is not None and folder != resolve_path(default)
         scope = Scope({folder}, None, resolve_path(cwd) if filtered else None)
-        return [Source(p, os.path.basename(folder)) for p in _jsonl(folder)], scope
+        return [(p, os.path.basename(folder)) for p in _jsonl(folder)], scope
     if session_dir is not None:
         folder = resolve_path(normalize_path(os.fspath(session_dir)))
         if not is_sessions_root(folder):
-            return [Source(p, os.path.basename(folder)) for p in _jsonl(folder)], Scope({folder}, None, None)
+            return [(p, os.path.basename(folder)) for p in _jsonl(folder)], Scope({folder}, None, None)
         root = folder  # no .jsonl of its own but project folders: a sessions root, as `ls --all` reads it
     else:
         root = resolve_path(get_sessions_dir())
@@ -137,8 +202,9 @@ def select_sources(
         folders = sorted(project_folders(root))
     except OSError:
         folders = []
-    sources = [Source(p, os.path.basename(f)) for f in folders for p in _jsonl(f)]
-    return sources, Scope(None, root, None)
+    sources = [(p, os.path.basename(f)) for f in folders for p in _jsonl(f)]
+    # a project folder that is a link to elsewhere: its files resolve outside the root
+    return sources, Scope(set(folders), root, None)
 
 
 # ----------------------------------------------------------------------------- names
@@ -148,12 +214,47 @@ _HIVE_UNSAFE = re.compile(r'["#%\'*/:=?\\\x00-\x1f\x7f{\[\]^]')
 _SAFE_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?", re.ASCII)
 
 
+# Bytes a partition folder's name may take: file systems allow 255 per name; the rest is room
+# for what another tool adds to a name it copies (rsync's ".name.XXXXXX", a sync client's suffix).
+PARTITION_MAX = 200
+# Hive's name for a null value: every engine reads a folder of that name as null, escaped or not.
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
 def partition_name(project: str) -> str:
     """``project=<value>`` with the value escaped as Hive escapes partition values (a folder
-    name holding ``=``, ``%`` or ``/`` reads back as itself in DuckDB, Polars and Spark)."""
+    name holding ``=``, ``%`` or ``/`` reads back as itself in DuckDB, Polars and Spark).
+
+    A name that would not fit in :data:`PARTITION_MAX` bytes (a folder name of 248 bytes or more,
+    or one with many escaped characters) is cut, and ``~`` and a hash of the whole name are added,
+    as to Hive's name for null: the manifest maps each such value back (:func:`shortened`)."""
+    return _partition(project)[0]
+
+
+@functools.lru_cache(maxsize=4096)
+def _partition(project: str) -> tuple[str, bool]:
     escaped = _HIVE_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), project)
     escaped = escaped.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return f"project={escaped}"
+    name = f"project={escaped}"
+    if len(name.encode("utf-8")) <= PARTITION_MAX and project != _HIVE_NULL:
+        return name, False
+    digest = hashlib.sha256(project.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    room = PARTITION_MAX - len("project=~") - len(digest)
+    cut = escaped.encode("utf-8")[:room].decode("utf-8", "ignore")  # never half a character
+    cut = re.sub(r"%[0-9A-F]?$", "", cut)  # nor half an escape
+    return f"project={cut}~{digest}", True
+
+
+def shortened(projects: Iterable[str]) -> dict[str, str]:
+    """The ``project`` values an engine reads that are not their folder's name (cut, or Hive's
+    null), each mapped to the name: what the manifest's ``partitions`` records."""
+    out = {}
+    for project in projects:
+        name, cut = _partition(project)
+        if cut:
+            value = re.sub(r"%([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), name[len("project=") :])
+            out[value] = project
+    return out
 
 
 def file_stem(session_id: str) -> str:
@@ -171,6 +272,13 @@ def _owner_key(project: str, stem: str) -> tuple[str, str]:
     return (partition_name(project).lower(), stem.lower())
 
 
+def _preferred(resolved: bool, row: dict[str, Any]) -> tuple[bool, bool, int]:
+    """Which of two manifest rows of one file stays: keyed by its resolved path, with files, the
+    shorter stem (the hashed one was named after the other)."""
+    stem = row.get("stem")
+    return resolved, stem is not None, -len(stem) if isinstance(stem, str) else 0
+
+
 def _path_hash(path: str) -> str:
     return hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
@@ -178,14 +286,40 @@ def _path_hash(path: str) -> str:
 # ----------------------------------------------------------------------------- fingerprints
 
 
-def _fingerprint(path: str) -> Fingerprint | None:
+def _stat(path: str) -> os.stat_result | None:
     try:
         stats = os.stat(path)
     except (OSError, ValueError):
         return None
-    if not stat.S_ISREG(stats.st_mode):
+    return stats if stat.S_ISREG(stats.st_mode) else None
+
+
+def _fingerprint(path: str) -> Fingerprint | None:
+    stats = _stat(path)
+    if stats is None:
         return None
-    return (stats.st_dev, stats.st_ino, stats.st_size, stats.st_mtime_ns)
+    return (stats.st_dev, stats.st_ino, stats.st_size, stats.st_mtime_ns, stats.st_ctime_ns)
+
+
+def _as_read(
+    stats: os.stat_result, fp: object, ctime: object, checked: int, *, racy_too: bool = False
+) -> bool:
+    """Whether a file is as a manifest row recorded it (``fp``: device, inode, size and mtime;
+    ``ctime``), by the catalog's rule; a row written before ``ctime`` was recorded never is."""
+    if not (isinstance(fp, list) and len(fp) == 4 and all(type(n) is int for n in fp) and type(ctime) is int):
+        return False
+    dev, ino, size, mtime_ns = fp
+    return same_file(stats, dev, ino, size, mtime_ns, ctime, checked, racy_too=racy_too)
+
+
+def _crc_of(path: str, size: int) -> int | None:
+    """The CRC-32 of a file's bytes (``size`` and one more: a file grown since shows), as
+    :func:`~pisession.catalog._refresh.file_crc` reads them; None when it cannot be read."""
+    try:
+        with open_regular(path) as handle:
+            return file_crc(handle, size + 1)
+    except OSError:
+        return None
 
 
 # ----------------------------------------------------------------------------- writing
@@ -236,6 +370,7 @@ class Exporter:
             ) from None
         try:
             self._load_manifest()
+            self._rekey()
             self._remove_temporaries()
             yield self
         finally:
@@ -260,14 +395,46 @@ class Exporter:
             if row.get("stem") is not None:
                 self._owners[_owner_key(row["project"], row["stem"])] = path
 
+    def _rekey(self) -> None:
+        """Key every row by its file's resolved path, one row per file. A manifest written before
+        rows were keyed so holds the spellings it was given, and a file exported through two of
+        them (Pi's sessions folder through a link, and by its real path) twice: the row whose key
+        is already resolved (else the one with the shorter file stem: the one without a hash)
+        stays, the other's files are removed."""
+        resolve = _Resolver()
+        rows: dict[str, dict[str, Any]] = {}
+        spelled: dict[str, str] = {}
+        for key, row in self.rows.items():
+            real = resolve(key)
+            kept = rows.get(real)
+            if kept is None:
+                rows[real], spelled[real] = row, key
+                continue
+            if _preferred(key == real, row) > _preferred(spelled[real] == real, kept):
+                rows[real], spelled[real], row, kept = row, key, kept, row
+            if row.get("stem") is not None and (
+                kept.get("stem") is None
+                or _owner_key(row["project"], row["stem"]) != _owner_key(kept["project"], kept["stem"])
+            ):
+                self._unlink(row["project"], row["stem"])
+        if rows.keys() != self.rows.keys():
+            self.rows = rows
+            self._owners = {
+                _owner_key(row["project"], row["stem"]): key
+                for key, row in rows.items()
+                if row.get("stem") is not None
+            }
+
     def save(self, *, force: bool = True) -> None:
         now = time.monotonic()
         if not force and now - self._saved < _SAVE_EVERY:
             return
         self._saved = now
-        data = json.dumps(
-            {"format": _FORMAT, "sessions": self.rows}, ensure_ascii=False, separators=(",", ":")
-        )
+        manifest: dict[str, Any] = {"format": _FORMAT, "sessions": self.rows}
+        partitions = shortened({row["project"] for row in self.rows.values() if row.get("stem") is not None})
+        if partitions:  # only when a folder name did not fit: the partition value -> the name
+            manifest["partitions"] = partitions
+        data = json.dumps(manifest, ensure_ascii=False, separators=(",", ":"))
         self._replace(os.path.join(self.out, MANIFEST), lambda tmp: _write_text(tmp, data))
 
     def _remove_temporaries(self) -> None:
@@ -286,30 +453,47 @@ class Exporter:
 
     def unchanged(self, source: Source, full: bool, scope: Scope) -> bool | None:
         """True: nothing to do; False: read it; None: outside the selection (a non-default
-        folder's session whose header names another cwd), left as it is."""
-        row = self.rows.get(source.path)
-        if row is None or full or not self.format_ok:
+        folder's session whose header names another cwd), left as it is.
+
+        The rule is the catalog's (:func:`~pisession.catalog._refresh.same_file`): device,
+        inode, size, mtime and ctime as read (a rewrite in place that puts size and mtime back
+        still moves ctime), and a file written too close to being read to tell ("racily
+        clean") is unchanged only if its bytes still have the checksum of those read."""
+        row = self.rows.get(source.key)
+        if row is None or full or not self.format_ok or row.get("project") != source.project:
             return False
-        fingerprint = _fingerprint(source.path)
-        if fingerprint is None or list(fingerprint) != row.get("fp"):
+        stats = _stat(source.path)
+        checked = row.get("checked", 0)
+        if stats is None or type(checked) is not int:
             return False
-        # a file changed too close to being read may look unchanged ("racily clean"): read it again
-        if not settled(fingerprint[3], int(row.get("checked", 0))):
-            return False
+        recheck = False
+        if not _as_read(stats, row.get("fp"), row.get("ctime"), checked):
+            if not _as_read(stats, row.get("fp"), row.get("ctime"), checked, racy_too=True):
+                return False
+            crc = row.get("crc")
+            checked_now = time.time_ns()
+            if type(crc) is not int or _crc_of(source.path, stats.st_size) != crc:
+                return False
+            recheck = True
         if not scope.selects(row.get("cwd")):
             return None
         parent = row.get("parent")
         if parent is not None:
-            now = _fingerprint(parent)
-            if (None if now is None else list(now)) != row.get("parent_fp"):
+            now = _stat(parent)
+            if row.get("parent_fp") is None:
+                if now is not None:  # the parent was missing when the fork was read
+                    return False
+            elif now is None or not _as_read(now, row.get("parent_fp"), row.get("parent_ctime"), checked):
                 return False
         stem = row.get("stem")
-        if stem is not None:
-            return all(os.path.exists(self._file(t, row["project"], stem)) for t in TABLES)
+        if stem is not None and not all(os.path.exists(self._file(t, row["project"], stem)) for t in TABLES):
+            return False
+        if recheck:  # its bytes are those read: settled from now on, as the catalog records it
+            row["checked"] = checked_now
         return True
 
     def gone(self, scope: Scope, selected: set[str]) -> list[str]:
-        """Manifest sources in this run's scope that no longer exist as files."""
+        """Manifest sources (keys) in this run's scope that no longer exist as files."""
         return [p for p in self.rows if scope.covers(p) and p not in selected and _fingerprint(p) is None]
 
     # -- doing ------------------------------------------------------------------------------
@@ -317,9 +501,9 @@ class Exporter:
     def _file(self, table: str, project: str, stem: str) -> str:
         return os.path.join(self.out, table, partition_name(project), f"{stem}.parquet")
 
-    def remove(self, path: str) -> int:
-        """Delete the files made from ``path`` and forget it; how many files were removed."""
-        row = self.rows.pop(path, None)
+    def remove(self, key: str) -> int:
+        """Delete the files made from the source ``key`` and forget it; how many files were removed."""
+        row = self.rows.pop(key, None)
         if row is None or row.get("stem") is None:
             return 0
         self._owners.pop(_owner_key(row["project"], row["stem"]), None)
@@ -343,19 +527,25 @@ class Exporter:
         owns that name (two files of one session id, or names equal but for case)."""
         want = file_stem(session_id)
         owner = self._owners.get(_owner_key(source.project, want))
-        return want if owner is None or owner == source.path else f"{want}-{_path_hash(source.path)}"
+        return want if owner is None or owner == source.key else f"{want}-{_path_hash(source.key)}"
 
     def install(self, source: Source, prepared: Prepared) -> int:
         """Rename a prepared session's five files into place (under its file stem) and remember
         what they were made from; returns how many files were installed."""
-        old = self.rows.get(source.path)
+        old = self.rows.get(source.key)
         stem = self.stem_for(source, prepared.session_id)
         for table, tmp in prepared.files.items():
             os.replace(tmp, self._file(table, source.project, stem))
-        if old is not None and old.get("stem") not in (None, stem):  # its id changed: the old name goes
+        # its id changed, or the file is now reached through a folder of another name: the old
+        # files go (not when only the case differs: on macOS and Windows that is the same file)
+        if (
+            old is not None
+            and old.get("stem") is not None
+            and _owner_key(old["project"], old["stem"]) != _owner_key(source.project, stem)
+        ):
             self._owners.pop(_owner_key(old["project"], old["stem"]), None)
             self._unlink(old["project"], old["stem"])
-        self._owners[_owner_key(source.project, stem)] = source.path
+        self._owners[_owner_key(source.project, stem)] = source.key
         self.record(
             source,
             prepared.fingerprint,
@@ -364,6 +554,7 @@ class Exporter:
             prepared.cwd,
             prepared.parent,
             prepared.parent_fp,
+            crc=prepared.crc,
         )
         return len(prepared.files)
 
@@ -376,17 +567,23 @@ class Exporter:
         header_cwd: str | None,
         parent: str | None,
         parent_fp: Fingerprint | None = None,
+        *,
+        crc: int,
     ) -> None:
-        """Remember what ``source``'s files were made from: its fingerprint and, for a fork, its
-        parent's as it was read (not as it is now: a parent changed since must show as changed)."""
-        self.rows[source.path] = {
-            "fp": list(fingerprint),
+        """Remember what ``source``'s files were made from: its fingerprint, the checksum of the
+        bytes read and, for a fork, its parent's fingerprint as it was read (not as it is now: a
+        parent changed since must show as changed)."""
+        self.rows[source.key] = {
+            "fp": list(fingerprint[:4]),
+            "ctime": fingerprint[4],
+            "crc": crc,
             "checked": read_ns,
             "project": source.project,
             "stem": stem,
             "cwd": header_cwd,
             "parent": parent,
-            "parent_fp": None if parent_fp is None else list(parent_fp),
+            "parent_fp": None if parent_fp is None else list(parent_fp[:4]),
+            "parent_ctime": None if parent_fp is None else parent_fp[4],
         }
         self.save(force=False)
 
@@ -413,7 +610,7 @@ class Prepared:
     into place (what a worker process hands back: plain values only); no files when the
     session lies outside the run's cwd."""
 
-    __slots__ = ("session_id", "cwd", "parent", "parent_fp", "fingerprint", "read_ns", "files")
+    __slots__ = ("session_id", "cwd", "parent", "parent_fp", "fingerprint", "read_ns", "files", "crc")
 
     def __init__(
         self,
@@ -424,7 +621,9 @@ class Prepared:
         read_ns: int,
         files: dict[str, str],
         parent_fp: Fingerprint | None = None,
+        crc: int = 0,
     ) -> None:
+        self.crc = crc
         self.session_id = session_id
         self.cwd = cwd
         self.parent = parent
@@ -442,10 +641,13 @@ class Prepared:
 class Failed:
     """A source that gave no rows: not a session (with the fingerprint it was read at), or unreadable."""
 
-    __slots__ = ("reason", "fingerprint", "read_ns")
+    __slots__ = ("reason", "fingerprint", "read_ns", "crc")
 
-    def __init__(self, reason: str, fingerprint: Fingerprint | None = None, read_ns: int = 0) -> None:
+    def __init__(
+        self, reason: str, fingerprint: Fingerprint | None = None, read_ns: int = 0, crc: int = 0
+    ) -> None:
         self.reason = reason
+        self.crc = crc
         self.fingerprint = fingerprint
         self.read_ns = read_ns
 
@@ -457,7 +659,7 @@ def prepare(path: str, project: str, out: str, cwd: str | None = None) -> Prepar
     try:
         session = read_rows(path, parent_of=_parents)
     except NotASession as error:
-        return Failed("not a Pi session (no session header)", error.fingerprint, error.read_ns)
+        return Failed("not a Pi session (no session header)", error.fingerprint, error.read_ns, error.crc)
     except OSError as error:
         return Failed(f"cannot be read: {error.strerror or error}")
     files: dict[str, str] = {}
@@ -485,6 +687,7 @@ def _prepared(session: SessionRows, files: dict[str, str]) -> Prepared:
         session.read_ns,
         files,
         session.parent_fp,
+        session.crc,
     )
 
 

@@ -8,10 +8,11 @@ with ``SessionManager`` and ``build_session_context`` by construction.
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._attribution import copied_entry_ids, usage_items
@@ -27,11 +28,13 @@ from .._load import (
     parse_line,
     scan_raw,
 )
+from ..catalog._refresh import CheckedRange
 
 __all__ = [
     "COLUMNS",
     "Fingerprint",
     "NotASession",
+    "ResultMatcher",
     "SessionRows",
     "message_text",
     "read_identities",
@@ -103,8 +106,9 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     ),
 }
 
-Fingerprint = tuple[int, int, int, int]
-"""(device, inode, size, mtime in ns) of a file as it was read."""
+Fingerprint = tuple[int, int, int, int, int]
+"""(device, inode, size, mtime in ns, ctime in ns) of a file as it was read: with the checksum of
+its bytes, what the catalog's change rule (:func:`pisession.catalog._refresh.same_file`) compares."""
 
 _INT64 = 2**63
 
@@ -112,17 +116,28 @@ _INT64 = 2**63
 class NotASession(Exception):
     """The file is not a Pi session (its first JSON object is not a session header)."""
 
-    def __init__(self, path: str, fingerprint: Fingerprint, read_ns: int) -> None:
+    def __init__(self, path: str, fingerprint: Fingerprint, read_ns: int, crc: int) -> None:
         super().__init__(path)
         self.fingerprint = fingerprint
         self.read_ns = read_ns
+        self.crc = crc
 
 
 class SessionRows:
     """The rows one session file gives each table (``columns[table][column]`` is a list), with
     what the export needs to name and track its files."""
 
-    __slots__ = ("path", "session_id", "cwd", "parent", "parent_fp", "fingerprint", "read_ns", "columns")
+    __slots__ = (
+        "path",
+        "session_id",
+        "cwd",
+        "parent",
+        "parent_fp",
+        "fingerprint",
+        "read_ns",
+        "crc",
+        "columns",
+    )
 
     def __init__(
         self,
@@ -140,6 +155,7 @@ class SessionRows:
         self.parent = parent
         self.parent_fp: Fingerprint | None = None  # the parent's, as read for ``copied``
         self.fingerprint = fingerprint
+        self.crc = 0  # CRC-32 of the bytes the rows were made from (the fingerprint's size)
         self.columns: dict[str, dict[str, list[Any]]] = {
             table: {name: [] for name in names} for table, names in COLUMNS.items()
         }
@@ -201,15 +217,18 @@ def message_text(message: Mapping[str, Any]) -> str | None:
     return _blocks_text(message.get("content"))
 
 
-def _read_lines(path: str) -> tuple[list[bytes], Fingerprint, int]:
+def _read_lines(path: str) -> tuple[list[bytes], Fingerprint, int, int]:
     """The file's lines as every reader splits them (:func:`iter_line_lists`: a line too long to
-    read is a :class:`SkippedLine`, never held), its fingerprint taken before reading them, and
-    when that was."""
+    read is a :class:`SkippedLine`, never held), its fingerprint taken before reading them, when
+    that was, and the CRC-32 of the bytes read: as many as the fingerprint's size (a line
+    appended meanwhile is read next time, when the size shows it)."""
     with open_regular(path) as handle:
         read_ns = time.time_ns()
         stats = os.fstat(handle.fileno())
-        lines = [line for batch in iter_line_lists(handle) for line in batch]
-    return lines, (stats.st_dev, stats.st_ino, stats.st_size, stats.st_mtime_ns), read_ns
+        reader = CheckedRange(handle, stats.st_size)
+        lines = [line for batch in iter_line_lists(reader) for line in batch]
+    fingerprint = (stats.st_dev, stats.st_ino, stats.st_size, stats.st_mtime_ns, stats.st_ctime_ns)
+    return lines, fingerprint, read_ns, reader.crc
 
 
 def read_identities(path: str) -> tuple[list[dict[str, Any]], Fingerprint | None]:
@@ -217,7 +236,7 @@ def read_identities(path: str) -> tuple[list[dict[str, Any]], Fingerprint | None
     timestamp, with the fingerprint of the file they were read from (([], None) when the file
     cannot be read)."""
     try:
-        raw_lines, fingerprint, _ = _read_lines(path)
+        raw_lines, fingerprint, _, _ = _read_lines(path)
     except OSError:
         return [], None
     out: list[dict[str, Any]] = []
@@ -243,7 +262,7 @@ def read_rows(
     ``copied``), and the fingerprint of the file as read (kept as ``parent_fp``: a later change
     of the parent shows against it); default :func:`read_identities`.
     """
-    raw_lines, fingerprint, read_ns = _read_lines(path)
+    raw_lines, fingerprint, read_ns, crc = _read_lines(path)
     parse = loads_for(fingerprint[2])
     lines: list[bytes] = []
     entries: list[dict[str, Any]] = []
@@ -256,7 +275,7 @@ def read_rows(
             entries.append(entry)
     del raw_lines
     if not entries or not is_session_header(entries[0]):
-        raise NotASession(path, fingerprint, read_ns)
+        raise NotASession(path, fingerprint, read_ns, crc)
     header = entries[0]
     migrate_session_entries(entries)  # in memory only, as read_session does (a no-op when current)
     # Later header-shaped lines are not entries of the tree (Pi's loader and the manager skip them).
@@ -269,6 +288,7 @@ def read_rows(
     rows = SessionRows(
         os.path.abspath(path), session_id, _str(header.get("cwd")), parent, fingerprint, read_ns
     )
+    rows.crc = crc
     leaf = index.last_position()
     branch = set(index.path_positions(leaf))
     projection = project_leaf(index, leaf)
@@ -405,6 +425,7 @@ def _tool_calls(rows: SessionRows, index: TreeIndex, branch: set[int]) -> None:
             call_id = message.get("toolCallId")
             if isinstance(call_id, str):
                 results.setdefault(call_id, []).append(pos)
+    match = ResultMatcher([index.parent_position(pos) for pos in range(len(index))], results)
     c = rows.columns["tool_calls"]
     for pos in calls:
         content = index.entry_at(pos)["message"].get("content")
@@ -417,7 +438,7 @@ def _tool_calls(rows: SessionRows, index: TreeIndex, branch: set[int]) -> None:
             if not isinstance(block, dict) or block.get("type") != "toolCall":
                 continue
             call_id = _str(block.get("id"))
-            result = _result_for(index, pos, results.get(call_id, ())) if call_id is not None else None
+            result = match(pos, call_id) if call_id is not None else None
             c["session_id"].append(rows.session_id)
             c["entry_id"].append(entry_id)
             c["timestamp"].append(stamp)
@@ -438,17 +459,166 @@ def _tool_calls(rows: SessionRows, index: TreeIndex, branch: set[int]) -> None:
                 c["result_entry_id"].append(_str(index.id_at(result)))
 
 
-def _result_for(index: TreeIndex, call: int, candidates: Iterable[int]) -> int | None:
-    """The first tool result (in file order) for this call that lies below the call in the tree."""
-    for pos in candidates:
-        node = index.parent_position(pos)
-        seen = 0
-        while node != NO_PARENT and node != call and seen <= len(index):
-            node = index.parent_position(node)
-            seen += 1
-        if node == call:
-            return pos
-    return None
+class ResultMatcher:
+    """A call's result: the first tool result (in file order) with the call's id that lies below
+    the call in the tree, i.e. reaches it by following ``parentId`` (on a ``parentId`` cycle,
+    every entry of the cycle and of the branches hanging off it reaches every cycle entry).
+
+    Walking up from every candidate result to the root costs, when every turn reuses one call
+    id (``call_0``, as some providers send), results x calls x depth: hours for a few thousand
+    turns. Instead the tree is numbered once in depth-first order, so that "below ``p``" is a
+    range of numbers, and each id's results get a range-minimum table over file order: the
+    first result below a call is one lookup. ``O(n log n)`` per session.
+
+    Numbering costs a few microseconds per entry, more than the walk in a session whose ids are
+    unique (a result sits one step below its call): the walk is tried first, within a budget of
+    steps linear in the session, and the numbering built only once the budget is spent.
+    """
+
+    __slots__ = ("_parents", "_results", "_tree", "_by_id", "_budget", "steps")
+
+    def __init__(
+        self, parents: Sequence[int], results: Mapping[str, list[int]], walk_budget: int | None = None
+    ) -> None:
+        self._parents = parents
+        self._results = results
+        self._tree: _Numbered | None = None
+        self._by_id: dict[str, _Candidates] = {}
+        self._budget = 4 * len(parents) + 64 if walk_budget is None else walk_budget
+        self.steps = 0  # work done, counted for the tests (one per entry or candidate handled)
+
+    def __call__(self, call: int, call_id: str) -> int | None:
+        candidates = self._results.get(call_id)
+        if not candidates:
+            return None
+        if self._tree is None:
+            found = self._walk(call, candidates)
+            if found is not _UNDECIDED:
+                return found  # type: ignore[return-value]
+            self._tree = _Numbered(self._parents)
+            self.steps += len(self._parents)
+        found = self._by_id.get(call_id)
+        if found is None:
+            found = self._by_id[call_id] = _Candidates(self._tree, candidates)
+            self.steps += len(candidates) * max(1, len(candidates).bit_length())
+        self.steps += 1
+        return found.first_below(call)
+
+    def _walk(self, call: int, candidates: list[int]) -> int | None | object:
+        """The first candidate whose walk up reaches ``call``; ``_UNDECIDED`` once the budget is spent."""
+        parents = self._parents
+        limit = len(parents)
+        budget = self._budget
+        try:
+            for pos in candidates:
+                node = parents[pos]
+                seen = 0
+                budget -= 1
+                while node != NO_PARENT and node != call and seen <= limit:
+                    if budget <= 0:
+                        return _UNDECIDED
+                    node = parents[node]
+                    seen += 1
+                    budget -= 1
+                if node == call:
+                    return pos
+            return None
+        finally:
+            self.steps += self._budget - max(budget, 0)
+            self._budget = max(budget, 0)
+
+
+_UNDECIDED = object()
+
+
+class _Numbered:
+    """The parent links numbered in depth-first order: each entry off a cycle gets ``start`` (its
+    number) and ``end`` (the last number below it); the roots are the entries without a parent
+    and those on a cycle, whose cycle every entry of their subtree reaches (``cycle``)."""
+
+    __slots__ = ("start", "end", "cycle", "top")
+
+    def __init__(self, parents: Sequence[int]) -> None:
+        n = len(parents)
+        cycle = [-1] * n  # the cycle an entry lies on, named by one of its entries
+        state = bytearray(n)  # 0: not seen, 1: on the walk being made, 2: done
+        for first in range(n):
+            if state[first]:
+                continue
+            walk = []
+            node = first
+            while node != NO_PARENT and not state[node]:
+                state[node] = 1
+                walk.append(node)
+                node = parents[node]
+            if node != NO_PARENT and state[node] == 1:  # the walk came back to itself
+                for member in walk[walk.index(node) :]:
+                    cycle[member] = node
+            for member in walk:
+                state[member] = 2
+        children: list[list[int]] = [[] for _ in range(n)]
+        roots = []
+        for pos in range(n):
+            parent = parents[pos]
+            if parent == NO_PARENT or cycle[pos] != -1:
+                roots.append(pos)
+            else:
+                children[parent].append(pos)
+        start = [0] * n
+        top = [0] * n  # the root of each entry's subtree
+        order: list[int] = []
+        for root in roots:
+            stack = [root]
+            while stack:
+                node = stack.pop()
+                start[node] = len(order)
+                top[node] = root
+                order.append(node)
+                stack.extend(reversed(children[node]))
+        size = [1] * n
+        for node in reversed(order):
+            if cycle[node] == -1 and parents[node] != NO_PARENT:
+                size[parents[node]] += size[node]
+        self.start = start
+        self.end = [start[pos] + size[pos] - 1 for pos in range(n)]
+        self.cycle = cycle
+        self.top = top
+
+
+class _Candidates:
+    """One call id's results, sorted by depth-first number, with a sparse table of the smallest
+    file position over every power-of-two run of them."""
+
+    __slots__ = ("_tree", "_numbers", "_table", "_on_cycle")
+
+    def __init__(self, tree: _Numbered, results: list[int]) -> None:
+        self._tree = tree
+        ordered = sorted(results, key=tree.start.__getitem__)
+        self._numbers = [tree.start[pos] for pos in ordered]
+        table = [ordered]
+        width = 1
+        while 2 * width <= len(ordered):
+            last = table[-1]
+            table.append([min(last[i], last[i + width]) for i in range(len(last) - width)])
+            width *= 2
+        self._table = table
+        self._on_cycle: dict[int, int] = {}  # cycle -> the first result whose walk reaches it
+        for pos in reversed(results):
+            reached = tree.cycle[tree.top[pos]]
+            if reached != -1:
+                self._on_cycle[reached] = pos
+
+    def first_below(self, call: int) -> int | None:
+        tree = self._tree
+        if tree.cycle[call] != -1:
+            return self._on_cycle.get(tree.cycle[call])
+        low = bisect.bisect_right(self._numbers, tree.start[call])
+        high = bisect.bisect_right(self._numbers, tree.end[call])
+        if low >= high:
+            return None
+        level = (high - low).bit_length() - 1
+        row = self._table[level]
+        return min(row[low], row[high - (1 << level)])
 
 
 def _usage(rows: SessionRows, wire: list[dict[str, Any]], copied: frozenset[str]) -> None:
