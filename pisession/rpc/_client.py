@@ -168,7 +168,7 @@ class _Starting:
         self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self._client is not None:
-            await self._client.close()
+            await self._client.__aexit__(kind, error, tb)
 
 
 @define(eq=False)
@@ -337,8 +337,12 @@ class PiRpcClient:
     async def __aenter__(self) -> PiRpcClient:
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        # A cancelled block does not wait for Pi's orderly shutdown: Pi writes each entry as it
+        # is made, so ending it at once loses nothing already written.
+        await self.close(timeout=0 if isinstance(error, asyncio.CancelledError) else 10.0)
 
     def _exited_error(self, message: str) -> PiExitedError:
         code = self._process.returncode
