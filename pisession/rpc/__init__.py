@@ -13,7 +13,7 @@ The transport is the standard library's asyncio; nothing in pisession imports th
 
 from __future__ import annotations
 
-from ._client import EventStream, PiRpcClient, PromptResult
+from ._client import EventStream, PiRpcClient, PromptResult, StartingPi
 from ._errors import HandoffError, PiExitedError, RpcCommandError, RpcError
 from ._framing import JsonlDecoder, encode_record
 from ._handoff import Handoff
@@ -34,6 +34,7 @@ __all__ = [
     "PiRpcClient",
     "SyncPiRpcClient",
     "PromptResult",
+    "StartingPi",
     "EventStream",
     "Handoff",
     "RpcError",

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from ..compaction import AsyncSummarizer, CompactionSettings, Navigation, Summarizer
     from ._handoff import Handoff
 
-__all__ = ["PiRpcClient", "PromptResult", "EventStream"]
+__all__ = ["PiRpcClient", "PromptResult", "EventStream", "StartingPi"]
 
 _CHUNK = 1 << 16
 _STDERR_KEPT = 8192
@@ -150,8 +150,10 @@ def _default_command() -> list[str]:
     return shlex.split(pi_bin) if pi_bin else ["pi"]
 
 
-class _Starting:
-    """``PiRpcClient.start(...)``: awaited it is the client; as ``async with`` it closes it."""
+class StartingPi:
+    """What :meth:`PiRpcClient.start` returns: awaited, the client
+    (``client = await PiRpcClient.start()``); used as ``async with``, the client, closed when
+    the block ends."""
 
     def __init__(self, make: Callable[[], Awaitable[PiRpcClient]]) -> None:
         self._make = make
@@ -235,7 +237,7 @@ class PiRpcClient:
         env: Mapping[str, str] | None = None,
         args: Sequence[str] = (),
         timeout: float = 60.0,
-    ) -> _Starting:
+    ) -> StartingPi:
         """Spawn ``pi --mode rpc [--session SESSION] ARGS`` and wait until it answers::
 
             client = await PiRpcClient.start("s.jsonl", command=["../shared/pi-oracle/pi.sh"])
@@ -280,7 +282,7 @@ class PiRpcClient:
             client._session_file = state.get("sessionFile")
             return client
 
-        return _Starting(make)
+        return StartingPi(make)
 
     @property
     def pid(self) -> int:
@@ -730,7 +732,7 @@ class PiRpcClient:
         """
         from ._handoff import Handoff
 
-        return Handoff(self, None)
+        return Handoff(self)
 
     async def edit(self, edit: Callable[[SessionManager], Awaitable[Any] | Any], *, attempts: int = 3) -> Any:
         """Run ``edit(manager)`` in a :meth:`handoff`; if something else wrote to the session

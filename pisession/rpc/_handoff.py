@@ -68,7 +68,7 @@ class _Conflict:
 class Handoff:
     """``async with client.handoff() as manager:`` (see :meth:`PiRpcClient.handoff`)."""
 
-    def __init__(self, client: PiRpcClient, _reserved: object) -> None:
+    def __init__(self, client: PiRpcClient) -> None:
         self._client = client
         self._manager: SessionManager | None = None
         self._path = ""
@@ -85,23 +85,23 @@ class Handoff:
         return self._manager
 
     async def __aenter__(self) -> SessionManager:
-        return await self.begin()
+        return await self._begin()
 
     async def __aexit__(
         self, kind: type[BaseException] | None, error: BaseException | None, tb: object
     ) -> None:
         try:
             if error is None:
-                conflict = await self.inspect()
-                await self.finish(conflict)
+                conflict = await self._inspect()
+                await self._finish(conflict)
             else:
-                await self.abandon()
+                await self._abandon()
         finally:
-            await self.release()
+            await self._release()
 
     # -- the steps (PiRpcClient.edit drives them with redo) ---------------------------------------
 
-    async def begin(self) -> SessionManager:
+    async def _begin(self) -> SessionManager:
         client = self._client
         await client._handoff_lock.acquire()
         self._locked = True
@@ -145,10 +145,10 @@ class Handoff:
             self._pi_leaf = leaf
             return manager
         except BaseException:
-            await self.release()
+            await self._release()
             raise
 
-    async def inspect(self) -> _Conflict | None:
+    async def _inspect(self) -> _Conflict | None:
         """What others wrote since the edit began, if it would be lost or hide the edit."""
         client, manager = self._client, self.manager
         await asyncio.to_thread(manager.refresh)
@@ -187,7 +187,7 @@ class Handoff:
             return False
         return any(entry.id == ancestor for entry in manager.get_branch(entry_id)) and entry_id != ancestor
 
-    def rebase(self, conflict: _Conflict) -> None:
+    def _rebase(self, conflict: _Conflict) -> None:
         """Take what others wrote as the new starting point and move the leaf to ``base``."""
         manager = self.manager
         self._known.update(entry.id for entry in manager.get_entries())
@@ -198,7 +198,7 @@ class Handoff:
             manager.branch(conflict.base)
         self._ids.made.clear()
 
-    async def finish(self, conflict: _Conflict | None) -> None:
+    async def _finish(self, conflict: _Conflict | None) -> None:
         """Make Pi reload the file and check its leaf; with ``conflict``, raise it afterwards."""
         client, manager = self._client, self.manager
         expected = manager.get_leaf_id()
@@ -242,7 +242,7 @@ class Handoff:
                 pi_leaf=pi_leaf,
             )
 
-    async def abandon(self) -> None:
+    async def _abandon(self) -> None:
         """The edit failed: if it wrote anything, Pi still reloads (its view and the file agree)."""
         if self._manager is None:
             return
@@ -250,7 +250,7 @@ class Handoff:
             with contextlib.suppress(Exception):  # the edit's own error is the one to report
                 await self._client._send({"type": "switch_session", "sessionPath": self._path})
 
-    async def release(self) -> None:
+    async def _release(self) -> None:
         if self._manager is not None:
             self._manager.close()
             self._manager = None
@@ -270,26 +270,26 @@ async def _call(edit: Callable[[SessionManager], Any], manager: SessionManager) 
 async def run_edit(
     client: PiRpcClient, edit: Callable[[SessionManager], Awaitable[Any] | Any], attempts: int
 ) -> Any:
-    handoff = Handoff(client, None)
-    manager = await handoff.begin()
+    handoff = Handoff(client)
+    manager = await handoff._begin()
     try:
         try:
             result = await _call(edit, manager)
             for attempt in range(1, max(attempts, 1) + 1):
-                conflict = await handoff.inspect()
+                conflict = await handoff._inspect()
                 if conflict is None or attempt == attempts:
                     break
-                handoff.rebase(conflict)
+                handoff._rebase(conflict)
                 result = await _call(edit, manager)
             else:  # pragma: no cover - the loop always breaks
                 conflict = None
         except BaseException:
-            await handoff.abandon()
+            await handoff._abandon()
             raise
-        await handoff.finish(conflict)
+        await handoff._finish(conflict)
         return result
     finally:
-        await handoff.release()
+        await handoff._release()
 
 
 async def _model_facts(client: PiRpcClient) -> tuple[str | None, int | None, str | None, str]:

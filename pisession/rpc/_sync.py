@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SyncPiRpcClient"]
 
-_R = TypeVar("_R")
+ResultT = TypeVar("ResultT")
 
 
 class SyncPiRpcClient:
@@ -72,7 +72,7 @@ class SyncPiRpcClient:
             raise
         return cls(loop, thread, client)
 
-    def call(self, coroutine: Coroutine[Any, Any, _R]) -> _R:
+    def call(self, coroutine: Coroutine[Any, Any, ResultT]) -> ResultT:
         """Run a coroutine of :attr:`aio` and return its result."""
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
