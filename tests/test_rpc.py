@@ -229,6 +229,23 @@ def test_handoff_holds_commands_back_until_pi_reloaded(tmp_path: Path) -> None:
     assert kinds.index("set_session_name") > kinds.index("switch_session")
 
 
+def test_entries_written_before_the_handoff_are_no_conflict(tmp_path: Path) -> None:
+    """A backend's custom entries appended while Pi ran (Pi does not hold them) are part of the
+    file the edit starts from."""
+    path = tmp_path / "s.jsonl"
+    make_session(path).close()
+
+    async def main() -> None:
+        async with PiRpcClient.start(path, command=FAKE_PI) as client:
+            with SessionManager.open(str(path)) as backend:
+                backend.append_custom_entry("backend-state", {"n": 1})
+            async with client.handoff() as manager:
+                label = manager.append_label_change(manager.get_leaf_id() or "", "ok")
+            assert (await client.get_entries())["leafId"] == label
+
+    run(main())
+
+
 def foreign_line(manager: SessionManager, entry_id: str = "f0f0f0f0") -> str:
     """A custom entry as Pi would append it: under Pi's own (stale) leaf."""
     entries = manager.get_entries()

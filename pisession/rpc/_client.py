@@ -221,6 +221,7 @@ class PiRpcClient:
         self._exited = asyncio.Event()
         self._closing = False
         self._session_file: str | None = None
+        self._cursor: str | None = None  # the newest entry prompt() has seen
         self._finalizer = weakref.finalize(self, _kill_group, process.pid)
         self._reader = asyncio.create_task(self._read_stdout())
         self._stderr_reader = asyncio.create_task(self._read_stderr())
@@ -521,8 +522,8 @@ class PiRpcClient:
         :meth:`abort`).
         """
         await self._open.wait()
-        before = await self._send({"type": "get_entries"})
-        cursor = before["entries"][-1]["id"] if before["entries"] else None
+        before = await self._entries_since(self._cursor)
+        cursor = before["entries"][-1]["id"] if before["entries"] else self._cursor
         command: dict[str, Any] = {"type": "prompt", "message": message}
         if images:
             command["images"] = list(images)
@@ -547,12 +548,19 @@ class PiRpcClient:
         return await asyncio.wait_for(run(), timeout)
 
     async def _entries_since(self, cursor: str | None) -> EntriesData:
-        if cursor is None:
-            return cast(EntriesData, await self._send({"type": "get_entries"}))
-        try:
-            return cast(EntriesData, await self._send({"type": "get_entries", "since": cursor}))
-        except RpcCommandError:  # the session was switched meanwhile: all of the new one
-            return cast(EntriesData, await self._send({"type": "get_entries"}))
+        """Pi's entries after ``cursor`` (all of them without one, or when Pi no longer holds
+        it: another session), remembering the newest as the next cursor, so a prompt in a long
+        session does not fetch the whole session each time."""
+        data: EntriesData | None = None
+        if cursor is not None:
+            with contextlib.suppress(RpcCommandError):
+                data = cast(EntriesData, await self._send({"type": "get_entries", "since": cursor}))
+        if data is None:
+            data = cast(EntriesData, await self._send({"type": "get_entries"}))
+            self._cursor = None
+        if data["entries"]:
+            self._cursor = data["entries"][-1]["id"]
+        return data
 
     async def steer(self, message: str, *, images: Sequence[ImageData] = ()) -> QueuedDisposition:
         """Queue a steering message during a run; Pi's disposition (``queued`` or ``handled``)."""

@@ -123,13 +123,14 @@ class Handoff:
             from .._manager import SessionManager
 
             manager = await asyncio.to_thread(SessionManager.open, path, ids=self._ids)
-            file_ids = [entry.id for entry in manager.get_entries()]
-            if file_ids != pi_ids:
+            file_ids = {entry.id for entry in manager.get_entries()}
+            missing = [entry_id for entry_id in pi_ids if entry_id not in file_ids]
+            if missing:
                 manager.close()
                 raise HandoffError(
-                    f"Pi's session file {path} does not hold Pi's entries ({len(file_ids)} in the file, "
-                    f"{len(pi_ids)} in Pi): Pi writes the file once the session has an assistant "
-                    "message, so prompt first; or another program changed it",
+                    f"Pi's session file {path} does not hold {len(missing)} of Pi's {len(pi_ids)} "
+                    "entries: Pi writes a new session's file with its first assistant message, so "
+                    "prompt first (or the file was replaced)",
                     reloaded=False,
                 )
             leaf = data["leafId"]
@@ -140,7 +141,9 @@ class Handoff:
             else:
                 manager.branch(leaf)
             self._manager, self._path = manager, path
-            self._known = set(pi_ids)
+            # Entries others wrote before the handoff began (Pi does not hold them) are part of
+            # the file the edit starts from, not writes made during it.
+            self._known = file_ids
             self._pi_last = pi_ids[-1] if pi_ids else None
             self._pi_leaf = leaf
             return manager
