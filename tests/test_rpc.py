@@ -246,6 +246,29 @@ def test_entries_written_before_the_handoff_are_no_conflict(tmp_path: Path) -> N
     run(main())
 
 
+def test_a_command_from_inside_the_handoff_block_is_refused_not_deadlocked(tmp_path: Path) -> None:
+    from pisession.rpc import RpcError
+
+    path = tmp_path / "s.jsonl"
+    make_session(path).close()
+
+    async def main() -> None:
+        async with PiRpcClient.start(path, command=FAKE_PI) as client:
+            async with client.handoff():
+                # on this task (wait_for would make another): a deadlock would be cancelled
+                guard = asyncio.get_running_loop().call_later(10, asyncio.current_task().cancel)  # type: ignore[union-attr]
+                with pytest.raises(RpcError, match="inside a handoff block"):
+                    await client.get_state()
+                guard.cancel()
+            assert (await client.get_state())["sessionId"] == "x"
+
+    run(main())
+    with SyncPiRpcClient.start(path, command=FAKE_PI) as client:
+        with client.handoff(), pytest.raises(RpcError, match="inside a handoff block"):
+            client.get_state()
+        assert client.get_state()["sessionId"] == "x"
+
+
 def foreign_line(manager: SessionManager, entry_id: str = "f0f0f0f0") -> str:
     """A custom entry as Pi would append it: under Pi's own (stale) leaf."""
     entries = manager.get_entries()

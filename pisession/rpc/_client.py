@@ -216,6 +216,7 @@ class PiRpcClient:
         self._run = _Run()
         self._open = asyncio.Event()  # cleared while a handoff holds the commands back
         self._open.set()
+        self._handoff_task: asyncio.Task[Any] | None = None  # the task inside the handoff block
         self._handoff_lock = asyncio.Lock()
         self._write_lock = asyncio.Lock()
         self._exited = asyncio.Event()
@@ -452,8 +453,16 @@ class PiRpcClient:
         ends first, ``TimeoutError`` after ``timeout`` seconds. During a handoff it waits until
         Pi has taken the edit up.
         """
-        await self._open.wait()
+        await self._wait_open()
         return await self._send(command, timeout=timeout)
+
+    async def _wait_open(self) -> None:
+        if not self._open.is_set() and asyncio.current_task() is self._handoff_task:
+            raise RpcError(
+                "A command sent from inside a handoff block would wait for the block to end: edit "
+                "with the manager inside the block, send commands after it (or from another task)"
+            )
+        await self._open.wait()
 
     async def _send(self, command: Mapping[str, Any], *, timeout: float | None = None) -> Any:
         """:meth:`request` without waiting for a handoff (the handoff's own commands)."""
@@ -521,7 +530,7 @@ class PiRpcClient:
         at once. ``timeout`` bounds the whole wait (``TimeoutError``; Pi keeps running: send
         :meth:`abort`).
         """
-        await self._open.wait()
+        await self._wait_open()
         before = await self._entries_since(self._cursor)
         cursor = before["entries"][-1]["id"] if before["entries"] else self._cursor
         command: dict[str, Any] = {"type": "prompt", "message": message}

@@ -106,6 +106,7 @@ class Handoff:
         await client._handoff_lock.acquire()
         self._locked = True
         client._open.clear()
+        client._handoff_task = asyncio.current_task()
         try:
             # Commands sent before the handoff began are answered first.
             pending = [f for f in client._pending.values() if not f.done()]
@@ -259,6 +260,7 @@ class Handoff:
             self._manager = None
         if self._locked:
             self._locked = False
+            self._client._handoff_task = None
             self._client._open.set()
             self._client._handoff_lock.release()
 
@@ -318,7 +320,7 @@ async def navigate(
     label: str | None,
     attempts: int,
 ) -> Navigation:
-    await client._open.wait()
+    await client._wait_open()
     thinking_level, window, _, _ = await _model_facts(client)
 
     async def edit(manager: SessionManager) -> Navigation:
@@ -345,7 +347,7 @@ async def compact(
     settings: CompactionSettings | None,
     attempts: int,
 ) -> CompactionEntry:
-    await client._open.wait()
+    await client._wait_open()
     thinking_level, _, model_ref, _ = await _model_facts(client)
 
     async def edit(manager: SessionManager) -> CompactionEntry:

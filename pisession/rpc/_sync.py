@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._client import PiRpcClient, PromptResult
+from ._errors import RpcError
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -41,6 +42,7 @@ class SyncPiRpcClient:
         self, loop: asyncio.AbstractEventLoop, thread: threading.Thread, client: PiRpcClient
     ) -> None:
         self._loop, self._thread, self.aio = loop, thread, client
+        self._handoff_thread: int | None = None
 
     @classmethod
     def start(
@@ -74,6 +76,15 @@ class SyncPiRpcClient:
 
     def call(self, coroutine: Coroutine[Any, Any, ResultT]) -> ResultT:
         """Run a coroutine of :attr:`aio` and return its result."""
+        if self._handoff_thread == threading.get_ident():
+            coroutine.close()
+            raise RpcError(
+                "A command sent from inside a handoff block would wait for the block to end: edit "
+                "with the manager inside the block, send commands after it"
+            )
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def _step(self, coroutine: Coroutine[Any, Any, ResultT]) -> ResultT:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
     def close(self, timeout: float = 10.0) -> int | None:
@@ -125,12 +136,15 @@ class SyncPiRpcClient:
         """:meth:`PiRpcClient.handoff` as a ``with`` block (the body runs in the caller's thread)."""
         handoff = self.aio.handoff()
         manager = self.call(handoff.__aenter__())
+        self._handoff_thread = threading.get_ident()
         try:
             yield manager
         except BaseException as error:
-            self.call(handoff.__aexit__(type(error), error, error.__traceback__))
+            self._handoff_thread = None
+            self._step(handoff.__aexit__(type(error), error, error.__traceback__))
             raise
-        self.call(handoff.__aexit__(None, None, None))
+        self._handoff_thread = None
+        self._step(handoff.__aexit__(None, None, None))
 
     def edit(self, edit: Callable[[SessionManager], Any], *, attempts: int = 3) -> Any:
         """:meth:`PiRpcClient.edit` (``edit`` runs on the client's thread)."""
