@@ -504,8 +504,12 @@ def test_real_pi_prompts_navigation_label_and_compaction(real: RealPi) -> None:
             texts = json.dumps(real.requests()[-1]["messages"])
             assert "COMPACTION-SUMMARY-91c2" in texts and "BRANCH-SUMMARY-7f3a" not in texts
 
-            # the file reads back, in pisession and in Pi, with every entry once
-            pi_ids = [e["id"] for e in (await client.get_entries())["entries"]]
+            # the file reads back, in pisession and in Pi (reloading it), with every entry once
+            leaf = (await client.get_entries())["leafId"]
+            await client.switch_session(real.session)
+            reloaded = await client.get_entries()
+            pi_ids = [e["id"] for e in reloaded["entries"]]
+            assert reloaded["leafId"] == leaf
         assert client.returncode == 0
         assert group_members(pid) == []
         ids = [e.id for e in SessionManager.open(str(real.session)).get_entries()]
