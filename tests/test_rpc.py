@@ -246,6 +246,24 @@ def test_entries_written_before_the_handoff_are_no_conflict(tmp_path: Path) -> N
     run(main())
 
 
+def test_a_prompt_under_way_when_a_handoff_begins_waits_for_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    make_session(path).close()
+    log = tmp_path / "log.jsonl"
+
+    async def main() -> None:
+        async with PiRpcClient.start(path, command=FAKE_PI, args=["--log", str(log)]) as client:
+            prompt = asyncio.create_task(client.prompt("x"))
+            await asyncio.sleep(0)  # the prompt has asked for the entries, not yet sent itself
+            async with client.handoff() as manager:
+                manager.append_label_change(manager.get_leaf_id() or "", "first")
+            assert (await prompt).disposition == "started"
+
+    run(main())
+    kinds = [json.loads(line)["type"] for line in log.read_text().split("\n") if line]
+    assert kinds.index("prompt") > kinds.index("switch_session"), kinds
+
+
 def test_a_command_from_inside_the_handoff_block_is_refused_not_deadlocked(tmp_path: Path) -> None:
     from pisession.rpc import RpcError
 

@@ -462,7 +462,11 @@ class PiRpcClient:
                 "A command sent from inside a handoff block would wait for the block to end: edit "
                 "with the manager inside the block, send commands after it (or from another task)"
             )
-        await self._open.wait()
+        # Woken when a handoff ends, another may have begun before this task runs: look again.
+        # From the last look to the command's registration in _pending nothing yields, so a
+        # handoff beginning later waits for the command.
+        while not self._open.is_set():
+            await self._open.wait()
 
     async def _send(self, command: Mapping[str, Any], *, timeout: float | None = None) -> Any:
         """:meth:`request` without waiting for a handoff (the handoff's own commands)."""
@@ -541,6 +545,7 @@ class PiRpcClient:
 
         async def run() -> PromptResult:
             async with self.events() as events:
+                await self._wait_open()  # the entries were read: a handoff may have begun since
                 data = await self._send(command)
                 disposition = cast(PromptDisposition, data["disposition"])
                 if disposition != "started":
