@@ -264,6 +264,22 @@ def test_a_prompt_under_way_when_a_handoff_begins_waits_for_it(tmp_path: Path) -
     assert kinds.index("prompt") > kinds.index("switch_session"), kinds
 
 
+def test_a_failing_handoff_block_still_lets_pi_see_what_it_wrote(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    make_session(path).close()
+
+    async def main() -> None:
+        async with PiRpcClient.start(path, command=FAKE_PI) as client:
+            with pytest.raises(ValueError, match="backend bug"):
+                async with client.handoff() as manager:
+                    label = manager.append_label_change(manager.get_leaf_id() or "", "half")
+                    raise ValueError("backend bug")
+            # Pi reloaded: its view and the file agree, its next entry will not hide the label
+            assert (await client.get_entries())["leafId"] == label
+
+    run(main())
+
+
 def test_a_command_from_inside_the_handoff_block_is_refused_not_deadlocked(tmp_path: Path) -> None:
     from pisession.rpc import RpcError
 
