@@ -280,6 +280,24 @@ def test_a_failing_handoff_block_still_lets_pi_see_what_it_wrote(tmp_path: Path)
     run(main())
 
 
+def test_a_write_on_top_of_the_edit_is_no_conflict(tmp_path: Path) -> None:
+    """Another pisession writer that read the edit and continued from it loses nothing."""
+    path = tmp_path / "s.jsonl"
+    make_session(path).close()
+
+    async def main() -> None:
+        async with PiRpcClient.start(path, command=FAKE_PI) as client:
+            async with client.handoff() as manager:
+                label = manager.append_label_change(manager.get_leaf_id() or "", "mine")
+                with SessionManager.open(str(path)) as other:
+                    other.refresh(move_leaf=True)
+                    assert other.get_leaf_id() == label
+                    on_top = other.append_custom_entry("other", {"n": 1})
+            assert (await client.get_entries())["leafId"] == on_top
+
+    run(main())
+
+
 def test_a_command_from_inside_the_handoff_block_is_refused_not_deadlocked(tmp_path: Path) -> None:
     from pisession.rpc import RpcError
 

@@ -75,7 +75,8 @@ class Handoff:
         self._known: set[str] = set()  # entries that were in the file and Pi's when the edit began
         self._pi_last: str | None = None
         self._pi_leaf: str | None = None
-        self._pi_seen: tuple[str | None, str | None] = (None, None)  # Pi's last entry and leaf at inspect()
+        self._pi_seen: tuple[str | None, str | None] = (None, None)  # Pi's last entry, leaf
+        self._on_top: set[str] = set()  # others' entries under the edit's leaf: no conflict
         self._ids = _RecordingIds()
         self._locked = False
 
@@ -172,6 +173,7 @@ class Handoff:
         pi_moved = pi_leaf != self._pi_leaf
         hidden = [f for f in foreign if not self._descends(f, expected)]
         if not hidden and not pi_moved:
+            self._on_top = set(foreign)
             return None
         if pi_moved:
             base = pi_leaf
@@ -230,11 +232,14 @@ class Handoff:
                 expected_leaf=expected,
                 pi_leaf=pi_leaf,
             )
+        # Pi's leaf is pisession's, or under it: entries others wrote on top of the edit (they
+        # read it first), and what Pi appends itself when it loads a branch.
         parents = {entry["id"]: entry for entry in after["entries"]}
         node, ok = pi_leaf, pi_leaf == expected
-        while not ok and node is not None and node in parents and node not in before:
+        while not ok and node is not None and node in parents:
             entry = parents[node]
-            if entry.get("type") not in _RELOAD_ENTRY_TYPES:
+            on_top = node in self._on_top
+            if not on_top and (node in before or entry.get("type") not in _RELOAD_ENTRY_TYPES):
                 break
             node = entry.get("parentId")
             ok = node == expected
