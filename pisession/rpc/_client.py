@@ -221,7 +221,6 @@ class PiRpcClient:
         self._write_lock = asyncio.Lock()
         self._exited = asyncio.Event()
         self._closing = False
-        self._session_file: str | None = None
         self._cursor: str | None = None  # the newest entry prompt() has seen
         self._finalizer = weakref.finalize(self, _kill_group, process.pid)
         self._reader = asyncio.create_task(self._read_stdout())
@@ -275,13 +274,12 @@ class PiRpcClient:
                 raise RpcError(f"Cannot start Pi ({shlex.join(argv)}): {error}") from error
             client = cls(process, env=env)
             try:
-                state = await asyncio.wait_for(client.get_state(), timeout)
+                await asyncio.wait_for(client.get_state(), timeout)
             except BaseException as error:
                 await client.close(timeout=0)
                 if isinstance(error, asyncio.TimeoutError):
                     raise client._exited_error(f"Pi did not answer within {timeout} s") from None
                 raise
-            client._session_file = state.get("sessionFile")
             return client
 
         return StartingPi(make)
