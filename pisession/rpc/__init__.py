@@ -13,10 +13,11 @@ The transport is the standard library's asyncio; nothing in pisession imports th
 
 from __future__ import annotations
 
-from ._client import EventStream, PiRpcClient, PromptResult, StartingPi
+from ._client import PiRpcClient, StartingPi
 from ._errors import HandoffError, PiExitedError, RpcCommandError, RpcError
 from ._framing import JsonlDecoder, encode_record
 from ._handoff import Handoff
+from ._stream import EventStream, PromptResult
 from ._sync import SyncPiRpcClient
 from ._types import (
     Command,

@@ -10,8 +10,9 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._client import PiRpcClient, PromptResult
+from ._client import PiRpcClient
 from ._errors import RpcError
+from ._stream import PromptResult
 
 if TYPE_CHECKING:
     from types import TracebackType
