@@ -135,6 +135,9 @@ def docs_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", str(sessions))
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setenv("NO_COLOR", "1")
+    # The pages on pisession.rpc start "pi": here a stand-in speaking Pi's RPC protocol, so
+    # their code runs without Node (tests/test_rpc.py runs the real Pi).
+    monkeypatch.setenv("PI_BIN", shlex.join([sys.executable, str(ROOT / "tests" / "rpc_fake_pi.py")]))
     # The shell blocks call `pisession`: the one installed beside this Python, venv active or not.
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     return tmp_path
@@ -282,7 +285,8 @@ def test_the_cli_page_pairs_every_command_with_its_python_call(capsys: pytest.Ca
 
 TOOLING = DOCS / "tooling" / "griffe_pisession.py"
 PUBLIC_MODULES = ("pisession", "pisession.export", "pisession.stats", "pisession.validate",
-                  "pisession.describe", "pisession.views", "pisession.aio", "pisession.settings")  # fmt: skip
+                  "pisession.describe", "pisession.views", "pisession.aio", "pisession.settings",
+                  "pisession.rpc")  # fmt: skip
 HIDDEN_INIT = {"SessionManager", "TreeIndex", "AsyncSessionManager"}  # the reference hides these
 
 

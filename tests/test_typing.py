@@ -14,7 +14,8 @@ import pytest
 ROOT = Path(__file__).parent.parent
 USER_CODE = ROOT / "tests" / "typing" / "user_code.py"
 LIBRARY_CODE = ROOT / "tests" / "typing" / "library_code.py"
-CHECKED = [USER_CODE, LIBRARY_CODE, *sorted((ROOT / "docs" / "examples").glob("*.py"))]
+RPC_USER_CODE = ROOT / "tests" / "typing" / "rpc_user_code.py"
+CHECKED = [USER_CODE, LIBRARY_CODE, RPC_USER_CODE, *sorted((ROOT / "docs" / "examples").glob("*.py"))]
 
 needs_mypy = pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
 
