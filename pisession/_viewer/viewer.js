@@ -28,7 +28,9 @@ function viewer(DATA) {
   const N = E.length;
   const PARENT = DATA.parent;
   const ORDER = DATA.order;
-  const LABELS = DATA.labels || {};
+  // Session text (ids, roles, tool names, paths, labels) is only ever looked up in a Map or with
+  // own(): in a plain object, a key such as "constructor" or "__proto__" finds Object.prototype's.
+  const LABELS = new Map(isObj(DATA.labels) ? Object.entries(DATA.labels) : []);
   const HEADER = DATA.header;
   const DEFAULT_LEAF = DATA.leaf;
 
@@ -41,7 +43,7 @@ function viewer(DATA) {
   }
   const POS = new Map();
   E.forEach((e, p) => POS.set(String(e && e.id), p));
-  const labelOf = (p) => LABELS[p];
+  const labelOf = (p) => LABELS.get(String(p));
   const BRANCH_POINTS = E.reduce((n, _, p) => n + (KIDS[p] && KIDS[p].length > 1 ? 1 : 0), 0);
 
   // Tool calls by id, for the tree's one-line descriptions of tool results.
@@ -61,6 +63,7 @@ function viewer(DATA) {
   const ESC = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
   function esc(value) { return String(value == null ? '' : value).replace(/[&<>"']/g, (c) => ESC[c]); }
   function isObj(v) { return v !== null && typeof v === 'object' && !Array.isArray(v); }
+  function own(table, key) { return Object.prototype.hasOwnProperty.call(table, key) ? table[key] : undefined; }
   function msgOf(e) { return e && e.type === 'message' && isObj(e.message) ? e.message : null; }
   function blocks(content) { return Array.isArray(content) ? content.filter(isObj) : []; }
   function textOf(content) {
@@ -108,7 +111,7 @@ function viewer(DATA) {
   function langOf(name) {
     name = String(name || '').toLowerCase();
     const ext = name.includes('.') || name.includes('/') ? name.split('/').pop().split('.').pop() : name;
-    const lang = EXT[ext] || ext;
+    const lang = own(EXT, ext) || ext;
     return lang && HLJS && HLJS.getLanguage(lang) ? lang : null;
   }
   function highlight(code, lang) {
@@ -394,7 +397,7 @@ function viewer(DATA) {
       cursor = at === undefined ? 0 : at;
     }
     const page = Math.max(1, Math.floor(treeBox().clientHeight / ROW) - 1);
-    const step = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page }[ev.key];
+    const step = own({ ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page }, ev.key);
     if (step !== undefined) moveCursor(cursor + step);
     else if (ev.key === 'Home') moveCursor(0);
     else if (ev.key === 'End') moveCursor(rows.length - 1);
@@ -552,7 +555,7 @@ function viewer(DATA) {
     if (nested && nested.calls.length) {
       // Calls this tool made to other tools (a codemode script, say), recorded without results.
       const icons = { ok: '✓', error: '✗', unfinished: '…' };
-      const lines = nested.calls.filter(isObj).map((c) => (icons[c.status] || '?') + ' ' + str(c.name) + ' ' +
+      const lines = nested.calls.filter(isObj).map((c) => (own(icons, c.status) || '?') + ' ' + str(c.name) + ' ' +
         (c.arguments !== undefined ? JSON.stringify(c.arguments) : '[arguments omitted, ' + str(c.argumentsBytes) + ' bytes]') +
         (typeof c.durationMs === 'number' ? ' ' + c.durationMs + 'ms' : '') + (c.error ? '\n    ' + str(c.error).split('\n').join('\n    ') : ''));
       html += '<div class="call small">nested calls: ' + nested.calls.length + (nested.complete === false ? ' (incomplete record)' : '') + '</div>' + longText(lines.join('\n'), null, 4);
@@ -649,15 +652,16 @@ function viewer(DATA) {
   }
   function contextNote(p, st) {
     if (!st || st.kind === 'compacted') return ''; // one boundary line marks these (itemHtml)
-    const what = {
+    const what = own({
       compacted: 'Not in the model’s context: summarised by the compaction ',
       folded: 'Folded into the system prompt kept by the compaction ',
       superseded: 'Superseded by the later compaction ',
       omitted: 'Omitted from the model’s context by the edit ',
       replaced: 'The model saw replaced content (edit ',
-    }[st.kind];
+    }, st.kind);
     return '<div class="ctx-note ' + st.kind + '">' + what + linkTo(st.by) + (st.kind === 'replaced' ? ')' : '') + '</div>';
   }
+  const KINDS = { toolResult: 'tool result', bashExecution: 'bash', branchSummary: 'branch summary', compactionSummary: 'compaction summary', system: 'system prompt' };
   function entryHtml(p) {
     const e = E[p];
     if (!e) return '';
@@ -667,7 +671,7 @@ function viewer(DATA) {
     if (m) {
       const role = String(m.role);
       cls += ' m-' + role.replace(/[^A-Za-z]/g, '');
-      kind = { toolResult: 'tool result', bashExecution: 'bash', branchSummary: 'branch summary', compactionSummary: 'compaction summary', system: 'system prompt' }[role] || role;
+      kind = own(KINDS, role) || role;
       if (role === 'custom') kind = 'custom: ' + str(m.customType);
       if (st && st.kind === 'replaced') {
         body = '<div class="now">' + messageBody(p, m, st.replacement) + '</div>' +

@@ -524,3 +524,116 @@ def test_skills_nested_calls_tool_parameters_and_pi_links(tmp_path: Path) -> Non
     assert body.strip() == "<p>Steps <strong>here</strong></p>"
     assert "command" in spec and "required" in spec
     assert "nested calls: 1" in tool and '✓ read {"path":"a"}' in tool
+
+
+# Every own key of JavaScript's Object.prototype: a plain-object table looked up with one of these
+# finds a function (or the prototype itself) instead of nothing.
+PROTOTYPE_KEYS = [
+    "constructor",
+    "__proto__",
+    "toString",
+    "toLocaleString",
+    "valueOf",
+    "hasOwnProperty",
+    "isPrototypeOf",
+    "propertyIsEnumerable",
+    "__defineGetter__",
+    "__defineSetter__",
+    "__lookupGetter__",
+    "__lookupSetter__",
+]
+
+
+def prototype_key_session() -> list[dict[str, Any]]:
+    """Per key: a user message with the key as its id, tool calls (read, write, edit and a tool
+    named by the key) on paths ending in ".<key>", their results, a fenced block in that language,
+    a message with the key as its role, a custom message and nested call status named by it."""
+    entries: list[dict[str, Any]] = [
+        {"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-05T09:00:00.000Z", "cwd": "/p"}
+    ]
+    parent: str | None = None
+
+    def add(entry_id: str, **fields: Any) -> None:
+        nonlocal parent
+        entries.append(
+            {"id": entry_id, "parentId": parent, "timestamp": "2026-01-05T09:00:01.000Z", **fields}
+        )
+        parent = entry_id
+
+    def message(entry_id: str, **body: Any) -> None:
+        add(entry_id, type="message", message={"timestamp": 1767603601000, **body})
+
+    for key in PROTOTYPE_KEYS:
+        message(key, role="user", content=f"turn {key}")
+        calls = {
+            f"read-{key}": ("read", {"path": f"src/x.{key}"}),
+            f"write-{key}": ("write", {"path": f"/home/u/out.{key}", "content": "a\nb"}),
+            f"edit-{key}": ("edit", {"path": f"lib/{key}", "edits": [{"oldText": "a", "newText": "b"}]}),
+            f"tool-{key}": (key, {"path": f"x.{key}"}),
+        }
+        message(
+            f"calls-{key}",
+            role="assistant",
+            api="a",
+            provider="p",
+            model="m",
+            stopReason="toolUse",
+            content=[
+                {"type": "text", "text": f"&{key}; [r][{key}] &#x{key};\n\n```{key}\ncode()\n```"},
+                *(
+                    {"type": "toolCall", "id": cid, "name": name, "arguments": args}
+                    for cid, (name, args) in calls.items()
+                ),
+            ],
+        )
+        for cid, (name, _) in calls.items():
+            message(
+                f"result-{cid}",
+                role="toolResult",
+                toolCallId=cid,
+                toolName=name,
+                isError=False,
+                content=[{"type": "text", "text": "line 1\nline 2"}],
+                nestedCalls={"complete": True, "calls": [{"name": "read", "status": key, "arguments": {}}]},
+            )
+        message(f"role-{key}", role=key, content=f"role {key}")
+        add(f"custom-{key}", type="custom_message", customType=key, content=f"custom {key}", display=True)
+    add("label-x", type="label", targetId=PROTOTYPE_KEYS[0], label="__proto__")
+    return entries
+
+
+def test_paths_roles_and_ids_named_like_object_prototype_keys_render(tmp_path: Path) -> None:
+    entries = prototype_key_session()
+    page = export(SessionManager.in_memory(entries=entries), tmp_path)
+    ids = [e["id"] for e in entries[1:]]
+    out = drive(
+        page,
+        [
+            {"do": "click", "sel": ".filter[data-filter=all]"},
+            {"do": "click", "sel": "[data-act=hidden]"},
+            # Every row opened in turn: its entry is drawn, and the union of what was drawn kept.
+            js(
+                "(() => { const v = window.pisessionViewer, seen = new Set();"
+                " for (const [p] of v.rows()) { v.navigate(p, p, 'center');"
+                "  for (const id of " + SHOWN + ") seen.add(id); }"
+                " return [...seen]; })()"
+            ),
+            js("document.body.innerText.includes('[native code]')"),
+            js(ROWS + ".join('\\n').includes('[native code]')"),
+            js("[...document.querySelectorAll('#messages .md pre code')].map(c => c.textContent)"),
+            # Clicking a tree row still navigates.
+            js("(() => { document.querySelector('#tree').scrollTop = 0; return 0; })()"),
+            {"do": "wait", "ms": 200},
+            {"do": "click", "sel": "#tree .row[data-p='0']"},
+            js("window.pisessionViewer.state.target"),
+            js("['constructor', 'a.__proto__'].map((l) => window.pisessionViewer.highlight('x', l))"),
+        ],
+    )
+    clean(out)
+    seen, native_in_page, native_in_rows, fences, _, target, highlighted = out["values"]
+    assert sorted(seen) == sorted(ids)
+    assert native_in_page is False
+    assert native_in_rows is False
+    assert "code()" in fences
+    assert target == 0
+    assert highlighted == ["x", "x"]
