@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from viewer_sessions import big_session
+from viewer_sessions import big_session, huge_body_session
 
 from pisession import SessionManager, to_wire
 from pisession._json import dumps
@@ -637,3 +637,140 @@ def test_paths_roles_and_ids_named_like_object_prototype_keys_render(tmp_path: P
     assert "code()" in fences
     assert target == 0
     assert highlighted == ["x", "x"]
+
+
+MESSAGES_TEXT = "document.querySelector('#messages').textContent.length"
+
+
+def test_a_forty_megabyte_tool_result_is_drawn_cut_until_show_all(tmp_path: Path) -> None:
+    entries = huge_body_session(40_000_000)
+    body = entries[3]["message"]["content"][0]["text"]
+    last_line = body.rstrip("\n").rsplit("\n", 1)[1]
+    page = export(SessionManager.in_memory(entries=entries), tmp_path)
+    big = "document.querySelector('#entry-00000003')"
+    out = drive(
+        page,
+        [
+            js(MESSAGES_TEXT),
+            js(f"{big}.querySelectorAll('button.show-all').length"),
+            # Away to the short branch and back: the result is drawn cut again.
+            js(
+                "(() => { window.pisessionViewer.navigate(5, 5, 'center'); return " + MESSAGES_TEXT + "; })()"
+            ),
+            js(
+                "(() => { window.pisessionViewer.navigate(6, 2, 'center'); return " + MESSAGES_TEXT + "; })()"
+            ),
+            # Search reaches past the cut: the last line finds the result's row.
+            {"do": "type", "sel": "#search", "text": last_line.split()[1]},
+            {"do": "wait", "ms": 1500},
+            js("window.pisessionViewer.rows().map((r) => r[0])"),
+            {"do": "click", "sel": "#entry-00000003 button.show-all"},
+            js(f"{big}.querySelector('pre').textContent.length"),
+            js(f"{big}.querySelector('pre').textContent.slice(-200)"),
+            js(f"{big}.querySelectorAll('button.show-all').length"),
+        ],
+    )
+    clean(out)
+    first, buttons, away, back, found, whole, tail, left = out["values"]
+    assert first < 100_000 and back < 100_000 and away < 1_000
+    assert buttons == 1
+    assert 2 in found  # the result's position; the leaf (6) is always shown too
+    assert whole == len(body) == 40_000_000
+    assert tail == body[-200:]
+    assert left == 0
+
+
+def test_huge_markdown_thinking_commands_diffs_and_arguments_are_cut(tmp_path: Path) -> None:
+    big = "".join(f"line {i} **bold** `code`\n" for i in range(12_000))  # ~300 KB
+    manager = SessionManager.in_memory("/p")
+    manager.append_message({"role": "user", "content": big, "timestamp": 1})
+    manager.append_message(
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": big},
+                {"type": "text", "text": big},
+                {"type": "toolCall", "id": "b", "name": "bash", "arguments": {"command": big}},
+                {
+                    "type": "toolCall",
+                    "id": "e",
+                    "name": "edit",
+                    "arguments": {"path": "a.py", "oldText": big, "newText": "x"},
+                },
+                {"type": "toolCall", "id": "o", "name": "other", "arguments": {"data": big}},
+            ],
+            "api": "a",
+            "provider": "p",
+            "model": "m",
+            "stopReason": "toolUse",
+            "timestamp": 2,
+        }
+    )
+    page = export(manager, tmp_path)
+    lengths = (
+        "[...document.querySelectorAll('#messages .md, #messages .thinking-body, #messages .cmd,"
+        " #messages pre.diff, #messages details.args pre')].map((e) => e.textContent.length)"
+    )
+    out = drive(
+        page,
+        [
+            {"do": "click", "sel": "[data-act=tools]"},
+            js("document.querySelectorAll('#messages button.show-all').length"),
+            js(lengths),
+            js(
+                "(() => { for (const b of document.querySelectorAll('#messages button.show-all')) b.click();"
+                " return document.querySelectorAll('#messages .show-all, #messages [data-lazy]').length; })()"
+            ),
+            js(lengths),
+            js("document.querySelectorAll('#messages .md strong').length"),
+        ],
+    )
+    clean(out)
+    buttons, cut, left, whole, bold = out["values"]
+    assert buttons == 6  # user text, thinking, assistant text, command, diff, arguments
+    assert len(cut) == 6 and all(n < 70_000 for n in cut)
+    assert left == 0
+    assert len(whole) == 6 and all(n > 0.75 * len(big) for n in whole)  # Markdown drops its ** and `
+    assert bold == 2 * 12_000  # shown whole, Markdown under 1 MB is still rendered
+
+
+def test_copy_of_a_cut_output_copies_all_of_it(tmp_path: Path) -> None:
+    output = "".join(f"row {i}\tvalue\n" for i in range(20_000))  # ~300 KB
+    manager = SessionManager.in_memory("/p")
+    call = {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "dump"}}
+    manager.append_message(
+        {
+            "role": "assistant",
+            "content": [call],
+            "api": "a",
+            "provider": "p",
+            "model": "m",
+            "stopReason": "toolUse",
+            "timestamp": 1,
+        }
+    )
+    manager.append_message(
+        {
+            "role": "toolResult",
+            "toolCallId": "c1",
+            "toolName": "bash",
+            "isError": False,
+            "timestamp": 2,
+            "content": [{"type": "text", "text": output}],
+        }
+    )
+    page = export(manager, tmp_path)
+    out = drive(
+        page,
+        [
+            js("document.querySelector('.tool .codebox pre').textContent.length"),
+            {"do": "click", "sel": ".tool .codebox button.copy"},
+            {"do": "wait", "ms": 300},
+            js("navigator.clipboard.readText()"),
+        ],
+        clipboard=True,
+    )
+    clean(out)
+    shown, copied = out["values"]
+    assert shown < 80_000  # 64 KB, its tabs drawn as three spaces
+    assert copied == output.rstrip()  # the output as it is (the bash view trims its end)
