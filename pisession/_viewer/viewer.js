@@ -173,8 +173,8 @@ function viewer(DATA) {
     return ' data-lazy="' + k + '"';
   }
   function showAllButton(text, head) {
-    return '<button class="show-all" title="Draw the whole text">Show all ' + text.length.toLocaleString() + ' characters</button>' +
-      '<span class="cut-note muted small"> (the first ' + head.length.toLocaleString() + ' are shown)</span>';
+    return '<button class="show-all" title="Draw the whole text">Show all</button>' +
+      '<span class="cut-note muted small"> (the first ' + head.length.toLocaleString() + ' of ' + text.length.toLocaleString() + ' characters are shown)</span>';
   }
   function showAll(button) {
     const box = button.closest('[data-lazy]');
@@ -184,8 +184,31 @@ function viewer(DATA) {
     delete box.dataset.lazy;
     if (job) job.draw(box);
   }
+  // The whole of a huge text, as blocks of about BODY_LIMIT characters (cut at line ends) that
+  // the browser lays out only when they come near the screen (content-visibility: auto, sized
+  // meanwhile by their line count): one 40 MB text node took 20 s to lay out.
+  function fillText(el, text) {
+    if (text.length <= 2 * BODY_LIMIT) { el.textContent = text; return; }
+    const parts = [];
+    for (let at = 0; at < text.length;) {
+      let end = Math.min(text.length, at + BODY_LIMIT);
+      if (end < text.length) {
+        const nl = text.lastIndexOf('\n', end);
+        if (nl > at + BODY_LIMIT / 2) end = nl + 1;
+        const c = text.charCodeAt(end - 1);
+        if (c >= 0xd800 && c <= 0xdbff) end--;
+      }
+      const part = document.createElement('span');
+      part.className = 'part';
+      part.textContent = text.slice(at, end);
+      part.style.containIntrinsicSize = 'auto ' + (lineCount(part.textContent) * 1.45).toFixed(2) + 'em';
+      parts.push(part);
+      at = end;
+    }
+    el.replaceChildren(...parts);
+  }
   function fillCode(el, text, lang) {
-    if (lang && text.length <= HIGHLIGHT_LIMIT) el.innerHTML = highlight(text, lang); else el.textContent = text;
+    if (lang && text.length <= HIGHLIGHT_LIMIT) el.innerHTML = highlight(text, lang); else fillText(el, text);
   }
   // Code or output in <pre class="cls">, cut when huge.
   function preBox(cls, text, lang) {
@@ -204,7 +227,7 @@ function viewer(DATA) {
       if (src.length <= RICH_LIMIT) { box.innerHTML = markdown(src); return; }
       const pre = document.createElement('pre');
       pre.className = 'out plain';
-      pre.textContent = src;
+      fillText(pre, src);
       box.replaceChildren(pre);
     };
     return '<div class="md"' + lazyAttr(src, draw) + '>' + markdown(head) + showAllButton(src, head) + '</div>';
@@ -213,7 +236,7 @@ function viewer(DATA) {
   function textBox(tag, cls, text) {
     const head = cutOf(text);
     if (head === null) return '<' + tag + ' class="' + cls + '">' + esc(text) + '</' + tag + '>';
-    return '<' + tag + ' class="' + cls + '"' + lazyAttr(text, (box) => { box.textContent = text; }) + '>' + esc(head) + showAllButton(text, head) + '</' + tag + '>';
+    return '<' + tag + ' class="' + cls + '"' + lazyAttr(text, (box) => fillText(box, text)) + '>' + esc(head) + showAllButton(text, head) + '</' + tag + '>';
   }
 
   // ---------------------------------------------------------------------------------- markdown
@@ -607,7 +630,7 @@ function viewer(DATA) {
       if (diff.length <= RICH_LIMIT) { box.innerHTML = diffPre(diff); return; }
       const pre = document.createElement('pre');
       pre.className = 'diff';
-      pre.textContent = diff;
+      fillText(pre, diff);
       box.replaceChildren(pre);
     };
     return '<div class="cutbox"' + lazyAttr(diff, draw) + '>' + diffPre(head) + showAllButton(diff, head) + '</div>';

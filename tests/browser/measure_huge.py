@@ -35,6 +35,12 @@ _SWITCH = (
     " v.navigate(6, 2, 'center'); await " + _PAINTED + "; const t2 = performance.now();"
     " return [t1 - t0, t2 - t1]; })()"
 )
+# "Show all" on the huge result: the whole 40 MB drawn and laid out.
+_SHOW_ALL = (
+    "(async () => { const t0 = performance.now();"
+    " document.querySelector('#entry-00000003 button.show-all').click(); await " + _PAINTED + ";"
+    " return [performance.now() - t0, document.querySelector('#entry-00000003 pre').textContent.length]; })()"
+)
 
 
 def main() -> int:
@@ -52,9 +58,10 @@ def main() -> int:
                 {"do": "eval", "js": f"(async () => {{ await {_PAINTED}; return performance.now(); }})()"},
                 {"do": "eval", "js": _SWITCH},
                 {"do": "eval", "js": "document.querySelector('#messages').textContent.length"},
+                {"do": "eval", "js": _SHOW_ALL},
             ],
         }
-        ready, painted, away, back, shown = [], [], [], [], []
+        ready, painted, away, back, shown, whole = [], [], [], [], [], []
         for _ in range(5):
             done = subprocess.run(
                 ["node", str(HERE / "drive.mjs"), json.dumps(plan)],
@@ -71,6 +78,8 @@ def main() -> int:
             away.append(out["values"][1][0])
             back.append(out["values"][1][1])
             shown.append(out["values"][2])
+            whole.append(out["values"][3][0])
+            assert out["values"][3][1] == len(manager.get_entries()[2].message.content[0].text)
 
     def line(name: str, values: list[float]) -> str:
         runs = ", ".join(f"{v / 1000:.2f}" for v in values)
@@ -82,6 +91,7 @@ def main() -> int:
     print(line("switch to the other branch", away))
     print(line("switch back (draws the huge result)", back))
     print(f"characters in the message list after switching back: {max(shown):,}")
+    print(line("show all (the whole result drawn)", whole))
     return 0
 
 
