@@ -417,11 +417,19 @@ function viewer(DATA) {
       if (f === 'no-tools' && m && (m.role === 'toolResult' || m.role === 'bashExecution')) return false;
     }
     if (state.query) {
-      const text = searchText(p);
-      for (const token of state.query) if (!text.includes(token)) return false;
+      // Whether an entry matches is kept per query: a branch switch rebuilds the rows, and
+      // searching a 40 MB entry's text again each time would cost tens of milliseconds.
+      const key = state.query.join(' ');
+      if (hits.key !== key) hits = { key, of: new Int8Array(N) };
+      if (!hits.of[p]) {
+        const text = searchText(p);
+        hits.of[p] = state.query.every((token) => text.includes(token)) ? 1 : 2;
+      }
+      if (hits.of[p] === 2) return false;
     }
     return true;
   }
+  let hits = { key: '', of: null };
   let rows = [];      // [position, prefix] for every visible row, in display order
   let rowOf = new Map();
   function buildRows() {
