@@ -4,6 +4,7 @@ fetching nothing. What it does in a browser is tested in tests/browser/."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 import shutil
@@ -225,6 +226,18 @@ def test_a_large_session_is_embedded_compressed() -> None:
     big.append_message({"role": "user", "content": "words " * 200_000, "timestamp": 1})
     big_page = render_viewer(big)
     assert "application/x-pisession-zlib-base64" in big_page and len(big_page) < 200_000 + len(plain)
+
+
+def test_a_large_session_that_compresses_badly_is_embedded_plain() -> None:
+    # Hex digits pack to about 0.67 of their size in base64: the page would open slower packed.
+    noise = hashlib.sha256(b"seed").hexdigest()
+    text = "".join(hashlib.sha256(f"{noise}{i}".encode()).hexdigest() for i in range(40_000))
+    big = SessionManager.in_memory("/p")
+    big.append_message({"role": "user", "content": text, "timestamp": 1})
+    page = render_viewer(big)
+    assert 'type="application/json"' in page
+    assert embedded(page)["entries"][0]["message"]["content"] == text
+    assert "application/x-pisession-zlib-base64" in render_viewer(big, compress=True)
 
 
 def test_vendored_libraries_ship_with_their_licences() -> None:

@@ -39,8 +39,11 @@ except ImportError:  # pragma: no cover - orjson is a dependency, but pisession 
 
 __all__ = ["embed_json", "render_viewer"]
 
-# Past this much JSON the page embeds the session compressed (docs/performance.md).
+# Past this much JSON the page embeds the session compressed (docs/performance.md), if that
+# makes it at most PACKED_RATIO of the JSON's size: Chromium unpacks only about 40 MB/s, so
+# text that compresses badly (a 40 MB log of hashes: 0.7) opens faster as plain JSON.
 COMPRESS_ABOVE = 1_000_000
+PACKED_RATIO = 0.5
 
 # Inside <script> the HTML parser ends the element at "</script" and treats "<!--" specially;
 # U+2028/2029 are escaped too so the text is safe wherever it is pasted. These characters occur
@@ -197,17 +200,23 @@ def render_viewer(manager: SessionManager, *, title: str | None = None, compress
         html = render_viewer(SessionManager.open("session.jsonl"))
 
     ``title`` defaults to the session's name, else its first user message. ``compress`` embeds
-    the session compressed (the page unpacks it); by default only past ``COMPRESS_ABOVE`` bytes.
+    the session compressed (the page unpacks it); by default only past ``COMPRESS_ABOVE`` bytes,
+    and only when that makes it at most ``PACKED_RATIO`` of the size.
     """
     data = _session_data(manager, title)
     script = _script()
     raw = embed_json(data)
-    packed = compress if compress is not None else len(raw) > COMPRESS_ABOVE
+    packed: str | None = None
+    if compress or (compress is None and len(raw) > COMPRESS_ABOVE):
+        encoded = raw.encode("utf-8")
+        packed = _packed(encoded)
+        if compress is None and len(packed) > PACKED_RATIO * len(encoded):
+            packed = None
     fills = {
         "TITLE": _html_text(data["title"]),
         "CSS": _asset("viewer.css"),
-        "KIND": "application/x-pisession-zlib-base64" if packed else "application/json",
-        "DATA": _packed(raw.encode("utf-8")) if packed else raw,
+        "KIND": "application/x-pisession-zlib-base64" if packed is not None else "application/json",
+        "DATA": packed if packed is not None else raw,
         "JS": script,
         "SCRIPTHASH": _script_hash(script),
     }

@@ -8,9 +8,15 @@
   if (el.type === 'application/json') { viewer(JSON.parse(el.textContent)); return; }
   let bytes;
   try {
-    const text = atob(el.textContent.trim());
-    bytes = new Uint8Array(text.length);
-    for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+    const packed = el.textContent.trim();
+    // Uint8Array.fromBase64 (Chrome 140, Firefox 133, Safari 18.2) is five times faster than the
+    // copy loop on 28 MB of base64; the loop serves older browsers.
+    if (typeof Uint8Array.fromBase64 === 'function') bytes = Uint8Array.fromBase64(packed);
+    else {
+      const text = atob(packed);
+      bytes = new Uint8Array(text.length);
+      for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+    }
   } catch (e) { bytes = null; }
   if (!bytes || typeof DecompressionStream !== 'function') {
     document.body.insertAdjacentHTML('afterbegin', '<p class="noscript">This browser cannot unpack the session embedded in this page (it needs DecompressionStream).</p>');
@@ -28,7 +34,9 @@ function viewer(DATA) {
   const N = E.length;
   const PARENT = DATA.parent;
   const ORDER = DATA.order;
-  const LABELS = DATA.labels || {};
+  // Session text (ids, roles, tool names, paths, labels) is only ever looked up in a Map or with
+  // own(): in a plain object, a key such as "constructor" or "__proto__" finds Object.prototype's.
+  const LABELS = new Map(isObj(DATA.labels) ? Object.entries(DATA.labels) : []);
   const HEADER = DATA.header;
   const DEFAULT_LEAF = DATA.leaf;
 
@@ -41,7 +49,7 @@ function viewer(DATA) {
   }
   const POS = new Map();
   E.forEach((e, p) => POS.set(String(e && e.id), p));
-  const labelOf = (p) => LABELS[p];
+  const labelOf = (p) => LABELS.get(String(p));
   const BRANCH_POINTS = E.reduce((n, _, p) => n + (KIDS[p] && KIDS[p].length > 1 ? 1 : 0), 0);
 
   // Tool calls by id, for the tree's one-line descriptions of tool results.
@@ -61,14 +69,34 @@ function viewer(DATA) {
   const ESC = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
   function esc(value) { return String(value == null ? '' : value).replace(/[&<>"']/g, (c) => ESC[c]); }
   function isObj(v) { return v !== null && typeof v === 'object' && !Array.isArray(v); }
+  function own(table, key) { return Object.prototype.hasOwnProperty.call(table, key) ? table[key] : undefined; }
   function msgOf(e) { return e && e.type === 'message' && isObj(e.message) ? e.message : null; }
   function blocks(content) { return Array.isArray(content) ? content.filter(isObj) : []; }
+  // What is derived from a message's objects (joined text, JSON, diffs) is worked out once per
+  // object: a page redraws the messages on every navigation, and one of them may hold 40 MB.
+  const MEMO = new WeakMap();
+  function memo(obj, key, make) {
+    if (obj === null || typeof obj !== 'object') return make();
+    let m = MEMO.get(obj);
+    if (!m) MEMO.set(obj, (m = new Map()));
+    if (!m.has(key)) m.set(key, make());
+    return m.get(key);
+  }
   function textOf(content) {
     if (typeof content === 'string') return content;
-    return blocks(content).filter((b) => b.type === 'text' && typeof b.text === 'string').map((b) => b.text).join('\n');
+    return memo(content, 'text', () => blocks(content).filter((b) => b.type === 'text' && typeof b.text === 'string').map((b) => b.text).join('\n'));
   }
-  function str(v) { return typeof v === 'string' ? v : v == null ? '' : JSON.stringify(v); }
-  function oneLine(s, n) { s = String(s).replace(/\s+/g, ' ').trim(); return s.length > n ? s.slice(0, n - 1) + '…' : s; }
+  function str(v) { return typeof v === 'string' ? v : v == null ? '' : memo(v, 'json', () => JSON.stringify(v)); }
+  // One line of at most n characters, whitespace collapsed, reading only as much of s as it needs.
+  function oneLine(s, n) {
+    s = String(s);
+    let t = '';
+    for (let k = 4 * n + 64; ; k *= 4) {
+      t = s.slice(0, k).replace(/\s+/g, ' ').trim();
+      if (t.length > n || k >= s.length) break;
+    }
+    return t.length > n ? t.slice(0, n - 1) + '…' : t;
+  }
   function num(v) { return typeof v === 'number' && isFinite(v) ? v : 0; }
   function fmtTokens(n) {
     if (n < 1000) return String(n);
@@ -93,9 +121,10 @@ function viewer(DATA) {
     const m = /^\/(?:home|Users)\/[^/]+(\/.*)?$/.exec(p);
     return m ? '~' + (m[1] || '') : p;
   }
-  function json(v) { try { return JSON.stringify(v, null, 2); } catch (e) { return String(v); } }
+  function json(v) { return memo(v, 'pretty', () => { try { return JSON.stringify(v, null, 2); } catch (e) { return String(v); } }); }
   const SAFE_IMAGE = /^image\/(png|jpe?g|gif|webp|bmp|avif)$/i;
-  function imageTag(b) {
+  function imageTag(b) { return memo(b, 'img', () => imageHtml(b)); }
+  function imageHtml(b) {
     const mime = str(b.mimeType), data = str(b.data);
     if (!SAFE_IMAGE.test(mime) || !/^[A-Za-z0-9+/=\s]*$/.test(data)) return '<div class="muted">[image that cannot be shown]</div>';
     return '<img class="img" alt="attached image" src="data:' + esc(mime) + ';base64,' + esc(data.replace(/\s+/g, '')) + '">';
@@ -108,14 +137,106 @@ function viewer(DATA) {
   function langOf(name) {
     name = String(name || '').toLowerCase();
     const ext = name.includes('.') || name.includes('/') ? name.split('/').pop().split('.').pop() : name;
-    const lang = EXT[ext] || ext;
+    const lang = own(EXT, ext) || ext;
     return lang && HLJS && HLJS.getLanguage(lang) ? lang : null;
   }
   function highlight(code, lang) {
     code = String(code);
     lang = langOf(lang);
-    if (!lang || code.length > 200000) return esc(code);
+    if (!lang || code.length > HIGHLIGHT_LIMIT) return esc(code);
     try { return HLJS.highlight(code, { language: lang, ignoreIllegals: true }).value; } catch (e) { return esc(code); }
+  }
+
+  // ---------------------------------------------------------------------------------- huge bodies
+  // A body longer than BODY_LIMIT characters is drawn cut: its first BODY_LIMIT characters (to a
+  // line end when one is near), and a "Show all" button that draws the whole when asked. Else one
+  // 40 MB tool result is escaped, parsed and laid out on every navigation, for seconds each time.
+  // The whole text stays in the page's data; Copy copies all of it, search searches all of it.
+  // Shown in full, a body of more than RICH_LIMIT characters is plain text (no Markdown, no
+  // colours), and highlight.js colours at most HIGHLIGHT_LIMIT characters anywhere.
+  const BODY_LIMIT = 64 * 1024;
+  const RICH_LIMIT = 1024 * 1024;
+  const HIGHLIGHT_LIMIT = 200000;
+  let lazy = new Map();     // data-lazy number -> { text, draw(box) }, for the messages drawn now
+  let lazyNext = 0;
+  function cutOf(text) {
+    if (text.length <= BODY_LIMIT) return null;
+    let end = text.lastIndexOf('\n', BODY_LIMIT);
+    if (end < BODY_LIMIT / 2) end = BODY_LIMIT;
+    const c = text.charCodeAt(end - 1);
+    if (c >= 0xd800 && c <= 0xdbff) end--; // not between the halves of a surrogate pair
+    return text.slice(0, end);
+  }
+  function lazyAttr(text, draw) {
+    const k = ++lazyNext;
+    lazy.set(k, { text, draw });
+    return ' data-lazy="' + k + '"';
+  }
+  function showAllButton(text, head) {
+    return '<button class="show-all" title="Draw the whole text">Show all</button>' +
+      '<span class="cut-note muted small"> (the first ' + head.length.toLocaleString() + ' of ' + text.length.toLocaleString() + ' characters are shown)</span>';
+  }
+  function showAll(button) {
+    const box = button.closest('[data-lazy]');
+    if (!box) return;
+    const job = lazy.get(+box.dataset.lazy);
+    for (const el of box.querySelectorAll(':scope > .show-all, :scope > .cut-note')) el.remove();
+    delete box.dataset.lazy;
+    if (job) job.draw(box);
+  }
+  // The whole of a huge text, as blocks of about BODY_LIMIT characters (cut at line ends) that
+  // the browser lays out only when they come near the screen (content-visibility: auto, sized
+  // meanwhile by their line count): one 40 MB text node took 20 s to lay out.
+  function fillText(el, text) {
+    if (text.length <= 2 * BODY_LIMIT) { el.textContent = text; return; }
+    const parts = [];
+    for (let at = 0; at < text.length;) {
+      let end = Math.min(text.length, at + BODY_LIMIT);
+      if (end < text.length) {
+        const nl = text.lastIndexOf('\n', end);
+        if (nl > at + BODY_LIMIT / 2) end = nl + 1;
+        const c = text.charCodeAt(end - 1);
+        if (c >= 0xd800 && c <= 0xdbff) end--;
+      }
+      const part = document.createElement('span');
+      part.className = 'part';
+      part.textContent = text.slice(at, end);
+      part.style.containIntrinsicSize = 'auto ' + (lineCount(part.textContent) * 1.45).toFixed(2) + 'em';
+      parts.push(part);
+      at = end;
+    }
+    el.replaceChildren(...parts);
+  }
+  function fillCode(el, text, lang) {
+    if (lang && text.length <= HIGHLIGHT_LIMIT) el.innerHTML = highlight(text, lang); else fillText(el, text);
+  }
+  // Code or output in <pre class="cls">, cut when huge.
+  function preBox(cls, text, lang) {
+    text = String(text);
+    const head = cutOf(text);
+    if (head === null) return '<pre class="' + cls + '">' + (lang ? highlight(text, lang) : esc(text)) + '</pre>';
+    return '<div class="cutbox"' + lazyAttr(text, (box) => fillCode(box.querySelector('pre'), text, lang)) + '><pre class="' + cls + '">' +
+      (lang ? highlight(head, lang) : esc(head)) + '</pre>' + showAllButton(text, head) + '</div>';
+  }
+  // Markdown in <div class="md">, cut when huge.
+  function mdBox(src) {
+    src = String(src);
+    const head = cutOf(src);
+    if (head === null) return '<div class="md">' + markdown(src) + '</div>';
+    const draw = (box) => {
+      if (src.length <= RICH_LIMIT) { box.innerHTML = markdown(src); return; }
+      const pre = document.createElement('pre');
+      pre.className = 'out plain';
+      fillText(pre, src);
+      box.replaceChildren(pre);
+    };
+    return '<div class="md"' + lazyAttr(src, draw) + '>' + markdown(head) + showAllButton(src, head) + '</div>';
+  }
+  // Plain text in an element that wraps it (thinking), cut when huge.
+  function textBox(tag, cls, text) {
+    const head = cutOf(text);
+    if (head === null) return '<' + tag + ' class="' + cls + '">' + esc(text) + '</' + tag + '>';
+    return '<' + tag + ' class="' + cls + '"' + lazyAttr(text, (box) => fillText(box, text)) + '>' + esc(head) + showAllButton(text, head) + '</' + tag + '>';
   }
 
   // ---------------------------------------------------------------------------------- markdown
@@ -182,10 +303,12 @@ function viewer(DATA) {
       case 'grep': return 'grep /' + str(args.pattern) + '/ in ' + (path || '.');
       case 'find': return 'find ' + str(args.pattern) + ' in ' + (path || '.');
       case 'ls': return 'ls ' + (path || '.');
-      default: return String(name) + ' ' + oneLine(JSON.stringify(args) || '', 40);
+      default: return String(name) + ' ' + oneLine(str(args), 40);
     }
   }
-  function treeText(p) {
+  const treeCache = new Array(N);
+  function treeText(p) { return treeCache[p] || (treeCache[p] = treeLine(p)); }
+  function treeLine(p) {
     const e = E[p];
     const m = msgOf(e);
     let role = '', text = '', cls = 'muted';
@@ -237,7 +360,7 @@ function viewer(DATA) {
         parts.push(String(m.role), textOf(m.content));
         for (const b of blocks(m.content)) {
           if (b.type === 'thinking') parts.push(str(b.thinking));
-          if (b.type === 'toolCall') parts.push(str(b.name), JSON.stringify(b.arguments) || '');
+          if (b.type === 'toolCall') parts.push(str(b.name), str(b.arguments));
         }
         if (m.role === 'bashExecution') parts.push(str(m.command), str(m.output));
         if (m.role === 'system' && isObj(m.sections)) for (const [k, v] of Object.entries(m.sections)) parts.push(k, str(v));
@@ -294,11 +417,19 @@ function viewer(DATA) {
       if (f === 'no-tools' && m && (m.role === 'toolResult' || m.role === 'bashExecution')) return false;
     }
     if (state.query) {
-      const text = searchText(p);
-      for (const token of state.query) if (!text.includes(token)) return false;
+      // Whether an entry matches is kept per query: a branch switch rebuilds the rows, and
+      // searching a 40 MB entry's text again each time would cost tens of milliseconds.
+      const key = state.query.join(' ');
+      if (hits.key !== key) hits = { key, of: new Int8Array(N) };
+      if (!hits.of[p]) {
+        const text = searchText(p);
+        hits.of[p] = state.query.every((token) => text.includes(token)) ? 1 : 2;
+      }
+      if (hits.of[p] === 2) return false;
     }
     return true;
   }
+  let hits = { key: '', of: null };
   let rows = [];      // [position, prefix] for every visible row, in display order
   let rowOf = new Map();
   function buildRows() {
@@ -394,7 +525,7 @@ function viewer(DATA) {
       cursor = at === undefined ? 0 : at;
     }
     const page = Math.max(1, Math.floor(treeBox().clientHeight / ROW) - 1);
-    const step = { ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page }[ev.key];
+    const step = own({ ArrowDown: 1, ArrowUp: -1, PageDown: page, PageUp: -page }, ev.key);
     if (step !== undefined) moveCursor(cursor + step);
     else if (ev.key === 'Home') moveCursor(0);
     else if (ev.key === 'End') moveCursor(rows.length - 1);
@@ -471,26 +602,48 @@ function viewer(DATA) {
       '<a class="permalink" href="#entry-' + encodeURIComponent(str(e && e.id)) + '" title="Link to this entry">#</a>' +
       '<button class="copy" data-copy="link" data-p="' + p + '" title="Copy a link to this entry">Copy link</button></div>';
   }
+  function lineCount(text) {
+    let n = 1;
+    for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) n++;
+    return n;
+  }
   function longText(text, lang, lines) {
-    text = String(text).replace(/\t/g, '   ');
-    const count = text.split('\n').length;
-    const body = lang ? highlight(text, lang) : esc(text);
+    text = String(text);
+    const head = cutOf(text);
+    const shown = (head === null ? text : head).replace(/\t/g, '   ');
+    const count = lineCount(shown);
+    const body = lang ? highlight(shown, lang) : esc(shown);
     const copy = '<button class="copy" data-copy="code" title="Copy">Copy</button>';
-    if (count <= lines) return '<div class="codebox">' + copy + '<pre class="out">' + body + '</pre></div>';
-    return '<div class="codebox long" style="--lines:' + lines + '">' + copy + '<pre class="out">' + body + '</pre>' +
-      '<button class="more">… ' + (count - lines) + ' more lines</button></div>';
+    if (head === null && count <= lines) return '<div class="codebox">' + copy + '<pre class="out">' + body + '</pre></div>';
+    const draw = (box) => { fillCode(box.querySelector('pre'), text.replace(/\t/g, '   '), lang); box.classList.add('open'); };
+    return '<div class="codebox' + (count > lines ? ' long' : '') + '"' + (head === null ? '' : lazyAttr(text, draw)) + ' style="--lines:' + lines + '">' + copy +
+      '<pre class="out">' + body + '</pre>' + (count > lines ? '<button class="more">' + (head === null ? '… ' + (count - lines).toLocaleString() + ' more lines' : 'Show ' + (count - lines).toLocaleString() + ' more lines') + '</button>' : '') +
+      (head === null ? '' : showAllButton(text, head)) + '</div>';
   }
   function contentHtml(content, md) {
-    if (typeof content === 'string') return md ? '<div class="md">' + markdown(content) + '</div>' : longText(content, null, 30);
+    if (typeof content === 'string') return md ? mdBox(content) : longText(content, null, 30);
     let html = '';
     for (const b of blocks(content)) {
-      if (b.type === 'text') html += md ? '<div class="md">' + markdown(str(b.text)) + '</div>' : longText(str(b.text), null, 30);
+      if (b.type === 'text') html += md ? mdBox(str(b.text)) : longText(str(b.text), null, 30);
       else if (b.type === 'image') html += imageTag(b);
-      else html += '<pre class="out">' + esc(json(b)) + '</pre>';
+      else html += preBox('out', json(b));
     }
     return html;
   }
   function diffHtml(diff) {
+    diff = String(diff);
+    const head = cutOf(diff);
+    if (head === null) return diffPre(diff);
+    const draw = (box) => {
+      if (diff.length <= RICH_LIMIT) { box.innerHTML = diffPre(diff); return; }
+      const pre = document.createElement('pre');
+      pre.className = 'diff';
+      fillText(pre, diff);
+      box.replaceChildren(pre);
+    };
+    return '<div class="cutbox"' + lazyAttr(diff, draw) + '>' + diffPre(head) + showAllButton(diff, head) + '</div>';
+  }
+  function diffPre(diff) {
     let html = '<pre class="diff">';
     for (const line of String(diff).split('\n')) {
       const cls = /^\+/.test(line) ? 'add' : /^-/.test(line) ? 'del' : /^@@/.test(line) ? 'hunk' : '';
@@ -506,6 +659,12 @@ function viewer(DATA) {
     if (typeof args.oldText === 'string' || typeof args.newText === 'string') edits.push({ oldText: args.oldText, newText: args.newText });
     return edits;
   }
+  function commandLine(command) {
+    const head = cutOf(command);
+    if (head === null) return '<div class="cmd"><span class="prompt">$</span> ' + highlight(command, 'sh') + '</div>';
+    return '<div class="cmd"><span class="prompt">$</span> <span' + lazyAttr(command, (box) => fillCode(box, command, 'sh')) + '>' + highlight(head, 'sh') +
+      showAllButton(command, head) + '</span></div>';
+  }
   function toolHtml(call) {
     const args = isObj(call.arguments) ? call.arguments : {};
     const rp = results.get(call.id);
@@ -519,15 +678,16 @@ function viewer(DATA) {
     const path = str(args.path != null ? args.path : args.file_path);
     let html = '<div class="tool ' + state_ + '"' + (rp !== undefined ? ' id="entry-' + esc(str(E[rp].id)) + '"' : '') + '>';
     if (name === 'bash') {
-      html += '<div class="cmd"><span class="prompt">$</span> ' + highlight(str(args.command), 'sh') + '</div>';
-      if (output.trim()) html += longText(output.replace(/\s+$/, ''), null, 8);
+      html += commandLine(str(args.command));
+      if (output.trim()) html += longText(output.trimEnd(), null, 8);
     } else if (name === 'read') {
       html += '<div class="call"><b>read</b> <span class="path">' + esc(shortPath(path)) + '</span><span class="range">' + esc(formatReadRange(args.offset, args.limit)) + '</span></div>';
       html += images;
       if (output) html += longText(output, langOf(path), 12);
     } else if (name === 'write') {
       const content = str(args.content);
-      html += '<div class="call"><b>write</b> <span class="path">' + esc(shortPath(path)) + '</span> <span class="muted">' + content.split('\n').length + ' lines</span></div>';
+      const count = memo(args, 'lines', () => lineCount(content));
+      html += '<div class="call"><b>write</b> <span class="path">' + esc(shortPath(path)) + '</span> <span class="muted">' + count.toLocaleString() + (count === 1 ? ' line' : ' lines') + '</span></div>';
       html += longText(content, langOf(path), 12);
       if (output.trim()) html += '<div class="muted small">' + esc(oneLine(output, 300)) + '</div>';
     } else if (name === 'edit') {
@@ -535,16 +695,14 @@ function viewer(DATA) {
       const details = result && isObj(result.details) ? result.details : {};
       if (typeof details.diff === 'string' && details.diff) html += diffHtml(details.diff);
       else {
-        for (const edit of editsOf(args)) {
-          const minus = str(edit.oldText).split('\n').map((l) => '-' + l);
-          const plus = str(edit.newText).split('\n').map((l) => '+' + l);
-          html += diffHtml(minus.concat(plus).join('\n'));
+        for (const edit of memo(args, 'edits', () => editsOf(args))) {
+          html += diffHtml(memo(edit, 'diff', () => '-' + str(edit.oldText).split('\n').join('\n-') + '\n+' + str(edit.newText).split('\n').join('\n+')));
         }
       }
       if (result && result.isError === true && output.trim()) html += longText(output, null, 8);
     } else {
       html += '<div class="call"><b>' + esc(name) + '</b> <span class="muted">' + esc(describeCall(name, args).slice(name.length + 1)) + '</span></div>';
-      if (Object.keys(args).length) html += '<details class="args"><summary>arguments</summary><pre class="out">' + highlight(json(args), 'json') + '</pre></details>';
+      if (Object.keys(args).length) html += '<details class="args"><summary>arguments</summary>' + preBox('out', json(args), 'json') + '</details>';
       html += images;
       if (output) html += longText(output, null, 10);
     }
@@ -552,10 +710,10 @@ function viewer(DATA) {
     if (nested && nested.calls.length) {
       // Calls this tool made to other tools (a codemode script, say), recorded without results.
       const icons = { ok: '✓', error: '✗', unfinished: '…' };
-      const lines = nested.calls.filter(isObj).map((c) => (icons[c.status] || '?') + ' ' + str(c.name) + ' ' +
+      const lines = memo(nested, 'lines', () => nested.calls.filter(isObj).map((c) => (own(icons, c.status) || '?') + ' ' + str(c.name) + ' ' +
         (c.arguments !== undefined ? JSON.stringify(c.arguments) : '[arguments omitted, ' + str(c.argumentsBytes) + ' bytes]') +
-        (typeof c.durationMs === 'number' ? ' ' + c.durationMs + 'ms' : '') + (c.error ? '\n    ' + str(c.error).split('\n').join('\n    ') : ''));
-      html += '<div class="call small">nested calls: ' + nested.calls.length + (nested.complete === false ? ' (incomplete record)' : '') + '</div>' + longText(lines.join('\n'), null, 4);
+        (typeof c.durationMs === 'number' ? ' ' + c.durationMs + 'ms' : '') + (c.error ? '\n    ' + str(c.error).split('\n').join('\n    ') : '')).join('\n'));
+      html += '<div class="call small">nested calls: ' + nested.calls.length + (nested.complete === false ? ' (incomplete record)' : '') + '</div>' + longText(lines, null, 4);
     }
     if (!result) html += '<div class="muted small">no result on this branch</div>';
     // A result summarised away shares its call's note; an edited one gets its own.
@@ -569,7 +727,8 @@ function viewer(DATA) {
   // optionally followed by the user's own text; shown folded, as Pi's export does.
   const SKILL = /^<skill name="([^"]+)" location="([^"]+)">\n([\s\S]*?)\n<\/skill>(?:\n\n([\s\S]+))?$/;
   function skillOf(content) {
-    const m = SKILL.exec(textOf(content));
+    const text = textOf(content);
+    const m = text.startsWith('<skill name="') ? SKILL.exec(text) : null;
     return m ? { name: m[1], location: m[2], body: m[3], rest: (m[4] || '').trim() } : null;
   }
   function toolSpec(t) {
@@ -592,16 +751,16 @@ function viewer(DATA) {
       const skill = skillOf(content);
       if (!skill) return contentHtml(content, true);
       return '<details class="section skill"><summary>skill <b>' + esc(skill.name) + '</b> <span class="muted">' + esc(shortPath(skill.location)) + '</span></summary>' +
-        '<div class="md">' + markdown(skill.body) + '</div></details>' + blocks(content).filter((b) => b.type === 'image').map(imageTag).join('') +
-        (skill.rest ? '<div class="md">' + markdown(skill.rest) + '</div>' : '');
+        mdBox(skill.body) + '</details>' + blocks(content).filter((b) => b.type === 'image').map(imageTag).join('') +
+        (skill.rest ? mdBox(skill.rest) : '');
     }
     if (role === 'assistant') {
       let html = '';
       const list = typeof content === 'string' ? [{ type: 'text', text: content }] : blocks(content);
       for (const b of list) {
-        if (b.type === 'text' && str(b.text).trim()) html += '<div class="md">' + markdown(str(b.text)) + '</div>';
+        if (b.type === 'text' && str(b.text).trim()) html += mdBox(str(b.text));
         else if (b.type === 'thinking' && (str(b.thinking).trim() || b.redacted)) {
-          html += '<div class="thinking"><div class="thinking-body">' + (b.redacted ? '<i>(redacted)</i>' : esc(str(b.thinking))) + '</div><div class="thinking-stub">Thinking…</div></div>';
+          html += '<div class="thinking">' + (b.redacted ? '<div class="thinking-body"><i>(redacted)</i></div>' : textBox('div', 'thinking-body', str(b.thinking))) + '<div class="thinking-stub">Thinking…</div></div>';
         } else if (b.type === 'toolCall') html += toolHtml(b);
         else if (b.type === 'image') html += imageTag(b);
       }
@@ -619,7 +778,7 @@ function viewer(DATA) {
     }
     if (role === 'bashExecution') {
       const failed = m.cancelled === true || (m.exitCode !== 0 && m.exitCode != null);
-      return '<div class="tool ' + (failed ? 'error' : 'ok') + '"><div class="cmd"><span class="prompt">$</span> ' + highlight(str(m.command), 'sh') + '</div>' +
+      return '<div class="tool ' + (failed ? 'error' : 'ok') + '">' + commandLine(str(m.command)) +
         (str(m.output) ? longText(str(m.output), null, 10) : '') +
         (m.cancelled === true ? '<div class="error">(cancelled)</div>' : failed ? '<div class="error">(exit ' + esc(str(m.exitCode)) + ')</div>' : '') + '</div>';
     }
@@ -644,20 +803,21 @@ function viewer(DATA) {
       return html;
     }
     if (role === 'custom') return contentHtml(content, true);
-    if (role === 'branchSummary' || role === 'compactionSummary') return '<div class="md">' + markdown(str(m.summary)) + '</div>';
-    return '<pre class="out">' + esc(json(m)) + '</pre>';
+    if (role === 'branchSummary' || role === 'compactionSummary') return mdBox(str(m.summary));
+    return preBox('out', json(m));
   }
   function contextNote(p, st) {
     if (!st || st.kind === 'compacted') return ''; // one boundary line marks these (itemHtml)
-    const what = {
+    const what = own({
       compacted: 'Not in the model’s context: summarised by the compaction ',
       folded: 'Folded into the system prompt kept by the compaction ',
       superseded: 'Superseded by the later compaction ',
       omitted: 'Omitted from the model’s context by the edit ',
       replaced: 'The model saw replaced content (edit ',
-    }[st.kind];
+    }, st.kind);
     return '<div class="ctx-note ' + st.kind + '">' + what + linkTo(st.by) + (st.kind === 'replaced' ? ')' : '') + '</div>';
   }
+  const KINDS = { toolResult: 'tool result', bashExecution: 'bash', branchSummary: 'branch summary', compactionSummary: 'compaction summary', system: 'system prompt' };
   function entryHtml(p) {
     const e = E[p];
     if (!e) return '';
@@ -667,7 +827,7 @@ function viewer(DATA) {
     if (m) {
       const role = String(m.role);
       cls += ' m-' + role.replace(/[^A-Za-z]/g, '');
-      kind = { toolResult: 'tool result', bashExecution: 'bash', branchSummary: 'branch summary', compactionSummary: 'compaction summary', system: 'system prompt' }[role] || role;
+      kind = own(KINDS, role) || role;
       if (role === 'custom') kind = 'custom: ' + str(m.customType);
       if (st && st.kind === 'replaced') {
         body = '<div class="now">' + messageBody(p, m, st.replacement) + '</div>' +
@@ -682,13 +842,13 @@ function viewer(DATA) {
           kind = 'compaction';
           extra = '<span class="muted">' + num(e.tokensBefore).toLocaleString() + ' tokens before · keeps from ' + linkTo(POS.has(str(e.firstKeptEntryId)) ? POS.get(str(e.firstKeptEntryId)) : p) + '</span>';
           body = (st ? '' : '<div class="muted small">The model saw this summary in place of everything before the first kept entry.</div>') +
-            '<div class="md">' + markdown(str(e.summary)) + '</div>';
+            mdBox(str(e.summary));
           if (isObj(e.systemMessage)) body += '<details class="section"><summary>system prompt carried over</summary>' + messageBody(p, e.systemMessage) + '</details>';
           break;
         case 'branch_summary':
           cls += ' summary';
           kind = 'branch summary';
-          body = '<div class="md">' + markdown(str(e.summary)) + '</div>';
+          body = mdBox(str(e.summary));
           break;
         case 'custom_message': {
           const hidden = e.display === false;
@@ -718,10 +878,10 @@ function viewer(DATA) {
             (isObj(e.usage) ? ' · ↑' + fmtTokens(num(e.usage.input)) + ' ↓' + fmtTokens(num(e.usage.output)) + (isObj(e.usage.cost) ? ' · $' + num(e.usage.cost.total).toFixed(4) : '') : '') +
             (e.note ? ' · ' + esc(str(e.note)) : '') + '</div>';
         case 'custom':
-          return '<details class="entry meta hidden-msg" id="entry-' + esc(str(e.id)) + '"><summary>Extension state: ' + esc(str(e.customType)) + '</summary><pre class="out">' + esc(json(e.data)) + '</pre></details>';
+          return '<details class="entry meta hidden-msg" id="entry-' + esc(str(e.id)) + '"><summary>Extension state: ' + esc(str(e.customType)) + '</summary>' + preBox('out', json(e.data)) + '</details>';
         default:
           cls += ' unknown';
-          body = '<pre class="out">' + esc(json(e)) + '</pre>';
+          body = preBox('out', json(e));
       }
     }
     if (st) cls += ' ctx-' + st.kind;
@@ -778,6 +938,7 @@ function viewer(DATA) {
   const list = () => $('#messages');
   function renderWindow(lo, hi) {
     win = { lo, hi };
+    lazy = new Map(); // the messages drawn before are replaced
     const leaf = state.leaf;
     const size = state.path.length.toLocaleString() + (state.path.length === 1 ? ' entry' : ' entries');
     const bar = leaf < 0 ? 'This session has no messages yet.'
@@ -1070,6 +1231,8 @@ function viewer(DATA) {
       if (button) { act(button.dataset.act); return; }
       const copy = t.closest('button.copy');
       if (copy) { copyFrom(copy); return; }
+      const all = t.closest('button.show-all');
+      if (all) { showAll(all); return; }
       const more = t.closest('.long .more');
       if (more) { more.parentElement.classList.toggle('open'); return; }
       const stub = t.closest('.thinking-stub');
@@ -1134,8 +1297,10 @@ function viewer(DATA) {
       const leaf = state.onPath.has(p) ? state.leaf : newestLeaf(p);
       text = location.href.replace(/[?#].*$/s, '') + addressOf(leaf, p);
     } else {
-      const pre = button.parentElement.querySelector('pre');
-      text = pre ? pre.textContent : '';
+      const box = button.parentElement;
+      const job = box.dataset.lazy ? lazy.get(+box.dataset.lazy) : undefined;
+      const pre = box.querySelector('pre');
+      text = job ? job.text : pre ? pre.textContent : '';
     }
     copyText(text).then((ok) => {
       const was = button.textContent;

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from viewer_sessions import big_session
+from viewer_sessions import big_session, huge_body_session
 
 from pisession import SessionManager, to_wire
 from pisession._json import dumps
@@ -524,3 +524,253 @@ def test_skills_nested_calls_tool_parameters_and_pi_links(tmp_path: Path) -> Non
     assert body.strip() == "<p>Steps <strong>here</strong></p>"
     assert "command" in spec and "required" in spec
     assert "nested calls: 1" in tool and '✓ read {"path":"a"}' in tool
+
+
+# Every own key of JavaScript's Object.prototype: a plain-object table looked up with one of these
+# finds a function (or the prototype itself) instead of nothing.
+PROTOTYPE_KEYS = [
+    "constructor",
+    "__proto__",
+    "toString",
+    "toLocaleString",
+    "valueOf",
+    "hasOwnProperty",
+    "isPrototypeOf",
+    "propertyIsEnumerable",
+    "__defineGetter__",
+    "__defineSetter__",
+    "__lookupGetter__",
+    "__lookupSetter__",
+]
+
+
+def prototype_key_session() -> list[dict[str, Any]]:
+    """Per key: a user message with the key as its id, tool calls (read, write, edit and a tool
+    named by the key) on paths ending in ".<key>", their results, a fenced block in that language,
+    a message with the key as its role, a custom message and nested call status named by it."""
+    entries: list[dict[str, Any]] = [
+        {"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-05T09:00:00.000Z", "cwd": "/p"}
+    ]
+    parent: str | None = None
+
+    def add(entry_id: str, **fields: Any) -> None:
+        nonlocal parent
+        entries.append(
+            {"id": entry_id, "parentId": parent, "timestamp": "2026-01-05T09:00:01.000Z", **fields}
+        )
+        parent = entry_id
+
+    def message(entry_id: str, **body: Any) -> None:
+        add(entry_id, type="message", message={"timestamp": 1767603601000, **body})
+
+    for key in PROTOTYPE_KEYS:
+        message(key, role="user", content=f"turn {key}")
+        calls = {
+            f"read-{key}": ("read", {"path": f"src/x.{key}"}),
+            f"write-{key}": ("write", {"path": f"/home/u/out.{key}", "content": "a\nb"}),
+            f"edit-{key}": ("edit", {"path": f"lib/{key}", "edits": [{"oldText": "a", "newText": "b"}]}),
+            f"tool-{key}": (key, {"path": f"x.{key}"}),
+        }
+        message(
+            f"calls-{key}",
+            role="assistant",
+            api="a",
+            provider="p",
+            model="m",
+            stopReason="toolUse",
+            content=[
+                {"type": "text", "text": f"&{key}; [r][{key}] &#x{key};\n\n```{key}\ncode()\n```"},
+                *(
+                    {"type": "toolCall", "id": cid, "name": name, "arguments": args}
+                    for cid, (name, args) in calls.items()
+                ),
+            ],
+        )
+        for cid, (name, _) in calls.items():
+            message(
+                f"result-{cid}",
+                role="toolResult",
+                toolCallId=cid,
+                toolName=name,
+                isError=False,
+                content=[{"type": "text", "text": "line 1\nline 2"}],
+                nestedCalls={"complete": True, "calls": [{"name": "read", "status": key, "arguments": {}}]},
+            )
+        message(f"role-{key}", role=key, content=f"role {key}")
+        add(f"custom-{key}", type="custom_message", customType=key, content=f"custom {key}", display=True)
+    add("label-x", type="label", targetId=PROTOTYPE_KEYS[0], label="__proto__")
+    return entries
+
+
+def test_paths_roles_and_ids_named_like_object_prototype_keys_render(tmp_path: Path) -> None:
+    entries = prototype_key_session()
+    page = export(SessionManager.in_memory(entries=entries), tmp_path)
+    ids = [e["id"] for e in entries[1:]]
+    out = drive(
+        page,
+        [
+            {"do": "click", "sel": ".filter[data-filter=all]"},
+            {"do": "click", "sel": "[data-act=hidden]"},
+            # Every row opened in turn: its entry is drawn, and the union of what was drawn kept.
+            js(
+                "(() => { const v = window.pisessionViewer, seen = new Set();"
+                " for (const [p] of v.rows()) { v.navigate(p, p, 'center');"
+                "  for (const id of " + SHOWN + ") seen.add(id); }"
+                " return [...seen]; })()"
+            ),
+            js("document.body.innerText.includes('[native code]')"),
+            js(ROWS + ".join('\\n').includes('[native code]')"),
+            js("[...document.querySelectorAll('#messages .md pre code')].map(c => c.textContent)"),
+            # Clicking a tree row still navigates.
+            js("(() => { document.querySelector('#tree').scrollTop = 0; return 0; })()"),
+            {"do": "wait", "ms": 200},
+            {"do": "click", "sel": "#tree .row[data-p='0']"},
+            js("window.pisessionViewer.state.target"),
+            js("['constructor', 'a.__proto__'].map((l) => window.pisessionViewer.highlight('x', l))"),
+        ],
+    )
+    clean(out)
+    seen, native_in_page, native_in_rows, fences, _, target, highlighted = out["values"]
+    assert sorted(seen) == sorted(ids)
+    assert native_in_page is False
+    assert native_in_rows is False
+    assert "code()" in fences
+    assert target == 0
+    assert highlighted == ["x", "x"]
+
+
+MESSAGES_TEXT = "document.querySelector('#messages').textContent.length"
+
+
+def test_a_forty_megabyte_tool_result_is_drawn_cut_until_show_all(tmp_path: Path) -> None:
+    entries = huge_body_session(40_000_000)
+    body = entries[3]["message"]["content"][0]["text"]
+    last_line = body.rstrip("\n").rsplit("\n", 1)[1]
+    page = export(SessionManager.in_memory(entries=entries), tmp_path)
+    big = "document.querySelector('#entry-00000003')"
+    out = drive(
+        page,
+        [
+            js(MESSAGES_TEXT),
+            js(f"{big}.querySelectorAll('button.show-all').length"),
+            # Away to the short branch and back: the result is drawn cut again.
+            js(
+                "(() => { window.pisessionViewer.navigate(5, 5, 'center'); return " + MESSAGES_TEXT + "; })()"
+            ),
+            js(
+                "(() => { window.pisessionViewer.navigate(6, 2, 'center'); return " + MESSAGES_TEXT + "; })()"
+            ),
+            # Search reaches past the cut: the last line finds the result's row.
+            {"do": "type", "sel": "#search", "text": last_line.split()[1]},
+            {"do": "wait", "ms": 1500},
+            js("window.pisessionViewer.rows().map((r) => r[0])"),
+            {"do": "click", "sel": "#entry-00000003 button.show-all"},
+            js(f"{big}.querySelector('pre').textContent.length"),
+            js(f"{big}.querySelector('pre').textContent.slice(-200)"),
+            js(f"{big}.querySelectorAll('button.show-all').length"),
+        ],
+    )
+    clean(out)
+    first, buttons, away, back, found, whole, tail, left = out["values"]
+    assert first < 100_000 and back < 100_000 and away < 1_000
+    assert buttons == 1
+    assert 2 in found  # the result's position; the leaf (6) is always shown too
+    assert whole == len(body) == 40_000_000
+    assert tail == body[-200:]
+    assert left == 0
+
+
+def test_huge_markdown_thinking_commands_diffs_and_arguments_are_cut(tmp_path: Path) -> None:
+    big = "".join(f"line {i} **bold** `code`\n" for i in range(12_000))  # ~300 KB
+    manager = SessionManager.in_memory("/p")
+    manager.append_message({"role": "user", "content": big, "timestamp": 1})
+    manager.append_message(
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": big},
+                {"type": "text", "text": big},
+                {"type": "toolCall", "id": "b", "name": "bash", "arguments": {"command": big}},
+                {
+                    "type": "toolCall",
+                    "id": "e",
+                    "name": "edit",
+                    "arguments": {"path": "a.py", "oldText": big, "newText": "x"},
+                },
+                {"type": "toolCall", "id": "o", "name": "other", "arguments": {"data": big}},
+            ],
+            "api": "a",
+            "provider": "p",
+            "model": "m",
+            "stopReason": "toolUse",
+            "timestamp": 2,
+        }
+    )
+    page = export(manager, tmp_path)
+    lengths = (
+        "[...document.querySelectorAll('#messages .md, #messages .thinking-body, #messages .cmd,"
+        " #messages pre.diff, #messages details.args pre')].map((e) => e.textContent.length)"
+    )
+    out = drive(
+        page,
+        [
+            {"do": "click", "sel": "[data-act=tools]"},
+            js("document.querySelectorAll('#messages button.show-all').length"),
+            js(lengths),
+            js(
+                "(() => { for (const b of document.querySelectorAll('#messages button.show-all')) b.click();"
+                " return document.querySelectorAll('#messages .show-all, #messages [data-lazy]').length; })()"
+            ),
+            js(lengths),
+            js("document.querySelectorAll('#messages .md strong').length"),
+        ],
+    )
+    clean(out)
+    buttons, cut, left, whole, bold = out["values"]
+    assert buttons == 6  # user text, thinking, assistant text, command, diff, arguments
+    assert len(cut) == 6 and all(n < 70_000 for n in cut)
+    assert left == 0
+    assert len(whole) == 6 and all(n > 0.75 * len(big) for n in whole)  # Markdown drops its ** and `
+    assert bold == 2 * 12_000  # shown whole, Markdown under 1 MB is still rendered
+
+
+def test_copy_of_a_cut_output_copies_all_of_it(tmp_path: Path) -> None:
+    output = "".join(f"row {i}\tvalue\n" for i in range(20_000))  # ~300 KB
+    manager = SessionManager.in_memory("/p")
+    call = {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "dump"}}
+    manager.append_message(
+        {
+            "role": "assistant",
+            "content": [call],
+            "api": "a",
+            "provider": "p",
+            "model": "m",
+            "stopReason": "toolUse",
+            "timestamp": 1,
+        }
+    )
+    manager.append_message(
+        {
+            "role": "toolResult",
+            "toolCallId": "c1",
+            "toolName": "bash",
+            "isError": False,
+            "timestamp": 2,
+            "content": [{"type": "text", "text": output}],
+        }
+    )
+    page = export(manager, tmp_path)
+    out = drive(
+        page,
+        [
+            js("document.querySelector('.tool .codebox pre').textContent.length"),
+            {"do": "click", "sel": ".tool .codebox button.copy"},
+            {"do": "wait", "ms": 300},
+            js("navigator.clipboard.readText()"),
+        ],
+        clipboard=True,
+    )
+    clean(out)
+    shown, copied = out["values"]
+    assert shown < 80_000  # 64 KB, its tabs drawn as three spaces
+    assert copied == output.rstrip()  # the output as it is (the bash view trims its end)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -144,3 +145,70 @@ def big_session(count: int = 20_000) -> list[dict[str, Any]]:
             },
         )
     return entries[: count + 1]
+
+
+def huge_body_session(size: int = 40_000_000) -> list[dict[str, Any]]:
+    """A short session whose one tool result holds ``size`` characters of log lines (varied, so
+    they compress about as real output does), on the branch the session was left on, with a
+    second branch beside it: opening the page draws the huge result, and switching branches
+    draws it again."""
+    line = 0
+    parts: list[str] = []
+    total = 0
+    while total < size:
+        text = f"{line:09d} {hashlib.sha256(str(line).encode()).hexdigest()[: line % 48 + 16]} ok\n"
+        parts.append(text)
+        total += len(text)
+        line += 1
+    body = "".join(parts)[:size]
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": "019b8c00-0000-7000-8000-0000000b1600",
+        "timestamp": "2026-01-05T09:00:00.000Z",
+        "cwd": "/home/dev/big-output",
+    }
+
+    def message(n: int, parent: str | None, body: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "message",
+            "id": f"{n:08x}",
+            "parentId": parent,
+            "timestamp": f"2026-01-05T09:00:{n:02d}.000Z",
+            "message": {"timestamp": 1767603600000 + n * 1000, **body},
+        }
+
+    assistant = {"api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5"}
+    return [
+        header,
+        message(1, None, {"role": "user", "content": "Read the build log."}),
+        message(
+            2,
+            f"{1:08x}",
+            {
+                **assistant,
+                "role": "assistant",
+                "stopReason": "toolUse",
+                "content": [
+                    {"type": "toolCall", "id": "call_1", "name": "read", "arguments": {"path": "build.log"}}
+                ],
+            },
+        ),
+        message(
+            3,
+            f"{2:08x}",
+            {
+                "role": "toolResult",
+                "toolCallId": "call_1",
+                "toolName": "read",
+                "isError": False,
+                "content": [{"type": "text", "text": body}],
+            },
+        ),
+        message(
+            4, f"{3:08x}", {**assistant, "role": "assistant", "stopReason": "stop", "content": "It built."}
+        ),
+        message(5, f"{1:08x}", {"role": "user", "content": "Never mind, a short branch."}),
+        message(6, f"{5:08x}", {**assistant, "role": "assistant", "stopReason": "stop", "content": "OK."}),
+        message(7, f"{4:08x}", {"role": "user", "content": "Thanks."}),
+    ]
