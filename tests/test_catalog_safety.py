@@ -15,7 +15,7 @@ from pisession import CatalogError
 from pisession._discovery import list_all_sessions
 from pisession.catalog import Catalog, default_catalog_path, with_catalog
 from pisession.cli.main import main
-from tests.test_catalog import header, msg, sessions, write
+from tests.test_catalog import append, header, line, msg, sessions, write
 
 SECRET = "sk-live-do-not-keep-4f2a9c"
 OTHER_UID = 54321
@@ -280,3 +280,18 @@ def test_a_damaged_text_is_read_again_on_the_next_call(tmp_path: Path) -> None:
     with Catalog(database) as catalog:
         assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
         assert catalog.last_error is None and catalog.last_report.read == 1
+
+
+def test_a_damaged_text_is_not_carried_on_when_its_file_grows(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    paths = sessions(folder, 2)
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        catalog.list_all(str(folder))
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE files SET all_text = CAST('\"forged text\"' AS BLOB) WHERE path LIKE '%s1.jsonl'")
+    db.close()
+    append(paths[1], line(msg("x", "user", "appended")))  # read from its old end: the kept text is reused
+    with Catalog(database) as catalog:
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+        assert catalog.last_error is None

@@ -210,6 +210,17 @@ def text_checksum(all_text: bytes | None, wire_head: bytes | None, modified: flo
     return crc
 
 
+def text_intact(all_text: object, wire_head: object, modified: object, crc: object) -> bool:
+    """Whether a row's text columns are of their types and match their checksum (a column of
+    another type, from a database edited by hand, is damage too, not a TypeError)."""
+    return (
+        type(all_text) is bytes
+        and (wire_head is None or type(wire_head) is bytes)
+        and (modified is None or type(modified) is float)
+        and text_checksum(all_text, wire_head, modified) == crc
+    )
+
+
 def indexable(text: str) -> str:
     try:
         text.encode("utf-8")
