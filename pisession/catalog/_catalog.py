@@ -192,10 +192,20 @@ class Catalog:
     ) -> UsageScan:
         """For :func:`pisession.usage.usage_report`: bring one folder (default: every project's)
         up to date and sum its usage per file, model and quarter hour; raises on database errors."""
-        from ._usage import scan_usage
+        from ._usage import UsageDamaged, scan_usage
 
-        with self._state(*all_of(session_dir), on_progress, max_size=max_size) as found:
-            return scan_usage(self._connect(), [row for _, row in found])
+        def scan() -> UsageScan:
+            with self._state(*all_of(session_dir), on_progress, max_size=max_size) as found:
+                return scan_usage(self._connect(), [row for _, row in found])
+
+        try:
+            return scan()
+        except UsageDamaged as error:
+            # read those files again in full (their usage rows with them), once
+            self._connect().executemany(
+                "UPDATE files SET row_crc = -1 WHERE path = ?", [(path,) for path in error.paths]
+            )
+        return scan()
 
     def _failed(self, error: BaseException) -> None:
         self.last_error = f"{self.path}: {error}"

@@ -29,8 +29,8 @@ ProgressCallback = Callable[[int, int], None]
 
 # 7: the usage tables and the checked rows (row_crc, text_crc) together; 8: the text as JSON and
 # the picker row's JSON made ahead (wire_head), the large columns last
-# 9: the time zone a row's local times were read in
-SCHEMA_VERSION = 9
+# 9: the time zone a row's local times were read in; 10: the usage rows checked (a crc column)
+SCHEMA_VERSION = 10
 FILE_COLUMNS = (
     "id, path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, indexed, head, tail, "
     "partial, status, header, message_count, first_message, name, last_activity, row_crc, zone"
@@ -42,8 +42,14 @@ USAGE_SUMS_TABLE = (
     "CREATE TABLE usage_sums (file_id INTEGER NOT NULL, model_key TEXT NOT NULL, quarter INTEGER NOT NULL, "
     "input, output, cache_read, cache_write, cost, nan_input INTEGER, nan_output INTEGER, "
     "nan_cache_read INTEGER, nan_cache_write INTEGER, nan_cost INTEGER, first_ms INTEGER, last_ms INTEGER, "
-    "PRIMARY KEY (file_id, model_key, quarter)) WITHOUT ROWID"
+    "crc INTEGER, PRIMARY KEY (file_id, model_key, quarter)) WITHOUT ROWID"
 )
+# The columns a usage_sums row's checksum covers, in order (all but crc).
+USAGE_SUMS_COLUMNS = (
+    "file_id, model_key, quarter, input, output, cache_read, cache_write, cost, nan_input, nan_output, "
+    "nan_cache_read, nan_cache_write, nan_cost, first_ms, last_ms"
+)
+USAGE_COLUMNS = "file_id, entry_id, ts, ms, model_key, input, output, cache_read, cache_write, cost"
 
 
 @functools.cache
@@ -69,6 +75,8 @@ def connect(path: str, timeout: float, fts: bool, movable: bool) -> tuple[sqlite
         notice = claim_file(path, movable)
     connection = sqlite3.connect(path, timeout=timeout, isolation_level=None)
     try:
+        # the usage rows' checksums, where SQLite sums them (see _usage)
+        connection.create_function("usage_crc", -1, usage_checksum, deterministic=True)
         # a deleted session's text must not stay readable in freed pages
         connection.execute("PRAGMA secure_delete=ON")
         if path != ":memory:":
@@ -135,10 +143,12 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
             # untyped number columns: whole token counts stay integers; NULL stands for NaN
             connection.execute(
                 "CREATE TABLE usage (file_id INTEGER NOT NULL, entry_id TEXT, ts TEXT, ms INTEGER, "
-                "model_key TEXT, input, output, cache_read, cache_write, cost)"
+                "model_key TEXT, input, output, cache_read, cache_write, cost, crc INTEGER)"
             )
             connection.execute("CREATE INDEX usage_entry ON usage(file_id, entry_id)")
-            connection.execute("CREATE TABLE usage_damage (file_id INTEGER PRIMARY KEY, lines INTEGER)")
+            connection.execute(
+                "CREATE TABLE usage_damage (file_id INTEGER PRIMARY KEY, lines INTEGER, crc INTEGER)"
+            )
             connection.execute(USAGE_SUMS_TABLE)
             if fts:
                 # the words come pre-split by _words.index_text; the message text is in messages
@@ -219,6 +229,15 @@ def text_intact(all_text: object, wire_head: object, modified: object, crc: obje
         and (modified is None or type(modified) is float)
         and text_checksum(all_text, wire_head, modified) == crc
     )
+
+
+def usage_checksum(*values: object) -> int:
+    """A checksum of a usage row's columns (``usage``, ``usage_sums``, ``usage_damage``): a
+    flipped sum is read again from its file, never reported. Registered as the SQL function
+    ``usage_crc``, so that sums SQLite adds up are checked as SQLite stored them."""
+    # -0.0 + 0.0 is 0.0: a zero's sign is not worth a re-read
+    canonical = tuple(value + 0.0 if type(value) is float else value for value in values)
+    return zlib.crc32(repr(canonical).encode("utf-8", "surrogatepass"))
 
 
 def indexable(text: str) -> str:
