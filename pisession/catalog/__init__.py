@@ -38,9 +38,9 @@ The package's modules, bottom to top: ``_words`` (tokens, matching, snippets), `
 from __future__ import annotations
 
 from ._catalog import Catalog, search, search_sessions, with_catalog
-from ._location import ENV_CATALOG, default_catalog_path
+from ._location import ENV_CATALOG
 from ._refresh import RefreshReport, SkippedFile
-from ._schema import fts5_available
+from ._schema import default_catalog_path, fts5_available
 
 # The search module is imported on first use of one of its names: `pisession ls` does not
 # search, and its result classes bring attrs.

@@ -12,9 +12,17 @@ from .._errors import CatalogError
 from .._paths import cwd_matches, list_folder, normalize_path
 from .._record import replace
 from ._list import infos, listed_json
-from ._location import default_catalog_path, is_movable_default, move_aside, refuse_pi_data
+from ._location import keep_old, move_aside, refuse_pi_data, tidy, wipe
 from ._refresh import Candidate, RefreshReport, current, finish
-from ._schema import ProgressCallback, Row, connect, fts5_available
+from ._schema import (
+    ProgressCallback,
+    Row,
+    connect,
+    default_catalog_path,
+    fts5_available,
+    is_movable_default,
+    version,
+)
 
 # Search and usage are imported by the calls that use them: listing needs neither (nor attrs,
 # which their result classes are made with), nor typing.
@@ -77,13 +85,23 @@ class Catalog:
             try:
                 self._connection, notice = connect(self.path, self.timeout, self.fts, self._movable)
             except sqlite3.DatabaseError as error:
-                # a damaged catalog at the default location is a cache: start it again, once
+                # a damaged catalog at the default location is a cache: start it again, once; its
+                # text (deleted sessions' too) is not kept, unless the user says so
                 if not self._movable or isinstance(error, sqlite3.OperationalError):
                     raise
-                notice = move_aside(self.path, f"damaged ({error})")
+                if keep_old():
+                    notice = move_aside(self.path, f"damaged ({error})")
+                else:
+                    wipe(self.path)
+                    notice = (
+                        f"the session catalog {self.path} was damaged ({error}): "
+                        "removed it and started a new one"
+                    )
                 self._connection, _ = connect(self.path, self.timeout, self.fts, False)
             if notice:
                 self.last_notice = notice
+            if self._movable:
+                tidy(self.path, version())
         return self._connection
 
     # ------------------------------------------------------------------ listing

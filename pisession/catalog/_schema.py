@@ -5,7 +5,11 @@ file: what was read of it and its picker row), ``messages`` (one row per message
 with FTS5, ``fts`` (the messages' text, rowid = ``messages.id``), ``usage`` (one row per entry
 that carries usage, for :mod:`pisession.usage`; see ``_usage``) with ``usage_sums`` and
 ``usage_damage``. A database whose meta does not match is rebuilt, only once the database is
-known to be ours (:mod:`._location`).
+known to be ours (:mod:`._location`), and never when a newer pisession made it.
+
+The default file's name carries the schema and Unicode versions (:func:`default_catalog_path`):
+installs on different Pythons or of different releases, used in turn, each keep their own catalog
+instead of rebuilding one file on every call.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 from .._discovery import SessionSummary
 from .._errors import CatalogError
 from .._record import Record
-from ._location import APPLICATION_ID, claim_file, make_folder
+from ._location import APPLICATION_ID, cache_folder, claim_file, make_folder, named_path
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -50,6 +54,37 @@ USAGE_SUMS_COLUMNS = (
     "nan_cache_read, nan_cache_write, nan_cost, first_ms, last_ms"
 )
 USAGE_COLUMNS = "file_id, entry_id, ts, ms, model_key, input, output, cache_read, cache_write, cost"
+
+
+def catalog_name() -> str:
+    """The default catalog's file name: ``catalog-v<schema>-u<Unicode version>.sqlite3``."""
+    return f"catalog-v{SCHEMA_VERSION}-u{unicodedata.unidata_version}.sqlite3"
+
+
+def default_catalog_path() -> str:
+    """``$PISESSION_CATALOG``, else ``$XDG_CACHE_HOME/pisession/catalog-v<schema>-u<Unicode>.sqlite3``
+    (``~/.cache``): one file per version of the catalog's tables and of this Python's Unicode
+    tables (which split the words), so two installs keep one each.
+
+    Raises :class:`~pisession.CatalogError` when neither is set and there is no home folder
+    (rather than a ``~`` folder in the current one).
+    """
+    return named_path() or os.path.join(cache_folder(), catalog_name())
+
+
+def is_movable_default(path: str) -> bool:
+    """Whether ``path`` is the catalog's own default location (not one the user named)."""
+    if named_path() is not None:
+        return False
+    try:
+        return path == os.path.join(cache_folder(), catalog_name())
+    except CatalogError:
+        return False
+
+
+def version() -> tuple[int, str]:
+    """This pisession's catalog version: (schema, Unicode version)."""
+    return SCHEMA_VERSION, unicodedata.unidata_version
 
 
 @functools.cache
@@ -119,10 +154,13 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
     if _schema_ok(connection, mode):
         return
     connection.execute("BEGIN IMMEDIATE")
+    rebuilt = False
     try:
         if not _schema_ok(connection, mode):
             if path != ":memory:" and _application_id(connection) != APPLICATION_ID:
                 raise CatalogError(f"{path} is an SQLite database that is not a pisession catalog")
+            _refuse_newer(connection, path)
+            rebuilt = True
             for table in ("usage_sums", "usage_damage", "usage", "fts", "messages", "files", "catalog_meta"):
                 connection.execute(f"DROP TABLE IF EXISTS {table}")
             connection.execute("CREATE TABLE catalog_meta (key TEXT PRIMARY KEY, value TEXT)")
@@ -162,6 +200,35 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
         if connection.in_transaction:
             connection.execute("ROLLBACK")
         raise
+    if rebuilt and path != ":memory:":
+        # the old tables' text: their pages were zeroed as they were freed (secure_delete);
+        # VACUUM also rewrites what an older release freed without, the checkpoint empties the WAL
+        with contextlib.suppress(sqlite3.Error):
+            connection.execute("VACUUM")
+        with contextlib.suppress(sqlite3.Error):
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _refuse_newer(connection: sqlite3.Connection, path: str) -> None:
+    """A catalog a newer pisession made (a higher schema, or the same with a newer Python's
+    Unicode tables) is never rebuilt by this one: it would take it from that install."""
+    try:
+        meta = dict(connection.execute("SELECT key, value FROM catalog_meta").fetchall())
+    except sqlite3.OperationalError:
+        return  # no meta: not a catalog any pisession finished making
+    schema, unicode = meta.get("schema"), meta.get("unicode")
+    if not isinstance(schema, str) or not schema.isdigit():
+        return
+    theirs = (int(schema), _unicode_key(unicode if isinstance(unicode, str) else ""))
+    if theirs > (SCHEMA_VERSION, _unicode_key(unicodedata.unidata_version)):
+        raise CatalogError(
+            f"{path} is the catalog of a newer pisession (schema {schema}, Unicode {unicode}): "
+            "not changing it (give this one another file with PISESSION_CATALOG)"
+        )
+
+
+def _unicode_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
 
 
 def _schema_ok(connection: sqlite3.Connection, mode: str) -> bool:
