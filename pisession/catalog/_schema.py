@@ -302,9 +302,8 @@ def usage_checksum(*values: object) -> int:
     """A checksum of a usage row's columns (``usage``, ``usage_sums``, ``usage_damage``): a
     flipped sum is read again from its file, never reported. Registered as the SQL function
     ``usage_crc``, so that sums SQLite adds up are checked as SQLite stored them."""
-    # -0.0 + 0.0 is 0.0: a zero's sign is not worth a re-read
-    canonical = tuple(value + 0.0 if type(value) is float else value for value in values)
-    return zlib.crc32(repr(canonical).encode("utf-8", "surrogatepass"))
+    # the columns are untyped: SQLite gives back each value as it was written (-0.0 too)
+    return zlib.crc32(repr(values).encode("utf-8", "surrogatepass"))
 
 
 def indexable(text: str) -> str:
