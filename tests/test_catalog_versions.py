@@ -205,3 +205,22 @@ def test_old_catalogs_are_kept_when_the_user_says_so(
     with Catalog() as catalog:
         catalog.list_all(str(folder))
     assert len(holding(cache)) == 3
+
+
+def test_an_old_catalog_another_process_has_open_is_removed_later(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "sessions"
+    sessions(folder, 2)
+    cache.mkdir(parents=True)
+    legacy = cache / "catalog.sqlite3"
+    our_database(legacy, SECRET)
+    (cache / "catalog.sqlite3-shm").write_bytes(bytes(32768))  # an older install reading it now
+    with Catalog() as catalog:
+        catalog.list_all(str(folder))
+    assert legacy.exists()
+    old(cache / "catalog.sqlite3-shm", 1)  # left by a process killed a day ago
+    with Catalog() as catalog:
+        catalog.list_all(str(folder))
+    assert holding(cache) == [] and not legacy.exists()
+    assert not (cache / "catalog.sqlite3-shm").exists()

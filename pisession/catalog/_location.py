@@ -180,7 +180,7 @@ def tidy(path: str, version: tuple[int, str]) -> None:
             continue
         candidate = os.path.join(folder, name)
         with contextlib.suppress(OSError):
-            if is_ours(candidate):
+            if is_ours(candidate) and not _open_now(candidate):
                 wipe(candidate)
 
 
@@ -194,6 +194,15 @@ def _unused(path: str) -> bool:
         with contextlib.suppress(OSError):
             newest = max(newest, os.stat(name).st_mtime)
     return time.time() - newest > STALE_AFTER
+
+
+def _open_now(path: str) -> bool:
+    """Whether a process seems to have the database open now: SQLite's shared-memory file is
+    there and was written lately (the last connection to close removes it). Removed later."""
+    try:
+        return time.time() - os.stat(path + "-shm").st_mtime < 3600
+    except OSError:
+        return False
 
 
 def is_ours(path: str) -> bool:
