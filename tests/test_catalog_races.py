@@ -122,7 +122,6 @@ REBUILDER = """
 import sqlite3, sys
 import pisession.catalog._refresh as refresh
 from pisession.catalog import Catalog
-from pisession.usage import usage_report
 refresh._COMMIT_EVERY = 0.0  # a commit after every file: more chances to interleave
 database, folder = sys.argv[1], sys.argv[2]
 while True:
@@ -157,12 +156,20 @@ def test_listings_racing_a_rebuilding_process_equal_the_files(
     scanned = list_all_sessions(str(folder))
     with Catalog(database) as catalog:
         assert catalog.list_all(str(folder)) == scanned
+    as_json = json.dumps([info.to_wire() for info in scanned], indent=2, ensure_ascii=False) + "\n"
+    with Catalog(":memory:") as fresh:
+        found = fresh.search("message", all=True, session_dir=str(folder), limit=None)
     rebuilder = subprocess.Popen([sys.executable, "-c", REBUILDER, str(database), str(folder)], cwd=REPO)
     try:
         for n in range(150):
             with Catalog(database, timeout=5) as catalog:
-                listed = catalog.list_all(str(folder))
-            assert listed == scanned, f"call {n}"
+                if n % 3 == 0:
+                    assert catalog.list_all(str(folder)) == scanned, f"call {n}"
+                elif n % 3 == 1:
+                    assert catalog.list_all_json(str(folder)).decode() == as_json, f"call {n}"
+                else:
+                    hits = catalog.search("message", all=True, session_dir=str(folder), limit=None)
+                    assert hits == found, f"call {n}"
             assert rebuilder.poll() is None
     finally:
         rebuilder.kill()
