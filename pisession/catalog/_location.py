@@ -165,7 +165,7 @@ def tidy(path: str, version: tuple[int, str]) -> None:
     if keep_old():
         return
     folder = os.path.dirname(path)
-    ours = (version[0], _unicode_key(version[1]))
+    ours = (version[0], unicode_key(version[1]))
     try:
         names = os.listdir(folder)
     except OSError:
@@ -173,7 +173,7 @@ def tidy(path: str, version: tuple[int, str]) -> None:
     for name in names:
         found = _VERSIONED.fullmatch(name)
         if found is not None:
-            theirs = (int(found[1]), _unicode_key(found[2]))
+            theirs = (int(found[1]), unicode_key(found[2]))
             if theirs >= ours or not _unused(os.path.join(folder, name)):
                 continue
         elif name != LEGACY_NAME and not _ASIDE.fullmatch(name):
@@ -184,7 +184,8 @@ def tidy(path: str, version: tuple[int, str]) -> None:
                 wipe(candidate)
 
 
-def _unicode_key(version: str) -> tuple[int, ...]:
+def unicode_key(version: str) -> tuple[int, ...]:
+    """A Unicode version (``15.1.0``) as numbers that compare as versions do."""
     return tuple(int(part) for part in version.split(".") if part.isdigit())
 
 

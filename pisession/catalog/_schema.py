@@ -28,7 +28,7 @@ from typing import Any
 from .._discovery import SessionSummary
 from .._errors import CatalogError
 from .._record import Record
-from ._location import APPLICATION_ID, cache_folder, claim_file, make_folder, named_path
+from ._location import APPLICATION_ID, cache_folder, claim_file, make_folder, named_path, unicode_key
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -220,16 +220,12 @@ def _refuse_newer(connection: sqlite3.Connection, path: str) -> None:
     schema, unicode = meta.get("schema"), meta.get("unicode")
     if not isinstance(schema, str) or not schema.isdigit():
         return
-    theirs = (int(schema), _unicode_key(unicode if isinstance(unicode, str) else ""))
-    if theirs > (SCHEMA_VERSION, _unicode_key(unicodedata.unidata_version)):
+    theirs = (int(schema), unicode_key(unicode if isinstance(unicode, str) else ""))
+    if theirs > (SCHEMA_VERSION, unicode_key(unicodedata.unidata_version)):
         raise CatalogError(
             f"{path} is the catalog of a newer pisession (schema {schema}, Unicode {unicode}): "
             "not changing it (give this one another file with PISESSION_CATALOG)"
         )
-
-
-def _unicode_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".") if part.isdigit())
 
 
 def _schema_ok(connection: sqlite3.Connection, mode: str) -> bool:
