@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pisession.catalog._refresh as refresh_module
 from pisession import CatalogError, SessionManager, to_wire
 from pisession._discovery import list_all_sessions, list_sessions
 from pisession.catalog import Catalog, RefreshReport, SearchHit, default_catalog_path, format_hit, search
+from pisession.catalog._schema import SCHEMA_VERSION
 
 REPO = str(Path(__file__).resolve().parents[1])
 _OLD = itertools.count(int((time.time() - 10 * 86400) * 1e9), 1_000_000_000)
@@ -385,7 +387,9 @@ def test_the_catalog_never_lives_in_pis_data(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("PISESSION_CATALOG")
-    assert default_catalog_path() == str(tmp_path / "xdg" / "pisession" / "catalog.sqlite3")
+    # one file per version of the catalog's tables and of this Python's Unicode tables
+    name = f"catalog-v{SCHEMA_VERSION}-u{unicodedata.unidata_version}.sqlite3"
+    assert default_catalog_path() == str(tmp_path / "xdg" / "pisession" / name)
     inside = tmp_path / "agent" / "sessions" / "--p--" / "catalog.sqlite3"
     with pytest.raises(CatalogError, match="inside Pi's data"):
         Catalog(inside)

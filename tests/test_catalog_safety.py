@@ -15,7 +15,7 @@ from pisession import CatalogError
 from pisession._discovery import list_all_sessions
 from pisession.catalog import Catalog, default_catalog_path, with_catalog
 from pisession.cli.main import main
-from tests.test_catalog import header, msg, sessions, write
+from tests.test_catalog import append, header, line, msg, sessions, write
 
 SECRET = "sk-live-do-not-keep-4f2a9c"
 OTHER_UID = 54321
@@ -207,23 +207,18 @@ def default_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return database
 
 
-@pytest.mark.parametrize("content", ["garbage", "foreign", "damaged"])
+@pytest.mark.parametrize("content", ["garbage", "foreign"])
 def test_an_unusable_catalog_at_the_default_location_is_moved_aside_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], content: str
 ) -> None:
+    # not ours: someone's file, kept as it was
     folder = tmp_path / "sessions"
     sessions(folder, 3)
     database = default_location(tmp_path, monkeypatch)
     if content == "garbage":
         database.write_bytes(b"this is not a database" * 100)
-    elif content == "foreign":
-        foreign_database(database, with_meta=True)
     else:
-        with Catalog() as good:
-            good.list_all(str(folder))
-        data = bytearray(database.read_bytes())
-        data[100:4096] = b"\xff" * (4096 - 100)  # the schema page, header (and our mark) kept
-        database.write_bytes(bytes(data))
+        foreign_database(database, with_meta=True)
     original = database.read_bytes()
     assert main(["ls", "--all", "--session-dir", str(folder)]) == 0
     err = capsys.readouterr().err
@@ -235,6 +230,54 @@ def test_an_unusable_catalog_at_the_default_location_is_moved_aside_once(
     with Catalog() as catalog:
         assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
         assert catalog.last_error is None and catalog.last_notice is None
+    assert [p for p in database.parent.iterdir() if p.name.endswith(".aside")] == aside  # kept
+
+
+def damaged_default_catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    folder = tmp_path / "sessions"
+    sessions(folder, 3)
+    write(folder / "secret.jsonl", header("id-secret"), msg("p", "user", f"my password is {SECRET}"))
+    database = default_location(tmp_path, monkeypatch)
+    with Catalog() as good:
+        good.list_all(str(folder))
+    data = bytearray(database.read_bytes())
+    assert SECRET.encode() in data
+    data[100:4096] = b"\xff" * (4096 - 100)  # the schema page, header (and our mark) kept
+    database.write_bytes(bytes(data))
+    return folder, database
+
+
+def holding(folder: Path, secret: str) -> list[str]:
+    return sorted(p.name for p in folder.rglob("*") if p.is_file() and secret.encode() in p.read_bytes())
+
+
+def test_a_damaged_catalog_at_the_default_location_is_removed_with_its_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, database = damaged_default_catalog(tmp_path, monkeypatch)
+    assert main(["ls", "--all", "--session-dir", str(folder)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("removed it and started a new one") == 1
+    assert not [p for p in database.parent.iterdir() if ".aside" in p.name]
+    for path in folder.iterdir():
+        path.unlink()  # the sessions deleted: no copy of their text stays in the cache
+    with Catalog() as catalog:
+        assert catalog.list_all(str(folder)) == []
+    assert holding(database.parent, SECRET) == []
+    assert main(["ls", "--all", "--session-dir", str(folder)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_a_damaged_catalog_is_kept_aside_when_the_user_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, database = damaged_default_catalog(tmp_path, monkeypatch)
+    original = database.read_bytes()
+    monkeypatch.setenv("PISESSION_KEEP_OLD_CATALOGS", "1")
+    assert main(["ls", "--all", "--session-dir", str(folder)]) == 0
+    assert capsys.readouterr().err.count("moved it to") == 1
+    aside = [p for p in database.parent.iterdir() if p.name.endswith(".aside")]
+    assert len(aside) == 1 and aside[0].read_bytes() == original
 
 
 def test_an_unusable_catalog_at_a_named_path_is_left_alone(tmp_path: Path) -> None:
@@ -280,3 +323,18 @@ def test_a_damaged_text_is_read_again_on_the_next_call(tmp_path: Path) -> None:
     with Catalog(database) as catalog:
         assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
         assert catalog.last_error is None and catalog.last_report.read == 1
+
+
+def test_a_damaged_text_is_not_carried_on_when_its_file_grows(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    paths = sessions(folder, 2)
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        catalog.list_all(str(folder))
+    with sqlite3.connect(database) as db:
+        db.execute("UPDATE files SET all_text = CAST('\"forged text\"' AS BLOB) WHERE path LIKE '%s1.jsonl'")
+    db.close()
+    append(paths[1], line(msg("x", "user", "appended")))  # read from its old end: the kept text is reused
+    with Catalog(database) as catalog:
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+        assert catalog.last_error is None

@@ -27,7 +27,11 @@ A database that cannot be used (locked past the timeout, corrupt, read-only, not
 that fails its checksum) never gives wrong rows: :meth:`Catalog.list` then reads the files as Pi does, and
 :meth:`Catalog.search` builds a throwaway catalog in memory. Several processes may refresh one
 catalog at once: each file is brought up to date inside a write transaction that first re-reads
-its row, so a file another process just caught up is not read twice.
+its row, so a file another process just caught up is not read twice; a call then reads its rows
+and what hangs off them (text, search rows, usage sums) in one read transaction, so another
+process's rebuild or catch-up is never seen half. The default database is one file per schema and
+Unicode version (installs on several Pythons keep one each), and catalogs nothing will use again
+are overwritten and removed (see :mod:`._location`).
 
 The package's modules, bottom to top: ``_words`` (tokens, matching, snippets), ``_location``
 (where the file lives, and that it is ours), ``_schema`` (the database and its rows), ``_refresh``
@@ -38,9 +42,9 @@ The package's modules, bottom to top: ``_words`` (tokens, matching, snippets), `
 from __future__ import annotations
 
 from ._catalog import Catalog, search, search_sessions, with_catalog
-from ._location import ENV_CATALOG, default_catalog_path
+from ._location import ENV_CATALOG
 from ._refresh import RefreshReport, SkippedFile
-from ._schema import fts5_available
+from ._schema import default_catalog_path, fts5_available
 
 # The search module is imported on first use of one of its names: `pisession ls` does not
 # search, and its result classes bring attrs.

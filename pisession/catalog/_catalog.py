@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import os
 import sqlite3
 
@@ -11,15 +12,23 @@ from .._errors import CatalogError
 from .._paths import cwd_matches, list_folder, normalize_path
 from .._record import replace
 from ._list import infos, listed_json
-from ._location import default_catalog_path, is_movable_default, move_aside, refuse_pi_data
-from ._refresh import Candidate, RefreshReport, current
-from ._schema import ProgressCallback, Row, connect, fts5_available
+from ._location import keep_old, move_aside, refuse_pi_data, tidy, wipe
+from ._refresh import Candidate, RefreshReport, current, finish
+from ._schema import (
+    ProgressCallback,
+    Row,
+    connect,
+    default_catalog_path,
+    fts5_available,
+    is_movable_default,
+    version,
+)
 
 # Search and usage are imported by the calls that use them: listing needs neither (nor attrs,
 # which their result classes are made with), nor typing.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import TypeVar
 
     from ._search import Role, SearchHit, SessionMatch
@@ -76,13 +85,23 @@ class Catalog:
             try:
                 self._connection, notice = connect(self.path, self.timeout, self.fts, self._movable)
             except sqlite3.DatabaseError as error:
-                # a damaged catalog at the default location is a cache: start it again, once
+                # a damaged catalog at the default location is a cache: start it again, once; its
+                # text (deleted sessions' too) is not kept, unless the user says so
                 if not self._movable or isinstance(error, sqlite3.OperationalError):
                     raise
-                notice = move_aside(self.path, f"damaged ({error})")
+                if keep_old():
+                    notice = move_aside(self.path, f"damaged ({error})")
+                else:
+                    wipe(self.path)
+                    notice = (
+                        f"the session catalog {self.path} was damaged ({error}): "
+                        "removed it and started a new one"
+                    )
                 self._connection, _ = connect(self.path, self.timeout, self.fts, False)
             if notice:
                 self.last_notice = notice
+            if self._movable:
+                tidy(self.path, version())
         return self._connection
 
     # ------------------------------------------------------------------ listing
@@ -138,11 +157,11 @@ class Catalog:
         """:meth:`list`'s rows as ``pisession ls --json`` prints them (see :meth:`list_all_json`)."""
         directory, only_cwd = list_folder(cwd, session_dir)
         try:
-            found = self._current([directory], None, on_progress)
-            try:
-                return listed_json(self._connect(), found, None, only_cwd)
-            except RecursionError:  # a header id nested deeper than the json module goes
-                rows = infos(self._connect(), found, True)
+            with self._state([directory], None, on_progress) as found:
+                try:
+                    return listed_json(self._connect(), found, None, only_cwd)
+                except RecursionError:  # a header id nested deeper than the json module goes
+                    rows = infos(self._connect(), found, True)
         except (sqlite3.Error, OSError, CatalogError) as error:
             self._failed(error)
             from .._discovery import list_sessions
@@ -166,12 +185,12 @@ class Catalog:
         building the rows and encoding them takes twice that)."""
         try:
             directories, root = all_of(session_dir)
-            found = self._current(directories, root, on_progress)
-            mtimes = _tie_mtimes(found, root)
-            try:
-                return listed_json(self._connect(), found, mtimes)
-            except RecursionError:  # a header id nested deeper than the json module goes
-                return rows_json(_sorted(infos(self._connect(), found, True), mtimes))
+            with self._state(directories, root, on_progress) as found:
+                mtimes = _tie_mtimes(found, root)
+                try:
+                    return listed_json(self._connect(), found, mtimes)
+                except RecursionError:  # a header id nested deeper than the json module goes
+                    return rows_json(_sorted(infos(self._connect(), found, True), mtimes))
         except (sqlite3.Error, OSError, CatalogError) as error:
             self._failed(error)
             from .._discovery import list_all_sessions
@@ -180,8 +199,8 @@ class Catalog:
 
     def refresh(self, session_dir: str | None = None) -> RefreshReport:
         """Bring one folder (default: every project's folders) up to date; raises on database errors."""
-        self._current(*all_of(session_dir), None)
-        return self.last_report
+        with self._state(*all_of(session_dir), None):
+            return self.last_report
 
     def _usage(
         self,
@@ -191,10 +210,20 @@ class Catalog:
     ) -> UsageScan:
         """For :func:`pisession.usage.usage_report`: bring one folder (default: every project's)
         up to date and sum its usage per file, model and quarter hour; raises on database errors."""
-        from ._usage import scan_usage
+        from ._usage import UsageDamaged, scan_usage
 
-        found = self._current(*all_of(session_dir), on_progress, max_size=max_size)
-        return scan_usage(self._connect(), [row for _, row in found])
+        def scan() -> UsageScan:
+            with self._state(*all_of(session_dir), on_progress, max_size=max_size) as found:
+                return scan_usage(self._connect(), [row for _, row in found])
+
+        try:
+            return scan()
+        except UsageDamaged as error:
+            # read those files again in full (their usage rows with them), once
+            self._connect().executemany(
+                "UPDATE files SET row_crc = -1 WHERE path = ?", [(path,) for path in error.paths]
+            )
+        return scan()
 
     def _failed(self, error: BaseException) -> None:
         self.last_error = f"{self.path}: {error}"
@@ -209,8 +238,24 @@ class Catalog:
     ) -> tuple[builtins.list[SessionInfo], dict[str, float] | None]:
         """The rows, and for a sessions root path → mtime: its ties are broken by mtime first, as
         Pi's listAll reads them (see :func:`_sorted`)."""
-        found = self._current(directories, root, on_progress)
-        return infos(self._connect(), found, text), _tie_mtimes(found, root)
+        with self._state(directories, root, on_progress) as found:
+            return infos(self._connect(), found, text), _tie_mtimes(found, root)
+
+    @contextlib.contextmanager
+    def _state(
+        self,
+        directories: builtins.list[str] | None,
+        root: str | None,
+        on_progress: ProgressCallback | None,
+        max_size: int | None = None,
+    ) -> Iterator[builtins.list[tuple[Candidate, Row]]]:
+        """Bring these folders' picker rows up to date (the search rows wait for a search), and
+        read them and what hangs off them as one state of the database (see :func:`current`)."""
+        connection = self._connect()
+        try:
+            yield self._current(directories, root, on_progress, max_size)
+        finally:
+            finish(connection)
 
     def _current(
         self,
@@ -219,7 +264,7 @@ class Catalog:
         on_progress: ProgressCallback | None,
         max_size: int | None = None,
     ) -> builtins.list[tuple[Candidate, Row]]:
-        """Bring these folders' picker rows up to date (the search rows wait for a search)."""
+        """The refresh itself: returns inside the read transaction :meth:`_state` ends."""
         found, self.last_report = current(
             self._connect(), self.fts, directories, root, on_progress, max_size=max_size
         )
@@ -287,8 +332,13 @@ class Catalog:
 
         def count(catalog: Catalog) -> builtins.list[SessionMatch]:
             connection = catalog._connect()
-            covered, catalog.last_report = scope(connection, catalog.fts, cwd, all, session_dir, on_progress)
-            return session_matches(connection, catalog.fts, covered, terms, role)
+            try:
+                covered, catalog.last_report = scope(
+                    connection, catalog.fts, cwd, all, session_dir, on_progress
+                )
+                return session_matches(connection, catalog.fts, covered, terms, role)
+            finally:
+                finish(connection)
 
         return self._fall_back(count)
 
@@ -329,11 +379,15 @@ class Catalog:
         from ._search import hits, scope, session_matches
 
         connection = self._connect()
-        covered, self.last_report = scope(connection, self.fts, cwd, all, session_dir, on_progress)
-        found = hits(connection, self.fts, covered, terms, role, limit)
-        if limit is None or len(found) < limit:
-            return found, len(found)
-        return found, sum(match.hits for match in session_matches(connection, self.fts, covered, terms, role))
+        try:  # the scope's rows and the hits are read in one transaction (see :func:`current`)
+            covered, self.last_report = scope(connection, self.fts, cwd, all, session_dir, on_progress)
+            found = hits(connection, self.fts, covered, terms, role, limit)
+            if limit is None or len(found) < limit:
+                return found, len(found)
+            matched = session_matches(connection, self.fts, covered, terms, role)
+        finally:
+            finish(connection)
+        return found, sum(match.hits for match in matched)
 
 
 def _tie_mtimes(found: builtins.list[tuple[Candidate, Row]], root: str | None) -> dict[str, float] | None:

@@ -10,7 +10,7 @@ from .._errors import CatalogError
 from .._json import loads_for
 from .._paths import cwd_matches, header_cwd
 from ._refresh import Candidate, read_range
-from ._schema import SESSION, Row, chunks, read_header, text_checksum, unpack_text
+from ._schema import SESSION, Row, chunks, read_header, text_intact, unpack_text
 
 
 def infos(
@@ -117,13 +117,7 @@ def _kept(connection: sqlite3.Connection, paths: dict[int, str]) -> dict[int, _K
             f"SELECT id, path, modified, wire_head, all_text, text_crc FROM files WHERE id IN ({marks})",
             chunk,
         ):
-            # a column of another type (the database was edited) is damage too, not a TypeError
-            intact = (
-                type(all_text) is bytes
-                and (wire_head is None or type(wire_head) is bytes)
-                and (modified is None or type(modified) is float)
-                and text_checksum(all_text, wire_head, modified) == crc
-            )
+            intact = text_intact(all_text, wire_head, modified, crc)
             if path != paths[file_id] or not intact:
                 if path == paths[file_id]:
                     with contextlib.suppress(sqlite3.Error):  # read it again next time

@@ -8,12 +8,19 @@ A file is ours when it is empty or an SQLite database whose header carries :data
 (written before the file is switched to WAL, so the main file's header always shows it). Anything
 else is never opened for writing: at the default location it is moved aside (the catalog is a
 cache, rebuilt from the session files); at a path the user named, it is refused.
+
+A catalog of ours that nothing will use again (damaged, the previous releases' ``catalog.sqlite3``
+and the copies they moved aside, another version's file unused for :data:`STALE_AFTER`) holds
+sessions' text, deleted ones' too: it is removed, its bytes overwritten first (:func:`wipe`), unless
+:data:`ENV_KEEP` says to keep it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import sqlite3
 import stat
 import time
 
@@ -22,42 +29,47 @@ from .._paths import get_agent_dir, get_sessions_dir, normalize_path, resolve_pa
 
 ENV_CATALOG = "PISESSION_CATALOG"
 """Environment variable naming the catalog's database file (default: see :func:`default_catalog_path`)."""
+ENV_KEEP = "PISESSION_KEEP_OLD_CATALOGS"
+"""Environment variable: set (not empty, not ``0``), catalogs that would be removed are kept
+(a damaged one moved aside as ``<name>.<time>-<pid>.aside``)."""
 
 APPLICATION_ID = 0x70694354  # "piCT" in the database header: PRAGMA application_id
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _HEADER = 100
 
 
-def default_catalog_path() -> str:
-    """``$PISESSION_CATALOG``, else ``$XDG_CACHE_HOME/pisession/catalog.sqlite3`` (``~/.cache``).
+STALE_AFTER = 30 * 86400
+"""Seconds after which another version's catalog nobody used is removed (a file in use has its
+mtime brought forward once a day)."""
+LEGACY_NAME = "catalog.sqlite3"  # the default file of releases before one file per version
+_VERSIONED = re.compile(r"catalog-v(\d+)-u(\d+(?:\.\d+)*)\.sqlite3")
+_ASIDE = re.compile(r"catalog(?:-v\d+-u\d+(?:\.\d+)*)?\.sqlite3\.\d{8}-\d{6}-\d+\.aside")
+_COMPANIONS = ("-wal", "-journal", "-shm")  # SQLite's files beside a database (-shm holds no rows)
 
-    Raises :class:`~pisession.CatalogError` when neither is set and there is no home folder
-    (rather than a ``~`` folder in the current one).
-    """
+
+def named_path() -> str | None:
+    """``$PISESSION_CATALOG`` made absolute, or None when it is not set."""
     env = os.environ.get(ENV_CATALOG)
-    if env:
-        return os.path.abspath(normalize_path(env))
-    return _cache_default()
+    return os.path.abspath(normalize_path(env)) if env else None
 
 
-def _cache_default() -> str:
+def cache_folder() -> str:
+    """``$XDG_CACHE_HOME/pisession`` (``~/.cache/pisession``), where the default catalogs live.
+
+    Raises :class:`~pisession.CatalogError` when there is no home folder (rather than a ``~``
+    folder in the current one).
+    """
     cache = os.environ.get("XDG_CACHE_HOME")
     if not cache:
         home = os.path.expanduser("~")
         if not os.path.isabs(home):
             raise CatalogError("no home folder to keep the session catalog in: set PISESSION_CATALOG")
         cache = os.path.join(home, ".cache")
-    return os.path.join(os.path.abspath(cache), "pisession", "catalog.sqlite3")
+    return os.path.join(os.path.abspath(cache), "pisession")
 
 
-def is_movable_default(path: str) -> bool:
-    """Whether ``path`` is the catalog's own default location (not one the user named)."""
-    if os.environ.get(ENV_CATALOG):
-        return False
-    try:
-        return path == _cache_default()
-    except CatalogError:
-        return False
+def keep_old() -> bool:
+    return os.environ.get(ENV_KEEP, "") not in ("", "0")
 
 
 def refuse_pi_data(path: str) -> None:
@@ -140,6 +152,116 @@ def claim_file(path: str, movable: bool) -> str | None:
         claim_file(path, movable=False)
         return notice
     raise CatalogError(f"cannot create the session catalog {path}")
+
+
+def tidy(path: str, version: tuple[int, str]) -> None:
+    """Beside the default catalog ``path`` (of ``version``: schema, Unicode), remove the catalogs
+    of ours nothing will use again: the previous releases' ``catalog.sqlite3`` and the copies
+    they moved aside, and another version's file unused for :data:`STALE_AFTER` unless it is a
+    newer version's (an older release never destroys a newer one's). Marks ``path`` as in use."""
+    with contextlib.suppress(OSError):
+        if time.time() - os.stat(path).st_mtime > 86400:
+            os.utime(path)
+    if keep_old():
+        return
+    folder = os.path.dirname(path)
+    ours = (version[0], unicode_key(version[1]))
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        found = _VERSIONED.fullmatch(name)
+        if found is not None:
+            theirs = (int(found[1]), unicode_key(found[2]))
+            if theirs >= ours or not _unused(os.path.join(folder, name)):
+                continue
+        elif name != LEGACY_NAME and not _ASIDE.fullmatch(name):
+            continue
+        candidate = os.path.join(folder, name)
+        with contextlib.suppress(OSError):
+            if is_ours(candidate) and not _open_now(candidate):
+                wipe(candidate)
+
+
+def unicode_key(version: str) -> tuple[int, ...]:
+    """A Unicode version (``15.1.0``) as numbers that compare as versions do."""
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def _unused(path: str) -> bool:
+    newest = 0.0
+    for name in (path, path + "-wal"):
+        with contextlib.suppress(OSError):
+            newest = max(newest, os.stat(name).st_mtime)
+    return time.time() - newest > STALE_AFTER
+
+
+def _open_now(path: str) -> bool:
+    """Whether a process seems to have the database open now: SQLite's shared-memory file is
+    there and was written lately (the last connection to close removes it). Removed later."""
+    try:
+        return time.time() - os.stat(path + "-shm").st_mtime < 3600
+    except OSError:
+        return False
+
+
+def is_ours(path: str) -> bool:
+    """Whether ``path`` is a catalog of ours: our mark in its header, or (releases before the
+    mark) an unmarked database holding exactly the first catalogs' tables."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        stats = os.fstat(descriptor)
+        header = os.read(descriptor, _HEADER) if stat.S_ISREG(stats.st_mode) else b""
+    finally:
+        os.close(descriptor)
+    if stats.st_uid != os.geteuid() or len(header) < _HEADER or not header.startswith(_SQLITE_MAGIC):
+        return False
+    mark = int.from_bytes(header[68:72], "big")
+    return mark == APPLICATION_ID or (mark == 0 and _unmarked_catalog(path))
+
+
+def _unmarked_catalog(path: str) -> bool:
+    from pathlib import Path
+
+    try:  # read-only and immutable: not a byte of it changes, no -wal or -shm is made
+        connection = sqlite3.connect(f"{Path(path).as_uri()}?mode=ro&immutable=1", uri=True)
+        try:
+            tables = {
+                name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+            if not {"catalog_meta", "files", "messages"} <= tables:
+                return False
+            meta = dict(connection.execute("SELECT key, value FROM catalog_meta").fetchall())
+        finally:
+            connection.close()
+    except (sqlite3.Error, ValueError):
+        return False
+    return meta.get("schema") in ("1", "2", "3", "4") and meta.get("mode") in ("fts5", "plain")
+
+
+def wipe(path: str) -> None:
+    """Remove a catalog of ours and SQLite's files beside it, each overwritten with zeros first
+    (as ``secure_delete`` does a deleted row): unlinked alone, its pages would stay on the disk
+    as they were. Another process still using it reads a damaged database and falls back to the
+    files."""
+    for name in (path, *(path + suffix for suffix in _COMPANIONS)):
+        try:
+            descriptor = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except FileNotFoundError:
+            continue
+        try:
+            stats = os.fstat(descriptor)
+            if not stat.S_ISREG(stats.st_mode) or stats.st_uid != os.geteuid():
+                continue
+            zeros = bytes(1 << 20)
+            left = stats.st_size
+            while left > 0:
+                left -= os.write(descriptor, zeros[: min(left, len(zeros))])
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.unlink(name)
 
 
 def move_aside(path: str, why: str) -> str:

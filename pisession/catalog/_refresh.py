@@ -28,6 +28,7 @@ from .._discovery import (
     row_json,
     split_cr,
 )
+from .._errors import CatalogError
 from .._js import local_zone_key, local_zone_reads
 from .._load import (
     MAX_LINE_BYTES,
@@ -51,6 +52,7 @@ from ._schema import (
     pack_text,
     row_checksum,
     text_checksum,
+    text_intact,
     unpack_text,
 )
 
@@ -62,6 +64,9 @@ _RACY_NS = 50_000_000
 _RACY_COARSE_NS = 2_000_000_000
 _CHECK_BLOCK = 1 << 20
 _COMMIT_EVERY = 0.25  # seconds: short write transactions let other processes take turns
+# Write passes before a call gives up on a catalog another process keeps rebuilding (and reads
+# the files instead): the first catches up what changed, the others what a rebuild removed.
+_ATTEMPTS = 4
 
 
 class SkippedFile(Record):
@@ -144,9 +149,16 @@ def current(
 ) -> tuple[list[tuple[Candidate, Row]], RefreshReport]:
     """Refresh the rows of these folders (and with ``index`` their search rows): the candidates
     (in Pi's order) that have a row, and what was done. Files over ``max_size`` bytes are
-    skipped unread (and named)."""
+    skipped unread (and named).
+
+    Returns inside a read transaction (end it with :func:`finish`): the rows returned and
+    whatever the caller reads before it ends are one state of the database. Another process
+    may rebuild the catalog between two of this refresh's commits, or catch a file up after
+    them: rows are only ever read in one transaction with what is read beside them, so ids
+    reused by a rebuild never pair one file's row with another's text or usage.
+    """
+    finish(connection)
     found = candidates(directories, root)
-    rows = stored_rows(connection, directories, root)
     skipped: list[SkippedFile] = []
     readable = []
     for candidate in found:
@@ -158,50 +170,51 @@ def current(
             skipped.append(SkippedFile(candidate.path, f"larger than {max_size:,} bytes: not read"))
         else:
             readable.append(candidate)
-    seen = {c.path for c in readable}
-    stale = [path for path in rows if path not in seen]
-    changed = [
-        c
-        for c in readable
-        if not _unchanged(c, rows.get(c.path)) or (index and rows[c.path].indexed < rows[c.path].parsed)
-    ]
     counts = {"read": 0, "appended": 0}
-    total = len(found)
-    done = total - len(changed)
-    if on_progress is not None and changed:
-        on_progress(done, total)
-    if changed or stale:
-        started = time.monotonic()
-        dropped = 0  # search rows deleted: their words must then be purged from the index
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            for path in stale:
-                dropped += _delete(connection, fts, path)
-            for candidate in changed:
-                if time.monotonic() - started > _COMMIT_EVERY:
-                    connection.execute("COMMIT")
-                    connection.execute("BEGIN IMMEDIATE")
-                    started = time.monotonic()
-                row, outcome, deleted = _update(connection, fts, candidate, index)
-                dropped += deleted
-                if row is None:
-                    rows.pop(candidate.path, None)
-                else:
-                    rows[candidate.path] = row
-                if outcome in counts:
-                    counts[outcome] += 1
-                elif outcome:
-                    skipped.append(SkippedFile(candidate.path, outcome))
-                done += 1
-                if on_progress is not None:
-                    on_progress(done, total)
+    removed = 0
+    unread: set[str] = set()  # files a write pass could not read: they have no row, rightly
+    connection.execute("BEGIN")
+    try:
+        for attempt in range(_ATTEMPTS):
+            rows = stored_rows(connection, directories, root)
+            if attempt == 0:
+                seen = {c.path for c in readable}
+                stale = [path for path in rows if path not in seen]
+                changed = [
+                    c
+                    for c in readable
+                    if not _unchanged(c, rows.get(c.path)) or (index and _unindexed(rows[c.path]))
+                ]
+            else:
+                # Rows written since this call's own write pass are another process's newer
+                # reads of the same files: taken as they are. Only a row that is missing (a
+                # rebuild under way) or damaged is caught up again.
+                stale = []
+                changed = [
+                    c for c in readable if c.path not in unread and not _usable(rows.get(c.path), index)
+                ]
+            if not changed and not stale:
+                break
             connection.execute("COMMIT")
-        except BaseException:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            raise
-        if dropped:
-            _purge(connection, fts)
+            removed += len(stale)
+            _write_pass(
+                connection,
+                fts,
+                stale,
+                changed,
+                index,
+                counts,
+                skipped,
+                unread,
+                on_progress if attempt == 0 else None,
+                len(found),
+            )
+            connection.execute("BEGIN")
+        else:
+            raise CatalogError("the catalog kept changing while it was read (another process rebuilding it)")
+    except BaseException:
+        finish(connection)
+        raise
     out = []
     for candidate in readable:
         row = rows.get(candidate.path)
@@ -213,13 +226,78 @@ def current(
             continue
         out.append((candidate, row))
     report = RefreshReport(
-        files=total,
+        files=len(found),
         read=counts["read"],
         appended=counts["appended"],
-        removed=len(stale),
+        removed=removed,
         skipped=tuple(skipped),
     )
     return out, report
+
+
+def finish(connection: sqlite3.Connection) -> None:
+    """End the read transaction :func:`current` left open (keeping what was written in it)."""
+    if connection.in_transaction:
+        try:
+            connection.execute("COMMIT")
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("ROLLBACK")
+
+
+def _unindexed(row: Row) -> bool:
+    return row.indexed < row.parsed
+
+
+def _usable(row: Row | None, index: bool) -> bool:
+    return row is not None and row.intact() and not (index and _unindexed(row))
+
+
+def _write_pass(
+    connection: sqlite3.Connection,
+    fts: bool,
+    stale: list[str],
+    changed: list[Candidate],
+    index: bool,
+    counts: dict[str, int],
+    skipped: list[SkippedFile],
+    unread: set[str],
+    on_progress: ProgressCallback | None,
+    total: int,
+) -> None:
+    """Delete the rows of files gone and catch the changed files up, in short write transactions."""
+    done = total - len(changed)
+    if on_progress is not None and changed:
+        on_progress(done, total)
+    started = time.monotonic()
+    dropped = 0  # search rows deleted: their words must then be purged from the index
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        for path in stale:
+            dropped += _delete(connection, fts, path)
+        for candidate in changed:
+            if time.monotonic() - started > _COMMIT_EVERY:
+                connection.execute("COMMIT")
+                connection.execute("BEGIN IMMEDIATE")
+                started = time.monotonic()
+            row, outcome, deleted = _update(connection, fts, candidate, index)
+            dropped += deleted
+            if row is None:
+                unread.add(candidate.path)
+            if outcome in counts:
+                counts[outcome] += 1
+            elif outcome and not any(s.path == candidate.path for s in skipped):
+                skipped.append(SkippedFile(candidate.path, outcome))
+            done += 1
+            if on_progress is not None:
+                on_progress(done, total)
+        connection.execute("COMMIT")
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
+    if dropped:
+        _purge(connection, fts)
 
 
 def _delete(connection: sqlite3.Connection, fts: bool, path: str) -> int:
@@ -388,9 +466,15 @@ def _update(
         zone_reads = local_zone_reads()
         if appended:
             assert old is not None
+            kept = connection.execute(
+                "SELECT all_text, wire_head, modified, text_crc FROM files WHERE id = ?", (old.id,)
+            ).fetchone()
+            # text that fails its checksum is not carried on: the file is read again in full
+            appended = text_intact(*kept)
+        if appended:
+            assert old is not None
             start = old.parsed
-            all_text = connection.execute("SELECT all_text FROM files WHERE id = ?", (old.id,)).fetchone()[0]
-            summary = old.summary(unpack_text(all_text))
+            summary = old.summary(unpack_text(kept[0]))
             summary.messages = [] if index else None
             if index and old.indexed < old.parsed:
                 _index(connection, fts, old.id, handle, old.indexed, old.parsed)

@@ -5,7 +5,11 @@ file: what was read of it and its picker row), ``messages`` (one row per message
 with FTS5, ``fts`` (the messages' text, rowid = ``messages.id``), ``usage`` (one row per entry
 that carries usage, for :mod:`pisession.usage`; see ``_usage``) with ``usage_sums`` and
 ``usage_damage``. A database whose meta does not match is rebuilt, only once the database is
-known to be ours (:mod:`._location`).
+known to be ours (:mod:`._location`), and never when a newer pisession made it.
+
+The default file's name carries the schema and Unicode versions (:func:`default_catalog_path`):
+installs on different Pythons or of different releases, used in turn, each keep their own catalog
+instead of rebuilding one file on every call.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import marshal
 import os
 import sqlite3
 import unicodedata
@@ -23,14 +28,14 @@ from typing import Any
 from .._discovery import SessionSummary
 from .._errors import CatalogError
 from .._record import Record
-from ._location import APPLICATION_ID, claim_file, make_folder
+from ._location import APPLICATION_ID, cache_folder, claim_file, make_folder, named_path, unicode_key
 
 ProgressCallback = Callable[[int, int], None]
 
 # 7: the usage tables and the checked rows (row_crc, text_crc) together; 8: the text as JSON and
 # the picker row's JSON made ahead (wire_head), the large columns last
-# 9: the time zone a row's local times were read in
-SCHEMA_VERSION = 9
+# 9: the time zone a row's local times were read in; 10: the usage rows checked (a crc column)
+SCHEMA_VERSION = 10
 FILE_COLUMNS = (
     "id, path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, indexed, head, tail, "
     "partial, status, header, message_count, first_message, name, last_activity, row_crc, zone"
@@ -42,8 +47,45 @@ USAGE_SUMS_TABLE = (
     "CREATE TABLE usage_sums (file_id INTEGER NOT NULL, model_key TEXT NOT NULL, quarter INTEGER NOT NULL, "
     "input, output, cache_read, cache_write, cost, nan_input INTEGER, nan_output INTEGER, "
     "nan_cache_read INTEGER, nan_cache_write INTEGER, nan_cost INTEGER, first_ms INTEGER, last_ms INTEGER, "
-    "PRIMARY KEY (file_id, model_key, quarter)) WITHOUT ROWID"
+    "crc INTEGER, PRIMARY KEY (file_id, model_key, quarter)) WITHOUT ROWID"
 )
+# The columns a usage_sums row's checksum covers, in order (all but crc).
+USAGE_SUMS_COLUMNS = (
+    "file_id, model_key, quarter, input, output, cache_read, cache_write, cost, nan_input, nan_output, "
+    "nan_cache_read, nan_cache_write, nan_cost, first_ms, last_ms"
+)
+USAGE_COLUMNS = "file_id, entry_id, ts, ms, model_key, input, output, cache_read, cache_write, cost"
+
+
+def catalog_name() -> str:
+    """The default catalog's file name: ``catalog-v<schema>-u<Unicode version>.sqlite3``."""
+    return f"catalog-v{SCHEMA_VERSION}-u{unicodedata.unidata_version}.sqlite3"
+
+
+def default_catalog_path() -> str:
+    """``$PISESSION_CATALOG``, else ``$XDG_CACHE_HOME/pisession/catalog-v<schema>-u<Unicode>.sqlite3``
+    (``~/.cache``): one file per version of the catalog's tables and of this Python's Unicode
+    tables (which split the words), so two installs keep one each.
+
+    Raises :class:`~pisession.CatalogError` when neither is set and there is no home folder
+    (rather than a ``~`` folder in the current one).
+    """
+    return named_path() or os.path.join(cache_folder(), catalog_name())
+
+
+def is_movable_default(path: str) -> bool:
+    """Whether ``path`` is the catalog's own default location (not one the user named)."""
+    if named_path() is not None:
+        return False
+    try:
+        return path == os.path.join(cache_folder(), catalog_name())
+    except CatalogError:
+        return False
+
+
+def version() -> tuple[int, str]:
+    """This pisession's catalog version: (schema, Unicode version)."""
+    return SCHEMA_VERSION, unicodedata.unidata_version
 
 
 @functools.cache
@@ -69,6 +111,8 @@ def connect(path: str, timeout: float, fts: bool, movable: bool) -> tuple[sqlite
         notice = claim_file(path, movable)
     connection = sqlite3.connect(path, timeout=timeout, isolation_level=None)
     try:
+        # the usage rows' checksums, where SQLite sums them (see _usage)
+        connection.create_function("usage_crc", -1, usage_checksum, deterministic=True)
         # a deleted session's text must not stay readable in freed pages
         connection.execute("PRAGMA secure_delete=ON")
         if path != ":memory:":
@@ -111,10 +155,13 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
     if _schema_ok(connection, mode):
         return
     connection.execute("BEGIN IMMEDIATE")
+    rebuilt = False
     try:
         if not _schema_ok(connection, mode):
             if path != ":memory:" and _application_id(connection) != APPLICATION_ID:
                 raise CatalogError(f"{path} is an SQLite database that is not a pisession catalog")
+            _refuse_newer(connection, path)
+            rebuilt = True
             for table in ("usage_sums", "usage_damage", "usage", "fts", "messages", "files", "catalog_meta"):
                 connection.execute(f"DROP TABLE IF EXISTS {table}")
             connection.execute("CREATE TABLE catalog_meta (key TEXT PRIMARY KEY, value TEXT)")
@@ -135,10 +182,12 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
             # untyped number columns: whole token counts stay integers; NULL stands for NaN
             connection.execute(
                 "CREATE TABLE usage (file_id INTEGER NOT NULL, entry_id TEXT, ts TEXT, ms INTEGER, "
-                "model_key TEXT, input, output, cache_read, cache_write, cost)"
+                "model_key TEXT, input, output, cache_read, cache_write, cost, crc INTEGER)"
             )
             connection.execute("CREATE INDEX usage_entry ON usage(file_id, entry_id)")
-            connection.execute("CREATE TABLE usage_damage (file_id INTEGER PRIMARY KEY, lines INTEGER)")
+            connection.execute(
+                "CREATE TABLE usage_damage (file_id INTEGER PRIMARY KEY, lines INTEGER, crc INTEGER)"
+            )
             connection.execute(USAGE_SUMS_TABLE)
             if fts:
                 # the words come pre-split by _words.index_text; the message text is in messages
@@ -152,6 +201,31 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
         if connection.in_transaction:
             connection.execute("ROLLBACK")
         raise
+    if rebuilt and path != ":memory:":
+        # the old tables' text: their pages were zeroed as they were freed (secure_delete);
+        # VACUUM also rewrites what an older release freed without, the checkpoint empties the WAL
+        with contextlib.suppress(sqlite3.Error):
+            connection.execute("VACUUM")
+        with contextlib.suppress(sqlite3.Error):
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _refuse_newer(connection: sqlite3.Connection, path: str) -> None:
+    """A catalog a newer pisession made (a higher schema, or the same with a newer Python's
+    Unicode tables) is never rebuilt by this one: it would take it from that install."""
+    try:
+        meta = dict(connection.execute("SELECT key, value FROM catalog_meta").fetchall())
+    except sqlite3.OperationalError:
+        return  # no meta: not a catalog any pisession finished making
+    schema, unicode = meta.get("schema"), meta.get("unicode")
+    if not isinstance(schema, str) or not schema.isdigit():
+        return
+    theirs = (int(schema), unicode_key(unicode if isinstance(unicode, str) else ""))
+    if theirs > (SCHEMA_VERSION, unicode_key(unicodedata.unidata_version)):
+        raise CatalogError(
+            f"{path} is the catalog of a newer pisession (schema {schema}, Unicode {unicode}): "
+            "not changing it (give this one another file with PISESSION_CATALOG)"
+        )
 
 
 def _schema_ok(connection: sqlite3.Connection, mode: str) -> bool:
@@ -208,6 +282,27 @@ def text_checksum(all_text: bytes | None, wire_head: bytes | None, modified: flo
         if blob is not None:
             crc = zlib.crc32(blob, crc)
     return crc
+
+
+def text_intact(all_text: object, wire_head: object, modified: object, crc: object) -> bool:
+    """Whether a row's text columns are of their types and match their checksum (a column of
+    another type, from a database edited by hand, is damage too, not a TypeError)."""
+    return (
+        type(all_text) is bytes
+        and (wire_head is None or type(wire_head) is bytes)
+        and (modified is None or type(modified) is float)
+        and text_checksum(all_text, wire_head, modified) == crc
+    )
+
+
+def usage_checksum(*values: int | float | str | bytes | None) -> int:
+    """A checksum of a usage row's columns (``usage``, ``usage_sums``, ``usage_damage``): a
+    flipped sum is read again from its file, never reported. Registered as the SQL function
+    ``usage_crc``, so that sums SQLite adds up are checked as SQLite stored them."""
+    # The columns are untyped: SQLite gives back each value as it was written (-0.0 too).
+    # marshal's version 2 (before references) writes the same bytes for the same values on any
+    # Python 3, four times faster than repr: a warm report checks every sum it reads.
+    return zlib.crc32(marshal.dumps(values, 2))
 
 
 def indexable(text: str) -> str:

@@ -17,10 +17,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .._attribution import usage_fields
+from .._errors import CatalogError
 from .._js import MISSING, js_date_ms
 from .._load import parse_line
 from .._paths import resolve_path
-from ._schema import read_header
+from ._schema import USAGE_COLUMNS, USAGE_SUMS_COLUMNS, read_header, usage_checksum
 
 UsageRow = tuple[str, str, int, str, Any, Any, Any, Any, Any]
 
@@ -173,12 +174,12 @@ def add_usage_rows(connection: sqlite3.Connection, file_id: int, rows: list[Usag
     newly read damaged lines."""
     if rows:
         connection.executemany(
-            "INSERT INTO usage (file_id, entry_id, ts, ms, model_key, input, output, cache_read, "
-            "cache_write, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(file_id, *row) for row in rows],
+            f"INSERT INTO usage ({USAGE_COLUMNS}, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(file_id, *row, usage_checksum(file_id, *row)) for row in rows],
         )
+        sums = _sums(rows)
         connection.executemany(
-            "INSERT INTO usage_sums VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            f"INSERT INTO usage_sums ({USAGE_SUMS_COLUMNS}) VALUES ({', '.join('?' * 15)}) "
             "ON CONFLICT (file_id, model_key, quarter) DO UPDATE SET "
             "input = input + excluded.input, output = output + excluded.output, "
             "cache_read = cache_read + excluded.cache_read, "
@@ -189,13 +190,22 @@ def add_usage_rows(connection: sqlite3.Connection, file_id: int, rows: list[Usag
             "nan_cache_write = nan_cache_write + excluded.nan_cache_write, "
             "nan_cost = nan_cost + excluded.nan_cost, "
             "first_ms = MIN(first_ms, excluded.first_ms), last_ms = MAX(last_ms, excluded.last_ms)",
-            [(file_id, *key, *sums) for key, sums in _sums(rows).items()],
+            [(file_id, *key, *values) for key, values in sums.items()],
+        )
+        # the checksum of each sum as SQLite added it up (an integer sum past 2**63 is a double)
+        connection.executemany(
+            f"UPDATE usage_sums SET crc = usage_crc({USAGE_SUMS_COLUMNS}) "
+            "WHERE file_id = ? AND model_key = ? AND quarter = ?",
+            [(file_id, *key) for key in sums],
         )
     if damaged:
         connection.execute(
-            "INSERT INTO usage_damage VALUES (?, ?) "
+            "INSERT INTO usage_damage (file_id, lines) VALUES (?, ?) "
             "ON CONFLICT (file_id) DO UPDATE SET lines = lines + excluded.lines",
             (file_id, damaged),
+        )
+        connection.execute(
+            "UPDATE usage_damage SET crc = usage_crc(file_id, lines) WHERE file_id = ?", (file_id,)
         )
 
 
@@ -231,30 +241,60 @@ def drop_usage_rows(connection: sqlite3.Connection, file_id: int) -> None:
     connection.execute("DELETE FROM usage_damage WHERE file_id = ?", (file_id,))
 
 
-def damaged_lines(connection: sqlite3.Connection) -> dict[int, int]:
-    """Damaged lines per file id, for the files that have any."""
-    return dict(connection.execute("SELECT file_id, lines FROM usage_damage").fetchall())
+class UsageDamaged(CatalogError):
+    """Usage rows that fail their checksum: their files are to be read again."""
+
+    def __init__(self, file_ids: Iterable[int], paths: Iterable[str] = ()) -> None:
+        self.file_ids = frozenset(file_ids)
+        self.paths = tuple(paths)
+        super().__init__(f"the catalog's usage rows of {len(self.file_ids)} file(s) are damaged")
+
+
+def damaged_lines(connection: sqlite3.Connection, file_ids: Iterable[int]) -> dict[int, int]:
+    """Damaged lines per file id, for the files ``file_ids`` that have any (checked)."""
+    wanted = set(file_ids)
+    out: dict[int, int] = {}
+    bad: list[int] = []
+    for file_id, lines, crc in connection.execute("SELECT file_id, lines, crc FROM usage_damage"):
+        if file_id in wanted:
+            if usage_checksum(file_id, lines) != crc or type(lines) is not int:
+                bad.append(file_id)
+            out[file_id] = lines
+    if bad:
+        raise UsageDamaged(bad)
+    return out
+
+
+def _qualified(alias: str, columns: str) -> str:
+    return ", ".join(f"{alias}.{column.strip()}" for column in columns.split(","))
 
 
 # A summed group: (file id, model key, quarter, input, output, cache read, cache write, cost,
-# then how many of each of those five were NaN, first ms, last ms).
-_OWN_SUMS = """
-SELECT s.file_id, s.model_key, s.quarter, s.input, s.output, s.cache_read, s.cache_write, s.cost,
-       s.nan_input, s.nan_output, s.nan_cache_read, s.nan_cache_write, s.nan_cost, s.first_ms, s.last_ms
+# then how many of each of those five were NaN, first ms, last ms); read with its checksum.
+_OWN_SUMS = f"""
+SELECT {_qualified("s", USAGE_SUMS_COLUMNS)}, s.crc
 FROM usage_sums s JOIN temp.usage_scope c ON c.file_id = s.file_id
 WHERE c.parent_id IS NULL
 """
-# A session with a parent: its entries, less those that have the same id and timestamp there.
-_FORK_SUMS = """
+# A session with a parent: its entries, less those that have the same id and timestamp there;
+# last, how many of the entries summed fail their checksum. ({{0}}: how integers are summed.)
+_FORK_SUMS = f"""
 SELECT u.file_id, u.model_key, (u.ms - (u.ms < 0) * 899999) / 900000 AS quarter,
-       SUM({0}u.input), SUM({0}u.output), SUM({0}u.cache_read), SUM({0}u.cache_write), SUM(u.cost),
+       SUM({{0}}u.input), SUM({{0}}u.output), SUM({{0}}u.cache_read), SUM({{0}}u.cache_write), SUM(u.cost),
        SUM(u.input IS NULL), SUM(u.output IS NULL), SUM(u.cache_read IS NULL),
-       SUM(u.cache_write IS NULL), SUM(u.cost IS NULL), MIN(u.ms), MAX(u.ms)
+       SUM(u.cache_write IS NULL), SUM(u.cost IS NULL), MIN(u.ms), MAX(u.ms),
+       SUM(u.crc IS NOT usage_crc({_qualified("u", USAGE_COLUMNS)}))
 FROM usage u JOIN temp.usage_scope c ON c.file_id = u.file_id
 WHERE c.parent_id IS NOT NULL AND NOT EXISTS (
     SELECT 1 FROM usage v WHERE v.file_id = c.parent_id AND v.entry_id = u.entry_id AND v.ts = u.ts
 )
 GROUP BY u.file_id, u.model_key, quarter
+"""
+# The parents' entries a fork's copies are told by: a damaged one would let a copy count twice.
+_DAMAGED_PARENT_ROWS = f"""
+SELECT DISTINCT v.file_id FROM usage v
+WHERE v.file_id IN (SELECT parent_id FROM temp.usage_scope WHERE parent_id IS NOT NULL)
+  AND v.crc IS NOT usage_crc({_qualified("v", USAGE_COLUMNS)})
 """
 
 
@@ -262,19 +302,33 @@ def usage_groups(
     connection: sqlite3.Connection, scope: Iterable[tuple[int, int | None]]
 ) -> list[tuple[Any, ...]]:
     """Summed usage per (file, model, quarter hour) of the files ``scope`` names as ``(file id,
-    parent file id or None)``; the rows a file shares with its parent are left out."""
+    parent file id or None)``; the rows a file shares with its parent are left out. Every row
+    read is checked: :class:`UsageDamaged` names the files whose rows fail."""
     connection.execute("CREATE TEMP TABLE IF NOT EXISTS usage_scope (file_id INTEGER PRIMARY KEY, parent_id)")
     connection.execute("DELETE FROM temp.usage_scope")
     connection.executemany("INSERT INTO temp.usage_scope VALUES (?, ?)", scope)
     try:
-        groups: list[tuple[Any, ...]] = connection.execute(_OWN_SUMS).fetchall()
+        groups: list[tuple[Any, ...]] = []
+        damaged: set[int] = set()
+        for row in connection.execute(_OWN_SUMS):
+            if usage_checksum(*row[:-1]) != row[-1]:
+                damaged.add(row[0])
+            groups.append(row[:-1])
         try:  # a SUM of NaNs only is NULL: read as 0
-            groups += connection.execute(_FORK_SUMS.format("")).fetchall()
+            forks = connection.execute(_FORK_SUMS.format("")).fetchall()
         except sqlite3.OperationalError as error:
             if "overflow" not in str(error):
                 raise
             # integers whose sum passes 2**63: summed as doubles, as JavaScript sums them anyway
-            groups += connection.execute(_FORK_SUMS.format("1.0 * ")).fetchall()
+            forks = connection.execute(_FORK_SUMS.format("1.0 * ")).fetchall()
+        for row in forks:
+            if row[-1]:
+                damaged.add(row[0])
+            groups.append(row[:-1])
+        if forks:
+            damaged.update(file_id for (file_id,) in connection.execute(_DAMAGED_PARENT_ROWS))
+        if damaged:
+            raise UsageDamaged(damaged)
         return groups
     finally:
         connection.execute("DELETE FROM temp.usage_scope")
@@ -332,8 +386,12 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
         if not started(links[file_id]) < started(file_id):
             del links[file_id]
     scope: list[tuple[int, int | None]] = [(file_id, links.get(file_id)) for file_id in sessions]
-    damaged = {k: v for k, v in damaged_lines(connection).items() if k in sessions}
-    groups = usage_groups(connection, scope)
+    try:
+        damaged = damaged_lines(connection, sessions)
+        groups = usage_groups(connection, scope)
+    except UsageDamaged as error:
+        paths = [sessions[file_id][0] for file_id in error.file_ids if file_id in sessions]
+        raise UsageDamaged(error.file_ids, paths) from None
     parents = dict(scope)
     for row in rows:
         if row.id in sessions and row.size > row.parsed:
