@@ -133,8 +133,9 @@ def register(commands: Commands) -> None:
         "search message text across sessions",
         'Find user, assistant and tool result messages holding every word of QUERY ("quoted words" as '
         "a phrase), newest first, through the session catalog ($PISESSION_CATALOG, else "
-        "$XDG_CACHE_HOME/pisession/catalog.sqlite3). Continue from a hit with "
-        "`pisession context PATH --leaf ENTRY`. Python: pisession.catalog.search(QUERY, all=True).",
+        "$XDG_CACHE_HOME/pisession/catalog-v<schema>-u<Unicode>.sqlite3, one per version). "
+        "Continue from a hit with `pisession context PATH --leaf ENTRY`. "
+        "Python: pisession.catalog.search(QUERY, all=True).",
         [commands.where, commands.as_json],
         session=False,
     )
