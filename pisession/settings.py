@@ -144,14 +144,6 @@ def _read_layer(scope: SettingsScope, path: str) -> tuple[dict[str, object], Set
     )
 
 
-def _deep_merge(base: Mapping[str, object], overrides: Mapping[str, object]) -> dict[str, object]:
-    merged = dict(base)
-    for key, value in overrides.items():
-        old = base.get(key, MISSING)
-        merged[key] = _deep_merge(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
-    return merged
-
-
 class ResolvedSetting(Record):
     """One setting as Pi resolves it, and where its value comes from (:meth:`PiSettings.resolved`)."""
 
@@ -238,12 +230,12 @@ class PiSettings(Record):
     def value(self, *keys: str) -> object:
         """The merged value at ``keys`` as Pi sees it (``settings.value("compaction",
         "keepRecentTokens")``), or None when no file sets it. Values are not validated here; an
-        object or array is a copy (the settings themselves never change)."""
-        found, _ = self._lookup(keys)
-        if isinstance(found, (dict, list)):
-            import copy
+        object or array is a copy (the settings themselves never change). A value a project's
+        ``__proto__`` key supplies is found, as Pi finds it (see :meth:`load`)."""
+        from ._settings_merge import to_python
 
-            return copy.deepcopy(found)
+        found, _ = self._lookup(keys)
+        found = to_python(found)
         return None if found is MISSING else found
 
     def source(self, *keys: str) -> SettingsScope | None:
@@ -253,31 +245,22 @@ class PiSettings(Record):
         return None if found is MISSING or found is None else scope
 
     def _lookup(self, keys: tuple[str, ...]) -> tuple[object, SettingsScope | None]:
-        # Walks the merge Pi makes (objects merged key by key, the project's value winning
-        # otherwise) without building it: the file a value comes from is known on the way.
-        global_node: object = self._global
-        project_node: object = self._project
-        merging = True
+        # Pi's merged object, read as Pi's getters read it: `settings.compaction?.keepRecentTokens`
+        # follows prototypes (a project's `__proto__` key sets one), a missing step is undefined.
+        from ._settings_merge import js_get, merge_settings
+
+        merged = self.__dict__.get("_merged")
+        if merged is None:
+            merged = merge_settings(self._global, self._project)
+            self.__dict__["_merged"] = merged
+        value: object = merged
         scope: SettingsScope | None = None
-        value: object = MISSING
         for key in keys:
-            if merging:
-                assert isinstance(global_node, dict) and isinstance(project_node, dict)
-                global_node = global_node.get(key, MISSING)
-                project_node = project_node.get(key, MISSING)
-                if isinstance(global_node, dict) and isinstance(project_node, dict):
-                    continue
-                merging = False
-                if project_node is MISSING:
-                    value, scope = global_node, "global"
-                else:
-                    value, scope = project_node, "project"
-            else:
-                # A property of a non-object (string, number, array) is undefined for these keys.
-                value = value.get(key, MISSING) if isinstance(value, dict) else MISSING
-        if merging:
-            assert isinstance(global_node, dict) and isinstance(project_node, dict)
-            return _deep_merge(global_node, project_node), "project" if project_node else "global"
+            value, scope = js_get(value, key, scope)
+            if value is MISSING:
+                return MISSING, None
+        if not keys:
+            scope = "project" if self._project else "global"
         return value, scope
 
     @property
@@ -332,15 +315,17 @@ class PiSettings(Record):
         return self.source("compaction", field)
 
     def _model_override(self, model: str, field: str) -> object:
+        from ._settings_merge import is_object, js_get
+
         found, _ = self._lookup(("compaction", "modelOverrides", model))
         if found is MISSING:
             return MISSING
-        if not isinstance(found, dict):
+        if not is_object(found):
             raise SettingsError(
                 f'Invalid compaction.modelOverrides["{model}"] setting: {_js_string(found)}. '
                 "Expected an object."
             )
-        return found.get(field, MISSING)
+        return js_get(found, field)[0]
 
     def _compaction_tokens(self, field: str, model: str | None, default: int) -> int:
         # Checked in Pi's order: the ordinary setting, then the model's override entry, then its value.
