@@ -30,7 +30,22 @@ def session_dir(args: argparse.Namespace, *, cwd: str | None = None) -> str | No
     choice = choose_session_dir(cwd, str(explicit) if explicit else None)
     if choice.settings is not None:
         warn_settings_errors(args, choice.settings.errors)
+    if choice.path is not None and "\0" in choice.path:
+        # No file name holds one: Pi's own file calls throw on it (ERR_INVALID_ARG_VALUE).
+        raise CliError(
+            f"the session folder {choice.path!r} ({_SOURCES[choice.source]}) holds a NUL byte, "
+            "which no folder name can"
+        )
     return choice.path
+
+
+_SOURCES = {
+    "explicit": "--session-dir",
+    "variable": "$PI_CODING_AGENT_SESSION_DIR",
+    "global": "the sessionDir setting of the global settings",
+    "project": "the sessionDir setting of the project settings",
+    "default": "Pi's default",
+}
 
 
 def warn_settings_errors(args: argparse.Namespace, errors: Sequence[SettingsFileError]) -> None:
