@@ -427,8 +427,11 @@ def choose_session_dir(
         folder = choose_session_dir().path
         sessions = SessionManager.list(os.getcwd(), folder)
 
-    ``~`` is expanded in each as Pi expands it. Raises :class:`~pisession.SettingsError` when
-    the setting is not a string."""
+    ``~`` and ``file://`` are expanded in each as Pi expands them. A relative folder from the
+    setting is joined to ``cwd`` (Pi started there opens it from there); a relative
+    ``explicit`` or variable stays relative to the current folder, where it was typed. Raises
+    :class:`~pisession.SettingsError` when the setting is not a string or a ``file://`` URL Pi
+    refuses."""
     if explicit:
         return SessionDirChoice(normalize_path(explicit), "explicit", None)
     variable = os.environ.get(ENV_SESSION_DIR)
@@ -438,6 +441,9 @@ def choose_session_dir(
     folder = settings.session_dir
     if folder is None:
         return SessionDirChoice(None, "default", settings)
+    # Pi started in `cwd` hands a relative folder to the file system as it is: relative to
+    # its own working folder, `cwd`, not to the settings file's folder nor to ours.
+    folder = os.path.join(settings.cwd, folder)
     return SessionDirChoice(folder, settings.source("sessionDir") or "default", settings)
 
 

@@ -6,8 +6,10 @@ the settings Pi's runtime would use for the session."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -142,6 +144,93 @@ def test_live_pi_writes_into_the_configured_folder(
     assert listed(capsys) == [written["file"]]
     code, _, err = run(capsys, "tree", session_id[:13])
     assert code == 0, err
+
+
+# -- a relative sessionDir and --cwd (issue 27, item 16) -----------------------------------------
+
+
+def project_with_relative_folder(home: Path, where: str = "project") -> tuple[Path, Path]:
+    """PROJ whose sessionDir setting (in its own settings, or the global ones) is the relative
+    `rel-sessions`, and Pi's session of PROJ in PROJ/rel-sessions: (PROJ, the session file)."""
+    project = home / "proj"
+    (project / ".pi").mkdir(parents=True)
+    if where == "project":
+        (project / ".pi" / "settings.json").write_text('{"sessionDir": "rel-sessions"}')
+    else:
+        settings(home, {"sessionDir": "rel-sessions"})
+    lines = SESSION["text"].splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["cwd"] = str(project)
+    folder = project / "rel-sessions"
+    folder.mkdir()
+    path = folder / SESSION["name"]
+    path.write_text(json.dumps(header) + "\n" + "".join(lines[1:]), encoding="utf-8")
+    return project, path
+
+
+@pytest.mark.parametrize("where", ["project", "global"])
+def test_relative_session_dir_is_the_projects_whatever_folder_the_command_runs_in(
+    home: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    # Pi started in PROJ hands `rel-sessions` to the file system as it is: PROJ/rel-sessions.
+    project, path = project_with_relative_folder(home, where)
+    assert Path.cwd() == home / "work"
+    assert listed(capsys, "--cwd", str(project)) == [str(path)]
+    assert listed(capsys, "--cwd", str(project), "--no-catalog") == [str(path)]
+    code, out, err = run(capsys, "search", "configured folder", "--json", "--cwd", str(project))
+    assert code == 0, err
+    assert [hit["sessionPath"] for hit in json.loads(out)] == [str(path)]
+    code, out, err = run(capsys, "settings", "--json", "--cwd", str(project))
+    assert json.loads(out)["sessionDir"] == {"value": str(project / "rel-sessions"), "source": where}
+
+
+def test_usage_with_cwd_reads_that_projects_settings(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project, _ = project_with_relative_folder(home)
+    code, out, err = run(capsys, "usage", "session", "--json", "--cwd", str(project))
+    assert code == 0, err
+    assert [row["sessionId"] for row in json.loads(out)["sessions"]] == [SESSION_ID]
+
+
+def test_dataset_with_cwd_reads_that_projects_settings(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("pyarrow")
+    project, _ = project_with_relative_folder(home)
+    code, out, err = run(capsys, "dataset", str(home / "out"), "--json", "--cwd", str(project))
+    assert code == 0, err
+    assert json.loads(out)["sessions"] == 1
+
+
+def test_fork_writes_where_pi_started_in_the_target_keeps_sessions(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project, path = project_with_relative_folder(home)
+    code, out, err = run(capsys, "fork", str(path), "--cwd", str(project), "--json")
+    assert code == 0, err
+    assert Path(json.loads(out)["path"]).parent == project / "rel-sessions"
+    assert len(listed(capsys, "--cwd", str(project))) == 2
+
+
+@needs_oracle
+def test_pi_opens_a_relative_session_dir_from_its_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the tests above rely on: Pi's SessionManager.create(cwd, "rel-sessions") (the value
+    # getSessionDir() gives, unchanged: golden settings.json `sessiondir_relative_kept`) writes
+    # under the working folder of the process, whatever cwd the session is for.
+    monkeypatch.syspath_prepend(str(CONFORMANCE))
+    from generate_settings import ORACLE, SESSION_SCRIPT
+
+    started_in = tmp_path / "started-in"
+    started_in.mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({**SESSION_SCRIPT, "cwd": str(tmp_path / "elsewhere")}))
+    env = {**os.environ, "PI_ORACLE_HOME": str(ORACLE_HOME)}
+    args = ["node", str(ORACLE), "ops", str(script), "--dir", "rel-sessions"]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, check=True, cwd=started_in)
+    written = json.loads(done.stdout)["file"]
+    assert Path(started_in, written).resolve().parent == started_in / "rel-sessions"
+    assert list((started_in / "rel-sessions").glob("*.jsonl"))
 
 
 # -- compaction and branch summaries with the user's settings -------------------------------------
