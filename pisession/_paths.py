@@ -97,15 +97,25 @@ class InvalidFileUrlError(SettingsError):
     """A path given as a ``file://`` URL that Pi's ``normalizePath`` (Node's
     ``fileURLToPath``) refuses: ``pi_message`` is Node's message, word for word."""
 
-    def __init__(self, url: str, pi_message: str) -> None:
+    def __init__(self, url: str, pi_message: str, where: str | None = None) -> None:
         import json
 
-        super().__init__(f"Invalid file URL {json.dumps(url, ensure_ascii=False)}: {pi_message}")
+        place = f" ({where})" if where else ""
+        super().__init__(f"Invalid file URL {json.dumps(url, ensure_ascii=False)}{place}: {pi_message}")
         self.url = url
         self.pi_message = pi_message
+        self.where = where
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.url, self.pi_message))
+        return (type(self), (self.url, self.pi_message, self.where))
+
+
+def normalize_path_from(value: str, where: str) -> str:
+    """:func:`normalize_path`, an error naming ``where`` the value comes from."""
+    try:
+        return normalize_path(value)
+    except InvalidFileUrlError as error:
+        raise InvalidFileUrlError(error.url, error.pi_message, where) from None
 
 
 def resolve_path(value: str | os.PathLike[str], base: str | None = None) -> str:
@@ -131,7 +141,7 @@ def paths_equal(left: str, right: str) -> bool:
 def get_agent_dir() -> str:
     env = os.environ.get(ENV_AGENT_DIR)
     if env:
-        return normalize_path(env)
+        return normalize_path_from(env, f"${ENV_AGENT_DIR}")
     return os.path.join(_home(), ".pi", "agent")
 
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, BinaryIO, Literal
 
 from ._errors import SettingsError
 from ._js import MISSING, js_join_item, js_truthy
-from ._paths import ENV_SESSION_DIR, get_agent_dir, node_resolve, normalize_path, resolve_path
+from ._paths import ENV_SESSION_DIR, get_agent_dir, node_resolve, normalize_path_from, resolve_path
 from ._record import Record
 
 if TYPE_CHECKING:
@@ -278,7 +278,8 @@ class PiSettings(Record):
             return None
         if not isinstance(raw, str):
             raise SettingsError(f"Invalid sessionDir setting: {_js_string(raw)}. Expected a string.")
-        return normalize_path(raw)
+        path = self.global_path if self.source("sessionDir") == "global" else self.project_path
+        return normalize_path_from(raw, f"the sessionDir setting of {path}")
 
     @property
     def compaction_enabled(self) -> bool:
@@ -433,10 +434,10 @@ def choose_session_dir(
     :class:`~pisession.SettingsError` when the setting is not a string or a ``file://`` URL Pi
     refuses."""
     if explicit:
-        return SessionDirChoice(normalize_path(explicit), "explicit", None)
+        return SessionDirChoice(normalize_path_from(explicit, "--session-dir"), "explicit", None)
     variable = os.environ.get(ENV_SESSION_DIR)
     if variable:
-        return SessionDirChoice(normalize_path(variable), "variable", None)
+        return SessionDirChoice(normalize_path_from(variable, f"${ENV_SESSION_DIR}"), "variable", None)
     settings = PiSettings.load(cwd if cwd is not None else os.getcwd(), agent_dir)
     folder = settings.session_dir
     if folder is None:

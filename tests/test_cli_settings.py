@@ -146,6 +146,93 @@ def test_live_pi_writes_into_the_configured_folder(
     assert code == 0, err
 
 
+# -- `__proto__` keys and file:// folders (issue 27, items 14 and 15) ------------------------------
+
+
+def test_an_untrusted_projects_proto_key_moves_the_session_folder(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Pi reads the project file for sessionDir even when it does not trust the project, and
+    # its merge makes `__proto__` the merged settings' prototype (golden settings.json,
+    # proto_project_session_dir): the project chooses where Pi keeps, and we look for, sessions.
+    (home / "work" / ".pi").mkdir()
+    (home / "work" / ".pi" / "settings.json").write_text(
+        json.dumps({"__proto__": {"sessionDir": str(home / "elsewhere")}})
+    )
+    path = pi_session_in(home / "elsewhere")
+    assert listed(capsys, "--all") == [str(path)]
+    code, out, err = run(capsys, "settings", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["projectTrusted"] is False
+    assert data["sessionDir"] == {"value": str(home / "elsewhere"), "source": "project"}
+
+
+def test_compact_plan_uses_compaction_settings_a_proto_key_supplies(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # golden settings.json, proto_compaction_keep: keepRecentTokens through compaction.__proto__
+    session = home / "work" / "coding.jsonl"
+    shutil.copy(CODING, session)
+    settings(home, {"compaction": {}, "defaultProjectTrust": "always"})
+    (home / "work" / ".pi").mkdir()
+    (home / "work" / ".pi" / "settings.json").write_text(
+        json.dumps({"compaction": {"__proto__": {"keepRecentTokens": 3000}}})
+    )
+    text = session.read_text(encoding="utf-8")
+    header = json.loads(text.splitlines()[0])
+    header["cwd"] = str(home / "work")
+    session.write_text(json.dumps(header) + "\n" + text.split("\n", 1)[1], encoding="utf-8")
+    result = plan(capsys, session)
+    assert result is not None and result["firstKeptEntryId"] == pi_cut(3000)
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "pi_message"),
+    [
+        ("setting", "file://evil.example/x", 'File URL host must be "localhost" or empty on linux'),
+        ("variable", "file://[::1]/x", 'File URL host must be "localhost" or empty on linux'),
+        ("flag", "file:///tmp/a%2Fb", "File URL path must not include encoded / characters"),
+        ("setting", "file:///tmp/%zz", "URI malformed"),
+        ("variable", "file:///tmp/%E2%82", "URI malformed"),
+    ],
+)
+def test_a_file_url_pi_refuses_is_pis_error(
+    home: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
+    value: str,
+    pi_message: str,
+) -> None:
+    # where Pi's getSessionDir() throws, no other folder is used in its place (golden
+    # settings_file_urls.json holds Pi's answer for each of 72 values)
+    argv = ["ls", "--all"]
+    if where == "setting":
+        settings(home, {"sessionDir": value})
+        source = f"the sessionDir setting of {home / '.pi' / 'agent' / 'settings.json'}"
+    elif where == "variable":
+        monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", value)
+        source = "$PI_CODING_AGENT_SESSION_DIR"
+    else:
+        argv += ["--session-dir", value]
+        source = "--session-dir"
+    for command in (argv, ["search", "x"], ["usage"], ["settings"]):
+        if where == "flag" and command[0] != "ls":
+            command = [*command, "--session-dir", value]
+        code, out, err = run(capsys, *command)
+        assert (code, out) == (1, "")
+        assert err == f"pisession: error: Invalid file URL {json.dumps(value)} ({source}): {pi_message}\n"
+
+
+def test_file_urls_pi_accepts(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `\` is `/` and `localhost` is no host for Node's fileURLToPath (golden settings_file_urls.json)
+    path = pi_session_in(home / "a" / "b")
+    for value in (f"file://{home}/a\\b", f"file://localhost{home}/a/b", f"file://{home}/a/%62"):
+        settings(home, {"sessionDir": value})
+        assert listed(capsys, "--all") == [str(path)]
+
+
 # -- a relative sessionDir and --cwd (issue 27, item 16) -----------------------------------------
 
 
