@@ -7,9 +7,10 @@ Node parses the text as a WHATWG URL first (``\\`` is ``/``, tabs and newlines v
 an empty host (``localhost`` parses as empty), no encoded ``/`` and percent escapes that decode
 as UTF-8 (``decodeURIComponent``). Each failure is one of Node's messages, kept word for word in
 :class:`FileUrlError`. Only what a URL starting with ``file://`` can reach is implemented: the
-file scheme's host and path states. Hosts beyond ASCII are mapped by NFKC and lower-casing
-rather than the full UTS #46 table: such a host is refused either way (only ``localhost`` is
-accepted), at worst with the other of Node's two messages.
+file scheme's host and path states. Hosts beyond ASCII are mapped by UTS #46's ignored code
+points, NFKC and lower-casing rather than the full UTS #46 table: one that maps to ``localhost``
+is accepted, as by Node; any other is refused, as by Node, for an exotic one at worst with the
+other of Node's two messages.
 """
 
 from __future__ import annotations
@@ -18,8 +19,14 @@ import re
 import sys
 import unicodedata
 
-__all__ = ["ENCODED_SLASH", "INVALID_URL", "URI_MALFORMED", "FileUrlError", "file_url_to_path"]
-__all__ += ["host_message"]
+__all__ = [
+    "ENCODED_SLASH",
+    "INVALID_URL",
+    "URI_MALFORMED",
+    "FileUrlError",
+    "file_url_to_path",
+    "host_message",
+]
 
 INVALID_URL = "Invalid URL"
 ENCODED_SLASH = "File URL path must not include encoded / characters"
@@ -177,7 +184,7 @@ def _domain_to_ascii(domain: str) -> str:
     labels = domain.split(".")
     if domain.isascii() and not any(label.lower().startswith("xn--") for label in labels):
         return domain.lower()
-    mapped = unicodedata.normalize("NFKC", domain).lower()
+    mapped = unicodedata.normalize("NFKC", _UTS46_IGNORED.sub("", domain)).lower()
     mapped = re.sub("[\u3002\uff0e\uff61]", ".", mapped)
     out = []
     for label in mapped.split("."):
@@ -198,11 +205,20 @@ def _domain_to_ascii(domain: str) -> str:
     return ".".join(out)
 
 
+# UTS #46's "ignored" code points: mapped to nothing (`local\u00adhost` is `localhost`)
+_UTS46_IGNORED = re.compile(
+    "[\u00ad\u034f\u180b-\u180d\u180f\u200b\u2060\u2064\ufe00-\ufe0f\ufeff"
+    "\U0001bca0-\U0001bca3\U000e0100-\U000e01ef]"
+)
+_DISALLOWED_CATEGORIES = frozenset(("Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp"))
+
+
 def _check_label(label: str) -> None:
-    """UTS #46's disallowed code points, approximately: controls, surrogates, private use,
-    unassigned, spaces and the replacement character fail the host."""
+    """UTS #46's disallowed code points, approximately: controls, format characters (joiners
+    among them), surrogates, private use, unassigned, spaces and the replacement character fail
+    the host."""
     for char in label:
-        if char == "\ufffd" or unicodedata.category(char) in ("Cc", "Cs", "Co", "Cn", "Zs", "Zl", "Zp"):
+        if char == "\ufffd" or unicodedata.category(char) in _DISALLOWED_CATEGORIES:
             raise FileUrlError(INVALID_URL)
 
 

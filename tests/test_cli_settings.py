@@ -495,3 +495,26 @@ def test_settings_command_reports_bad_files_and_invalid_values(
     code, out, _ = run(capsys, "settings", "--json")
     assert (code, json.loads(out)["projectTrusted"]) == (0, False)
     assert [e["scope"] for e in json.loads(out)["errors"]] == ["project"]
+
+
+@needs_oracle
+def test_pi_lists_nothing_in_a_folder_with_a_nul_byte_and_cannot_create_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What docs/differences.md says: Pi's list and listAll give [], its create fails with
+    # Node's ERR_INVALID_ARG_VALUE; pisession says so for every command (one line, status 1).
+    monkeypatch.syspath_prepend(str(CONFORMANCE))
+    from generate_settings import ORACLE
+
+    folder = f"{tmp_path}/a\0b"
+    env = {**os.environ, "PI_ORACLE_HOME": str(ORACLE_HOME)}
+    answers = []
+    calls = (("list", [str(tmp_path), folder]), ("listAll", [folder]), ("create", [str(tmp_path), folder]))
+    for name, args in calls:
+        command = ["node", str(ORACLE), "static", name, json.dumps(args)]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+        answers.append(json.loads(done.stdout))
+    assert [answer.get("value") for answer in answers[:2]] == [[], []]
+    assert answers[2]["ok"] is False and "without null bytes" in answers[2]["error"]
+    code, out, err = run(capsys, "ls", "--session-dir", f"file://{tmp_path}/a%00b")
+    assert (code, out) == (1, "") and "holds a NUL byte" in err
