@@ -60,15 +60,43 @@ _OBJECT_METHODS = frozenset(
 class JsObject:
     """An object made by the merge: its own properties (with the file each came from) and its
     prototype (``OBJECT_PROTOTYPE``, a parsed dict, another JsObject, a list, or None for
-    ``null``)."""
+    ``null``).
 
-    __slots__ = ("own", "scopes", "proto", "proto_scope")
+    A merged object is made one level at a time, when first read: Pi's merge recurses as deep
+    as both files nest, which no Python stack follows for a file nested thousands of levels
+    (``loads_deep`` reads one), and a lookup reads a handful of levels."""
 
-    def __init__(self) -> None:
-        self.own: dict[str, object] = {}
-        self.scopes: dict[str, Scope] = {}
-        self.proto: object = OBJECT_PROTOTYPE
-        self.proto_scope: Scope | None = None
+    __slots__ = ("_own", "_scopes", "_proto", "_proto_scope", "_pending")
+
+    def __init__(self, pending: tuple[object, Scope, Mapping[str, object], Scope] | None = None) -> None:
+        self._own: dict[str, object] = {}
+        self._scopes: dict[str, Scope] = {}
+        self._proto: object = OBJECT_PROTOTYPE
+        self._proto_scope: Scope | None = None
+        self._pending = pending
+
+    def _made(self) -> JsObject:
+        pending = self._pending
+        if pending is not None:
+            self._pending = None
+            _merge_level(self, *pending)
+        return self
+
+    @property
+    def own(self) -> dict[str, object]:
+        return self._made()._own
+
+    @property
+    def scopes(self) -> dict[str, Scope]:
+        return self._made()._scopes
+
+    @property
+    def proto(self) -> object:
+        return self._made()._proto
+
+    @property
+    def proto_scope(self) -> Scope | None:
+        return self._made()._proto_scope
 
     def __repr__(self) -> str:
         return f"JsObject({self.own!r}, proto={self.proto!r})"
@@ -125,23 +153,30 @@ def _prototype_of(value: object) -> object:
 def _set(result: JsObject, key: str, value: object, scope: Scope) -> None:
     """``result[key] = value`` (``result`` made by a spread: its prototype is still
     ``Object.prototype``, unless this very loop set it, which only ``__proto__`` does)."""
-    if key == "__proto__" and key not in result.own:
+    if key == "__proto__" and key not in result._own:
         # Object.prototype's setter: an object or null becomes the prototype; anything else
         # is dropped without a word.
         if value is None or isinstance(value, (dict, list, JsObject)):
-            result.proto, result.proto_scope = value, scope
+            result._proto, result._proto_scope = value, scope
         return
-    result.own[key] = value
-    result.scopes[key] = scope
+    result._own[key] = value
+    result._scopes[key] = scope
 
 
 def _merge(base: object, base_scope: Scope, overrides: Mapping[str, object], scope: Scope) -> JsObject:
-    """Pi's ``deepMergeObjects(base, overrides)``; ``overrides`` is a parsed dict."""
-    result = JsObject()
+    """Pi's ``deepMergeObjects(base, overrides)`` (``overrides`` a parsed dict), made when read."""
+    return JsObject((base, base_scope, overrides, scope))
+
+
+def _merge_level(
+    result: JsObject, base: object, base_scope: Scope, overrides: Mapping[str, object], scope: Scope
+) -> None:
+    """One level of ``deepMergeObjects``: ``{...base}``, then ``result[key] = ...`` for each key
+    of ``overrides``, an object merged into an object left to be made when read."""
     if isinstance(base, dict):  # {...base}: every own property, an own "__proto__" as a plain one
         for key, value in base.items():
-            result.own[key] = value
-            result.scopes[key] = base_scope
+            result._own[key] = value
+            result._scopes[key] = base_scope
     for key, value in overrides.items():
         base_value, base_value_scope = js_get(base, key, base_scope)
         if is_object(base_value) and is_object(value):
@@ -150,7 +185,6 @@ def _merge(base: object, base_scope: Scope, overrides: Mapping[str, object], sco
         else:
             merged = value
         _set(result, key, merged, scope)
-    return result
 
 
 def _is_tool_modifier(entry: object) -> bool:
