@@ -11,8 +11,11 @@ branch-summary settings Pi would use::
 
 The global ``AGENT_DIR/settings.json`` (``AGENT_DIR``: ``$PI_CODING_AGENT_DIR``, else
 ``~/.pi/agent``) is merged with the project's ``CWD/.pi/settings.json`` object by object, the
-project winning. A file that is missing or empty contributes nothing; one that cannot be read or
-parsed contributes nothing and is listed in :attr:`PiSettings.errors`. Nothing is ever written.
+project winning, with JavaScript's semantics: a ``"__proto__"`` key of the project's file sets
+the merged object's prototype, so ``{"__proto__": {"sessionDir": "/elsewhere"}}`` supplies a
+``sessionDir`` neither file sets, as it does for Pi. A file that is missing or empty
+contributes nothing; one that cannot be read or parsed contributes nothing and is listed in
+:attr:`PiSettings.errors`. Nothing is ever written.
 """
 
 from __future__ import annotations
@@ -231,7 +234,7 @@ class PiSettings(Record):
         """The merged value at ``keys`` as Pi sees it (``settings.value("compaction",
         "keepRecentTokens")``), or None when no file sets it. Values are not validated here; an
         object or array is a copy (the settings themselves never change). A value a project's
-        ``__proto__`` key supplies is found, as Pi finds it (see :meth:`load`)."""
+        ``__proto__`` key supplies is found, as Pi finds it."""
         from ._settings_merge import to_python
 
         found, _ = self._lookup(keys)
