@@ -124,7 +124,7 @@ def _read_layer(scope: SettingsScope, path: str) -> tuple[dict[str, object], Set
     try:
         with _open_settings_file(path) as file:
             data = file.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, ValueError):  # ValueError: a NUL byte, a path Node's existsSync calls absent
         return {}, None
     except OSError as error:
         return {}, SettingsFileError(scope, path, error.strerror or str(error))
@@ -498,7 +498,7 @@ def _read_trust_store(path: str) -> dict[str, object]:
     try:
         with _open_settings_file(path) as file:
             text = decode_utf8(file.read())
-    except FileNotFoundError:
+    except (FileNotFoundError, ValueError):  # ValueError: a NUL byte, which no file's path holds
         return {}
     except OSError as error:
         raise SettingsError(f"Failed to read trust store {path}: {error.strerror or error}") from None

@@ -466,7 +466,7 @@ def test_closed_stderr_and_stdin_are_not_a_traceback(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("command", EVERY_COMMAND)
-@pytest.mark.parametrize("where", ["variable", "setting", "flag"])
+@pytest.mark.parametrize("where", ["variable", "setting", "flag", "agent"])
 def test_a_nul_byte_in_the_session_folder_is_a_clear_error(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -481,6 +481,8 @@ def test_a_nul_byte_in_the_session_folder_is_a_clear_error(
     argv = _argv(command, tmp_path, session, entry)
     if where == "variable":
         monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", f"file://{tmp_path}/a%00b")
+    elif where == "agent":  # Pi's default folders are under the agent folder
+        monkeypatch.setenv("PI_CODING_AGENT_DIR", f"file://{tmp_path}/a%00b")
     elif where == "setting":
         (tmp_path / "agent" / "settings.json").write_text(json.dumps({"sessionDir": f"{tmp_path}/a\0b"}))
     elif command in ("demo", "settings"):

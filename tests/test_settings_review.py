@@ -75,3 +75,16 @@ def test_files_nested_thousands_of_levels_deep_still_resolve(tmp_path: Path) -> 
     assert settings.compaction_settings().keep_recent_tokens == 7
     assert settings.session_dir == "/elsewhere"
     assert settings.value(*(["deep"] + ["a"] * 5000)) == 1
+
+
+def test_a_nul_byte_in_a_settings_path_reads_as_no_file(tmp_path: Path) -> None:
+    # Pi's existsSync is false for such a path: no settings, no error (ours: no ValueError)
+    from pisession.settings import PiSettings, is_project_trusted
+
+    settings = PiSettings.load(str(tmp_path / "a\0b"), str(tmp_path / "c\0d"))
+    assert (settings.errors, settings.session_dir, settings.compaction_settings().keep_recent_tokens) == (
+        (),
+        None,
+        20000,
+    )
+    assert is_project_trusted(str(tmp_path), str(tmp_path / "c\0d")) is False

@@ -24,7 +24,7 @@ def session_dir(args: argparse.Namespace, *, cwd: str | None = None) -> str | No
     """The session folder as Pi's command line picks it: ``--session-dir`` >
     ``$PI_CODING_AGENT_SESSION_DIR`` > the ``sessionDir`` setting of ``cwd`` (default: the
     current folder) > Pi's default (None). A settings file that cannot be used is said on stderr."""
-    from pisession.settings import choose_session_dir  # settings only where a folder is chosen
+    from pisession.settings import choose_session_dir, settings_agent_dir  # only where a folder is chosen
 
     explicit = getattr(args, "session_dir", None)
     choice = choose_session_dir(cwd, str(explicit) if explicit else None)
@@ -35,6 +35,11 @@ def session_dir(args: argparse.Namespace, *, cwd: str | None = None) -> str | No
         raise CliError(
             f"the session folder {choice.path!r} ({_SOURCES[choice.source]}) holds a NUL byte, "
             "which no folder name can"
+        )
+    if choice.path is None and "\0" in (agent_dir := settings_agent_dir()):
+        raise CliError(
+            f"the agent folder {agent_dir!r} ($PI_CODING_AGENT_DIR), where Pi's default session "
+            "folders are, holds a NUL byte, which no folder name can"
         )
     return choice.path
 
