@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 
+from ._errors import SettingsError
 from ._load import is_session_header, iter_file_lines, open_regular, parse_line
 from ._store import make_private_dirs
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ENV_AGENT_DIR",
     "ENV_SESSION_DIR",
+    "InvalidFileUrlError",
     "resolve_path",
     "node_resolve",
     "normalize_path",
@@ -72,18 +74,48 @@ def _js_normalize(path: str) -> str:
 
 def normalize_path(value: str | os.PathLike[str]) -> str:
     """Pi's ``normalizePath``: expand ``~`` (``~/x`` as Node's ``join(home, "x")``, which
-    normalises) and ``file://`` URLs, nothing else."""
+    normalises) and ``file://`` URLs (as Node's ``fileURLToPath``), nothing else. Raises
+    :class:`InvalidFileUrlError` (a :class:`~pisession.SettingsError`) with Node's message
+    where Pi throws: a host other than ``localhost``, an encoded ``/``, a bad ``%`` escape."""
     text = os.fspath(value)
     if text == "~":
         return _home()
     if text.startswith("~/"):
         rest = text[2:]
         return _js_normalize(f"{_home()}/{rest}" if rest else _home())
-    if re.match(r"file://", text):
-        from urllib.parse import unquote, urlparse
+    if text.startswith("file://"):
+        from ._file_url import FileUrlError, file_url_to_path
 
-        return unquote(urlparse(text).path)
+        try:
+            return file_url_to_path(text)
+        except FileUrlError as error:
+            raise InvalidFileUrlError(text, str(error)) from None
     return text
+
+
+class InvalidFileUrlError(SettingsError):
+    """A path given as a ``file://`` URL that Pi's ``normalizePath`` (Node's
+    ``fileURLToPath``) refuses: ``pi_message`` is Node's message, word for word."""
+
+    def __init__(self, url: str, pi_message: str, where: str | None = None) -> None:
+        import json
+
+        place = f" ({where})" if where else ""
+        super().__init__(f"Invalid file URL {json.dumps(url, ensure_ascii=False)}{place}: {pi_message}")
+        self.url = url
+        self.pi_message = pi_message
+        self.where = where
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.url, self.pi_message, self.where))
+
+
+def normalize_path_from(value: str, where: str) -> str:
+    """:func:`normalize_path`, an error naming ``where`` the value comes from."""
+    try:
+        return normalize_path(value)
+    except InvalidFileUrlError as error:
+        raise InvalidFileUrlError(error.url, error.pi_message, where) from None
 
 
 def resolve_path(value: str | os.PathLike[str], base: str | None = None) -> str:
@@ -109,7 +141,7 @@ def paths_equal(left: str, right: str) -> bool:
 def get_agent_dir() -> str:
     env = os.environ.get(ENV_AGENT_DIR)
     if env:
-        return normalize_path(env)
+        return normalize_path_from(env, f"${ENV_AGENT_DIR}")
     return os.path.join(_home(), ".pi", "agent")
 
 

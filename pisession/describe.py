@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from ._js import hashable, js_date_ms
+from ._localtime import local_time_text
 
 # typing for type checkers only (they take TYPE_CHECKING for true): importing it at run time
 # took 8 % of `pisession tree`'s start-up.
@@ -40,6 +41,7 @@ __all__ = [
     "usage_text",
     "one_line",
     "format_local_time",
+    "local_time_text",
     "Note",
     "NoteKind",
     "SessionFacts",
@@ -145,10 +147,7 @@ def format_local_time(timestamp: Any, *, with_date: bool = True) -> str:
     ms = js_date_ms(timestamp) if isinstance(timestamp, str) else None
     if ms is None:
         return str(timestamp) if timestamp is not None else "?"
-    from datetime import datetime  # start-up: `pisession tree` shows no time
-
-    moment = datetime.fromtimestamp(ms / 1000).astimezone()
-    return f"{moment:%Y-%m-%d %H:%M:%S}" if with_date else f"{moment:%H:%M:%S}"
+    return local_time_text(ms / 1000, "%Y-%m-%d %H:%M:%S" if with_date else "%H:%M:%S")
 
 
 def content_text(content: Any) -> str:

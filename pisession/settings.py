@@ -11,8 +11,11 @@ branch-summary settings Pi would use::
 
 The global ``AGENT_DIR/settings.json`` (``AGENT_DIR``: ``$PI_CODING_AGENT_DIR``, else
 ``~/.pi/agent``) is merged with the project's ``CWD/.pi/settings.json`` object by object, the
-project winning. A file that is missing or empty contributes nothing; one that cannot be read or
-parsed contributes nothing and is listed in :attr:`PiSettings.errors`. Nothing is ever written.
+project winning, with JavaScript's semantics: a ``"__proto__"`` key of the project's file sets
+the merged object's prototype, so ``{"__proto__": {"sessionDir": "/elsewhere"}}`` supplies a
+``sessionDir`` neither file sets, as it does for Pi. A file that is missing or empty
+contributes nothing; one that cannot be read or parsed contributes nothing and is listed in
+:attr:`PiSettings.errors`. Nothing is ever written.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import TYPE_CHECKING, BinaryIO, Literal
 
 from ._errors import SettingsError
 from ._js import MISSING, js_join_item, js_truthy
-from ._paths import ENV_SESSION_DIR, get_agent_dir, node_resolve, normalize_path, resolve_path
+from ._paths import ENV_SESSION_DIR, get_agent_dir, node_resolve, normalize_path_from, resolve_path
 from ._record import Record
 
 if TYPE_CHECKING:
@@ -121,7 +124,7 @@ def _read_layer(scope: SettingsScope, path: str) -> tuple[dict[str, object], Set
     try:
         with _open_settings_file(path) as file:
             data = file.read()
-    except FileNotFoundError:
+    except (FileNotFoundError, ValueError):  # ValueError: a NUL byte, a path Node's existsSync calls absent
         return {}, None
     except OSError as error:
         return {}, SettingsFileError(scope, path, error.strerror or str(error))
@@ -142,14 +145,6 @@ def _read_layer(scope: SettingsScope, path: str) -> tuple[dict[str, object], Set
     return {}, SettingsFileError(
         scope, path, f"Cannot use 'in' operator to search for 'queueMode' in {_js_string(value)}"
     )
-
-
-def _deep_merge(base: Mapping[str, object], overrides: Mapping[str, object]) -> dict[str, object]:
-    merged = dict(base)
-    for key, value in overrides.items():
-        old = base.get(key, MISSING)
-        merged[key] = _deep_merge(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
-    return merged
 
 
 class ResolvedSetting(Record):
@@ -238,12 +233,12 @@ class PiSettings(Record):
     def value(self, *keys: str) -> object:
         """The merged value at ``keys`` as Pi sees it (``settings.value("compaction",
         "keepRecentTokens")``), or None when no file sets it. Values are not validated here; an
-        object or array is a copy (the settings themselves never change)."""
-        found, _ = self._lookup(keys)
-        if isinstance(found, (dict, list)):
-            import copy
+        object or array is a copy (the settings themselves never change). A value a project's
+        ``__proto__`` key supplies is found, as Pi finds it."""
+        from ._settings_merge import to_python
 
-            return copy.deepcopy(found)
+        found, _ = self._lookup(keys)
+        found = to_python(found)
         return None if found is MISSING else found
 
     def source(self, *keys: str) -> SettingsScope | None:
@@ -253,31 +248,22 @@ class PiSettings(Record):
         return None if found is MISSING or found is None else scope
 
     def _lookup(self, keys: tuple[str, ...]) -> tuple[object, SettingsScope | None]:
-        # Walks the merge Pi makes (objects merged key by key, the project's value winning
-        # otherwise) without building it: the file a value comes from is known on the way.
-        global_node: object = self._global
-        project_node: object = self._project
-        merging = True
+        # Pi's merged object, read as Pi's getters read it: `settings.compaction?.keepRecentTokens`
+        # follows prototypes (a project's `__proto__` key sets one), a missing step is undefined.
+        from ._settings_merge import js_get, merge_settings
+
+        merged = self.__dict__.get("_merged")
+        if merged is None:
+            merged = merge_settings(self._global, self._project)
+            self.__dict__["_merged"] = merged
+        value: object = merged
         scope: SettingsScope | None = None
-        value: object = MISSING
         for key in keys:
-            if merging:
-                assert isinstance(global_node, dict) and isinstance(project_node, dict)
-                global_node = global_node.get(key, MISSING)
-                project_node = project_node.get(key, MISSING)
-                if isinstance(global_node, dict) and isinstance(project_node, dict):
-                    continue
-                merging = False
-                if project_node is MISSING:
-                    value, scope = global_node, "global"
-                else:
-                    value, scope = project_node, "project"
-            else:
-                # A property of a non-object (string, number, array) is undefined for these keys.
-                value = value.get(key, MISSING) if isinstance(value, dict) else MISSING
-        if merging:
-            assert isinstance(global_node, dict) and isinstance(project_node, dict)
-            return _deep_merge(global_node, project_node), "project" if project_node else "global"
+            value, scope = js_get(value, key, scope)
+            if value is MISSING:
+                return MISSING, None
+        if not keys:
+            scope = "project" if self._project else "global"
         return value, scope
 
     @property
@@ -295,7 +281,8 @@ class PiSettings(Record):
             return None
         if not isinstance(raw, str):
             raise SettingsError(f"Invalid sessionDir setting: {_js_string(raw)}. Expected a string.")
-        return normalize_path(raw)
+        path = self.global_path if self.source("sessionDir") == "global" else self.project_path
+        return normalize_path_from(raw, f"the sessionDir setting of {path}")
 
     @property
     def compaction_enabled(self) -> bool:
@@ -332,15 +319,17 @@ class PiSettings(Record):
         return self.source("compaction", field)
 
     def _model_override(self, model: str, field: str) -> object:
+        from ._settings_merge import is_object, js_get
+
         found, _ = self._lookup(("compaction", "modelOverrides", model))
         if found is MISSING:
             return MISSING
-        if not isinstance(found, dict):
+        if not is_object(found):
             raise SettingsError(
                 f'Invalid compaction.modelOverrides["{model}"] setting: {_js_string(found)}. '
                 "Expected an object."
             )
-        return found.get(field, MISSING)
+        return js_get(found, field)[0]
 
     def _compaction_tokens(self, field: str, model: str | None, default: int) -> int:
         # Checked in Pi's order: the ordinary setting, then the model's override entry, then its value.
@@ -442,17 +431,23 @@ def choose_session_dir(
         folder = choose_session_dir().path
         sessions = SessionManager.list(os.getcwd(), folder)
 
-    ``~`` is expanded in each as Pi expands it. Raises :class:`~pisession.SettingsError` when
-    the setting is not a string."""
+    ``~`` and ``file://`` are expanded in each as Pi expands them. A relative folder from the
+    setting is joined to ``cwd`` (Pi started there opens it from there); a relative
+    ``explicit`` or variable stays relative to the current folder, where it was typed. Raises
+    :class:`~pisession.SettingsError` when the setting is not a string or a ``file://`` URL Pi
+    refuses."""
     if explicit:
-        return SessionDirChoice(normalize_path(explicit), "explicit", None)
+        return SessionDirChoice(normalize_path_from(explicit, "--session-dir"), "explicit", None)
     variable = os.environ.get(ENV_SESSION_DIR)
     if variable:
-        return SessionDirChoice(normalize_path(variable), "variable", None)
+        return SessionDirChoice(normalize_path_from(variable, f"${ENV_SESSION_DIR}"), "variable", None)
     settings = PiSettings.load(cwd if cwd is not None else os.getcwd(), agent_dir)
     folder = settings.session_dir
     if folder is None:
         return SessionDirChoice(None, "default", settings)
+    # Pi started in `cwd` hands a relative folder to the file system as it is: relative to
+    # its own working folder, `cwd`, not to the settings file's folder nor to ours.
+    folder = os.path.join(settings.cwd, folder)
     return SessionDirChoice(folder, settings.source("sessionDir") or "default", settings)
 
 
@@ -503,7 +498,7 @@ def _read_trust_store(path: str) -> dict[str, object]:
     try:
         with _open_settings_file(path) as file:
             text = decode_utf8(file.read())
-    except FileNotFoundError:
+    except (FileNotFoundError, ValueError):  # ValueError: a NUL byte, which no file's path holds
         return {}
     except OSError as error:
         raise SettingsError(f"Failed to read trust store {path}: {error.strerror or error}") from None

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -338,3 +340,211 @@ def test_validate_warns_that_pi_reads_an_entry_without_parent_id_as_a_root(
     from pisession import read_session
 
     assert [e.id for e in read_session(path).get_branch()] == ["b1", "c1"]
+
+
+# ---- issue 27, item 20: a closed stdout, a NUL byte in the session folder, an odd TZ, for
+# every command
+
+
+def _session_here(tmp_path: Path) -> tuple[str, str]:
+    """A session of the current folder in Pi's default folder for it: (its id, an entry id)."""
+    from pisession import AssistantMessage, SessionManager, TextContent, UserMessage
+
+    manager = SessionManager.create(os.getcwd())
+    manager.append_message(UserMessage(content="hi there", timestamp=1733234400000))
+    entry_id = manager.append_message(
+        AssistantMessage(
+            content=[TextContent(text="hello")], api="x", provider="p", model="m", timestamp=1733234401000
+        )
+    )
+    session_id = manager.get_session_id()
+    manager.close()
+    return session_id, entry_id
+
+
+def _argv(command: str, tmp_path: Path, session: str, entry: str) -> list[str]:
+    """One ordinary call of ``command``, its SESSION given as an id prefix (looked up in the
+    session folder)."""
+    prefix = session[:13]
+    return {
+        "demo": ["demo", str(tmp_path / "demo")],
+        "ls": ["ls"],
+        "tree": ["tree", prefix],
+        "context": ["context", prefix],
+        "tail": ["tail", "--interval", "0.05", prefix],
+        "search": ["search", "hello"],
+        "stats": ["stats", prefix],
+        "validate": ["validate", prefix],
+        "name": ["name", prefix, "a name"],
+        "label": ["label", prefix, entry, "a label"],
+        "edit": ["edit", "--omit", prefix, entry],
+        "fork": ["fork", "--cwd", str(tmp_path / "other"), prefix],
+        "extract": ["extract", "--leaf", entry, prefix],
+        "migrate": ["migrate", prefix],
+        "branch": ["branch", "--summary", "left behind", prefix, entry],
+        "compact": ["compact", "--plan", prefix],
+        "export": ["export", "--format", "md", prefix],
+        "settings": ["settings"],
+        "usage": ["usage"],
+        "dataset": ["dataset", str(tmp_path / "out")],
+    }[command]
+
+
+EVERY_COMMAND = [
+    "demo", "ls", "tree", "context", "tail", "search", "stats", "validate", "name", "label", "edit",
+    "fork", "extract", "migrate", "branch", "compact", "export", "settings", "usage", "dataset",
+]  # fmt: skip
+
+
+def test_every_command_is_tested() -> None:
+    from pisession.cli.main import COMMANDS
+
+    assert sorted(EVERY_COMMAND) == sorted(COMMANDS)
+
+
+CHILD_PATH = {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+
+
+def _run_child(argv: list[str], *, timeout: float = 60, **env: str) -> tuple[int | None, str, str]:
+    """The command in a child process: (exit status, None when it was still running at
+    ``timeout``; stdout; stderr)."""
+    args = [sys.executable, "-m", "pisession.cli", *argv]
+    try:
+        done = subprocess.run(
+            args, capture_output=True, text=True, timeout=timeout, env={**os.environ, **CHILD_PATH, **env}
+        )
+    except subprocess.TimeoutExpired as expired:
+        out = expired.stdout.decode() if isinstance(expired.stdout, bytes) else (expired.stdout or "")
+        err = expired.stderr.decode() if isinstance(expired.stderr, bytes) else (expired.stderr or "")
+        return None, out, err
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("command", EVERY_COMMAND)
+def test_closed_stdout_is_a_broken_pipe_not_a_traceback(tmp_path: Path, command: str) -> None:
+    # `pisession ls >&-`, a daemon without stdout: Python makes sys.stdout None
+    session, entry = _session_here(tmp_path)
+    (tmp_path / "other").mkdir()
+    argv = _argv(command, tmp_path, session, entry)
+    script = (
+        "import os, sys\n"
+        "os.close(1)\n"
+        "sys.stdout = None\n"
+        "from pisession.cli.main import console_main\n"
+        f"sys.argv = ['pisession', *{argv!r}]\n"
+        "sys.exit(console_main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        timeout=120, env={**os.environ, **CHILD_PATH},
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1, done.stderr  # as a closed pipe: the output could not be written
+    if command == "dataset":  # the work was done before the summary could not be printed
+        assert list((tmp_path / "out").rglob("*.parquet"))
+
+
+def test_closed_stdout_from_the_shell(tmp_path: Path) -> None:
+    _session_here(tmp_path)
+    done = subprocess.run(
+        f"{sys.executable} -m pisession.cli ls >&-",
+        shell=True, capture_output=True, text=True, timeout=60,
+        env={**os.environ, **CHILD_PATH},
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (1, "")
+
+
+def test_closed_stderr_and_stdin_are_not_a_traceback(tmp_path: Path) -> None:
+    _session_here(tmp_path)
+    done = subprocess.run(
+        f"{sys.executable} -m pisession.cli ls --json <&- 2>&-",
+        shell=True, capture_output=True, text=True, timeout=60,
+        env={**os.environ, **CHILD_PATH},
+    )  # fmt: skip
+    assert done.returncode == 0
+    assert len(json.loads(done.stdout)) == 1
+
+
+@pytest.mark.parametrize("command", EVERY_COMMAND)
+@pytest.mark.parametrize("where", ["variable", "setting", "flag", "agent"])
+def test_a_nul_byte_in_the_session_folder_is_a_clear_error(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    where: str,
+) -> None:
+    # Pi's getSessionDir() hands such a folder on (file:///a%00b is "/a\0b" for it too); the
+    # file system refuses it, so every command that reads the session folder says so.
+    session, entry = _session_here(tmp_path)
+    (tmp_path / "other").mkdir()
+    argv = _argv(command, tmp_path, session, entry)
+    if where == "variable":
+        monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", f"file://{tmp_path}/a%00b")
+    elif where == "agent":  # Pi's default folders are under the agent folder
+        monkeypatch.setenv("PI_CODING_AGENT_DIR", f"file://{tmp_path}/a%00b")
+    elif where == "setting":
+        (tmp_path / "agent" / "settings.json").write_text(json.dumps({"sessionDir": f"{tmp_path}/a\0b"}))
+    elif command in ("demo", "settings"):
+        pytest.skip(f"{command} has no --session-dir")
+    else:
+        argv = [argv[0], "--session-dir", f"file://{tmp_path}/a%00b", *argv[1:]]
+    code, out, err = run(capsys, *argv)
+    if command in ("demo", "settings"):  # neither reads the session folder
+        assert code == 0, err
+        return
+    assert code != 0
+    if command == "validate":  # reports each SESSION it was given, in its report
+        assert "holds a NUL byte" in out, out
+        return
+    assert out == ""
+    assert "holds a NUL byte" in err and err.startswith("pisession: error: "), err
+    assert err.count("\n") == 1
+
+
+@pytest.fixture
+def odd_zone(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[str]:
+    import time
+
+    zone = request.param
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    yield zone
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.parametrize("odd_zone", ["UTC+24", "UTC-30", "UTC+99"], indirect=True)
+@pytest.mark.parametrize("command", EVERY_COMMAND)
+def test_a_24_hour_time_zone_shows_times_as_node_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], odd_zone: str, command: str
+) -> None:
+    # The C library (and Node, measured: TZ=UTC+24 node -e 'new Date(...).getHours()') takes
+    # such a TZ as a whole day off UTC; Python's datetime.astimezone() refuses an offset of 24 h.
+    session, entry = _session_here(tmp_path)
+    (tmp_path / "other").mkdir()
+    argv = _argv(command, tmp_path, session, entry)
+    if command == "tail":  # follows until stopped: run it in a child and stop it
+        code, out, err = _run_child(argv, timeout=8, TZ=odd_zone)
+        assert "Traceback" not in err, err
+        assert "hello" in out
+        return
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    day = "2024-12-02" if odd_zone == "UTC+24" or odd_zone == "UTC+99" else "2024-12-04"
+    if command in ("ls", "search"):
+        assert day in out  # the session's time, a day off UTC's 2024-12-03 as Node shows it
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="no node: Node's reading of TZ not checked")
+@pytest.mark.parametrize("zone", ["UTC+24", "UTC-30", "UTC+99"])
+def test_node_reads_a_24_hour_zone_as_the_c_library_does(zone: str) -> None:
+    # What the test above relies on: Node (Pi's runtime) and Python's time.localtime agree.
+    script = "const d = new Date(1733234400000); console.log(JSON.stringify([d.getDate(), d.getHours()]))"
+    done = subprocess.run(
+        ["node", "-e", script], capture_output=True, text=True, timeout=60, env={**os.environ, "TZ": zone}
+    )
+    probe = "import time, json; t = time.localtime(1733234400); print(json.dumps([t.tm_mday, t.tm_hour]))"
+    env = {**os.environ, "TZ": zone}
+    ours = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, env=env)
+    assert json.loads(done.stdout) == json.loads(ours.stdout) == [2 if "+" in zone else 4, 14]

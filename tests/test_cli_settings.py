@@ -6,8 +6,10 @@ the settings Pi's runtime would use for the session."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -142,6 +144,180 @@ def test_live_pi_writes_into_the_configured_folder(
     assert listed(capsys) == [written["file"]]
     code, _, err = run(capsys, "tree", session_id[:13])
     assert code == 0, err
+
+
+# -- `__proto__` keys and file:// folders (issue 27, items 14 and 15) ------------------------------
+
+
+def test_an_untrusted_projects_proto_key_moves_the_session_folder(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Pi reads the project file for sessionDir even when it does not trust the project, and
+    # its merge makes `__proto__` the merged settings' prototype (golden settings.json,
+    # proto_project_session_dir): the project chooses where Pi keeps, and we look for, sessions.
+    (home / "work" / ".pi").mkdir()
+    (home / "work" / ".pi" / "settings.json").write_text(
+        json.dumps({"__proto__": {"sessionDir": str(home / "elsewhere")}})
+    )
+    path = pi_session_in(home / "elsewhere")
+    assert listed(capsys, "--all") == [str(path)]
+    code, out, err = run(capsys, "settings", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["projectTrusted"] is False
+    assert data["sessionDir"] == {"value": str(home / "elsewhere"), "source": "project"}
+
+
+def test_compact_plan_uses_compaction_settings_a_proto_key_supplies(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # golden settings.json, proto_compaction_keep: keepRecentTokens through compaction.__proto__
+    session = home / "work" / "coding.jsonl"
+    shutil.copy(CODING, session)
+    settings(home, {"compaction": {}, "defaultProjectTrust": "always"})
+    (home / "work" / ".pi").mkdir()
+    (home / "work" / ".pi" / "settings.json").write_text(
+        json.dumps({"compaction": {"__proto__": {"keepRecentTokens": 3000}}})
+    )
+    text = session.read_text(encoding="utf-8")
+    header = json.loads(text.splitlines()[0])
+    header["cwd"] = str(home / "work")
+    session.write_text(json.dumps(header) + "\n" + text.split("\n", 1)[1], encoding="utf-8")
+    result = plan(capsys, session)
+    assert result is not None and result["firstKeptEntryId"] == pi_cut(3000)
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "pi_message"),
+    [
+        ("setting", "file://evil.example/x", 'File URL host must be "localhost" or empty on linux'),
+        ("variable", "file://[::1]/x", 'File URL host must be "localhost" or empty on linux'),
+        ("flag", "file:///tmp/a%2Fb", "File URL path must not include encoded / characters"),
+        ("setting", "file:///tmp/%zz", "URI malformed"),
+        ("variable", "file:///tmp/%E2%82", "URI malformed"),
+    ],
+)
+def test_a_file_url_pi_refuses_is_pis_error(
+    home: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
+    value: str,
+    pi_message: str,
+) -> None:
+    # where Pi's getSessionDir() throws, no other folder is used in its place (golden
+    # settings_file_urls.json holds Pi's answer for each of 72 values)
+    argv = ["ls", "--all"]
+    if where == "setting":
+        settings(home, {"sessionDir": value})
+        source = f"the sessionDir setting of {home / '.pi' / 'agent' / 'settings.json'}"
+    elif where == "variable":
+        monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", value)
+        source = "$PI_CODING_AGENT_SESSION_DIR"
+    else:
+        argv += ["--session-dir", value]
+        source = "--session-dir"
+    for command in (argv, ["search", "x"], ["usage"], ["settings"]):
+        if where == "flag" and command[0] != "ls":
+            command = [*command, "--session-dir", value]
+        code, out, err = run(capsys, *command)
+        assert (code, out) == (1, "")
+        assert err == f"pisession: error: Invalid file URL {json.dumps(value)} ({source}): {pi_message}\n"
+
+
+def test_file_urls_pi_accepts(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `\` is `/` and `localhost` is no host for Node's fileURLToPath (golden settings_file_urls.json)
+    path = pi_session_in(home / "a" / "b")
+    for value in (f"file://{home}/a\\b", f"file://localhost{home}/a/b", f"file://{home}/a/%62"):
+        settings(home, {"sessionDir": value})
+        assert listed(capsys, "--all") == [str(path)]
+
+
+# -- a relative sessionDir and --cwd (issue 27, item 16) -----------------------------------------
+
+
+def project_with_relative_folder(home: Path, where: str = "project") -> tuple[Path, Path]:
+    """PROJ whose sessionDir setting (in its own settings, or the global ones) is the relative
+    `rel-sessions`, and Pi's session of PROJ in PROJ/rel-sessions: (PROJ, the session file)."""
+    project = home / "proj"
+    (project / ".pi").mkdir(parents=True)
+    if where == "project":
+        (project / ".pi" / "settings.json").write_text('{"sessionDir": "rel-sessions"}')
+    else:
+        settings(home, {"sessionDir": "rel-sessions"})
+    lines = SESSION["text"].splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["cwd"] = str(project)
+    folder = project / "rel-sessions"
+    folder.mkdir()
+    path = folder / SESSION["name"]
+    path.write_text(json.dumps(header) + "\n" + "".join(lines[1:]), encoding="utf-8")
+    return project, path
+
+
+@pytest.mark.parametrize("where", ["project", "global"])
+def test_relative_session_dir_is_the_projects_whatever_folder_the_command_runs_in(
+    home: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    # Pi started in PROJ hands `rel-sessions` to the file system as it is: PROJ/rel-sessions.
+    project, path = project_with_relative_folder(home, where)
+    assert Path.cwd() == home / "work"
+    assert listed(capsys, "--cwd", str(project)) == [str(path)]
+    assert listed(capsys, "--cwd", str(project), "--no-catalog") == [str(path)]
+    code, out, err = run(capsys, "search", "configured folder", "--json", "--cwd", str(project))
+    assert code == 0, err
+    assert [hit["sessionPath"] for hit in json.loads(out)] == [str(path)]
+    code, out, err = run(capsys, "settings", "--json", "--cwd", str(project))
+    assert json.loads(out)["sessionDir"] == {"value": str(project / "rel-sessions"), "source": where}
+
+
+def test_usage_with_cwd_reads_that_projects_settings(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project, _ = project_with_relative_folder(home)
+    code, out, err = run(capsys, "usage", "session", "--json", "--cwd", str(project))
+    assert code == 0, err
+    assert [row["sessionId"] for row in json.loads(out)["sessions"]] == [SESSION_ID]
+
+
+def test_dataset_with_cwd_reads_that_projects_settings(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("pyarrow")
+    project, _ = project_with_relative_folder(home)
+    code, out, err = run(capsys, "dataset", str(home / "out"), "--json", "--cwd", str(project))
+    assert code == 0, err
+    assert json.loads(out)["sessions"] == 1
+
+
+def test_fork_writes_where_pi_started_in_the_target_keeps_sessions(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project, path = project_with_relative_folder(home)
+    code, out, err = run(capsys, "fork", str(path), "--cwd", str(project), "--json")
+    assert code == 0, err
+    assert Path(json.loads(out)["path"]).parent == project / "rel-sessions"
+    assert len(listed(capsys, "--cwd", str(project))) == 2
+
+
+@needs_oracle
+def test_pi_opens_a_relative_session_dir_from_its_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the tests above rely on: Pi's SessionManager.create(cwd, "rel-sessions") (the value
+    # getSessionDir() gives, unchanged: golden settings.json `sessiondir_relative_kept`) writes
+    # under the working folder of the process, whatever cwd the session is for.
+    monkeypatch.syspath_prepend(str(CONFORMANCE))
+    from generate_settings import ORACLE, SESSION_SCRIPT
+
+    started_in = tmp_path / "started-in"
+    started_in.mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({**SESSION_SCRIPT, "cwd": str(tmp_path / "elsewhere")}))
+    env = {**os.environ, "PI_ORACLE_HOME": str(ORACLE_HOME)}
+    args = ["node", str(ORACLE), "ops", str(script), "--dir", "rel-sessions"]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, check=True, cwd=started_in)
+    written = json.loads(done.stdout)["file"]
+    assert Path(started_in, written).resolve().parent == started_in / "rel-sessions"
+    assert list((started_in / "rel-sessions").glob("*.jsonl"))
 
 
 # -- compaction and branch summaries with the user's settings -------------------------------------
@@ -319,3 +495,26 @@ def test_settings_command_reports_bad_files_and_invalid_values(
     code, out, _ = run(capsys, "settings", "--json")
     assert (code, json.loads(out)["projectTrusted"]) == (0, False)
     assert [e["scope"] for e in json.loads(out)["errors"]] == ["project"]
+
+
+@needs_oracle
+def test_pi_lists_nothing_in_a_folder_with_a_nul_byte_and_cannot_create_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What docs/differences.md says: Pi's list and listAll give [], its create fails with
+    # Node's ERR_INVALID_ARG_VALUE; pisession says so for every command (one line, status 1).
+    monkeypatch.syspath_prepend(str(CONFORMANCE))
+    from generate_settings import ORACLE
+
+    folder = f"{tmp_path}/a\0b"
+    env = {**os.environ, "PI_ORACLE_HOME": str(ORACLE_HOME)}
+    answers = []
+    calls = (("list", [str(tmp_path), folder]), ("listAll", [folder]), ("create", [str(tmp_path), folder]))
+    for name, args in calls:
+        command = ["node", str(ORACLE), "static", name, json.dumps(args)]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+        answers.append(json.loads(done.stdout))
+    assert [answer.get("value") for answer in answers[:2]] == [[], []]
+    assert answers[2]["ok"] is False and "without null bytes" in answers[2]["error"]
+    code, out, err = run(capsys, "ls", "--session-dir", f"file://{tmp_path}/a%00b")
+    assert (code, out) == (1, "") and "holds a NUL byte" in err

@@ -55,3 +55,36 @@ def test_a_directory_or_dev_null_for_a_settings_file_reads_as_pi_reads_it(tmp_pa
     errors, trusted = load_in_a_child(project, agent)
     assert [scope for scope, _ in errors] == ["global"]
     assert trusted is False
+
+
+def test_files_nested_thousands_of_levels_deep_still_resolve(tmp_path: Path) -> None:
+    # Pi's merge recurses where both files hold an object; pisession makes it level by level
+    # as it is read, so no Python stack limit is reached (Pi's own stack takes ~10,000 levels).
+    from pisession.settings import PiSettings
+
+    agent, project = tmp_path / "agent", tmp_path / "project"
+    (project / ".pi").mkdir(parents=True)
+    agent.mkdir()
+    deep = '{"a": ' * 5000 + "1" + "}" * 5000
+    (agent / "settings.json").write_text('{"deep": ' + deep + ', "compaction": {"keepRecentTokens": 7}}')
+    (project / ".pi" / "settings.json").write_text(
+        '{"deep": ' + deep + ', "__proto__": {"sessionDir": "/elsewhere"}}'
+    )
+    settings = PiSettings.load(str(project), str(agent))
+    assert settings.errors == ()
+    assert settings.compaction_settings().keep_recent_tokens == 7
+    assert settings.session_dir == "/elsewhere"
+    assert settings.value(*(["deep"] + ["a"] * 5000)) == 1
+
+
+def test_a_nul_byte_in_a_settings_path_reads_as_no_file(tmp_path: Path) -> None:
+    # Pi's existsSync is false for such a path: no settings, no error (ours: no ValueError)
+    from pisession.settings import PiSettings, is_project_trusted
+
+    settings = PiSettings.load(str(tmp_path / "a\0b"), str(tmp_path / "c\0d"))
+    assert (settings.errors, settings.session_dir, settings.compaction_settings().keep_recent_tokens) == (
+        (),
+        None,
+        20000,
+    )
+    assert is_project_trusted(str(tmp_path), str(tmp_path / "c\0d")) is False

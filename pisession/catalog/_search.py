@@ -56,7 +56,9 @@ def format_hit(hit: SearchHit, mark: Callable[[str], str] = lambda word: f"[{wor
     >>> format_hit(hit)  # doctest: +SKIP
     '2025-06-02 09:14  user       0197ab12  e3b0c442  … fix the [invoice] rounding …'
     """
-    when = "????-??-?? ??:??" if hit.time is None else f"{hit.time.astimezone():%Y-%m-%d %H:%M}"
+    from .._localtime import local_time_text
+
+    when = "????-??-?? ??:??" if hit.time is None else local_time_text(hit.time)
     pieces: list[str] = []
     at = 0
     for start, end in hit.marks:

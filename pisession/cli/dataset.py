@@ -37,7 +37,7 @@ def cmd_dataset(args: argparse.Namespace) -> int:
     report = write_parquet(
         os.path.expanduser(args.out_dir),
         cwd=cwd,
-        session_dir=sessions.session_dir(args),
+        session_dir=sessions.session_dir(args, cwd=cwd),
         full=args.full,
         on_progress=_progress(sys.stderr),
         workers=None,  # worker processes once there are many sessions to write

@@ -102,7 +102,9 @@ def cmd_fork(args: argparse.Namespace) -> int:
     source = sessions.resolve(args)
     read_session_entries(source)  # a clear error for a non-session, before fork_from reads it
     target = os.path.abspath(os.path.expanduser(args.cwd))
-    manager = SessionManager.fork_from(source, target, sessions.session_dir(args), **lock_options(args))
+    # the new session goes where Pi started in the target folder would keep it: that folder's settings
+    folder = sessions.session_dir(args, cwd=target)
+    manager = SessionManager.fork_from(source, target, folder, **lock_options(args))
     try:
         path = manager.get_session_file()
         if args.json:

@@ -92,7 +92,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if args.json:
         emit_json_rows([info.to_wire() for info in infos])
         return 0
-    from pisession.describe import one_line
+    from pisession.describe import local_time_text, one_line
 
     style = Style(sys.stdout)
     if not infos:
@@ -111,7 +111,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     emit(style(head + "NAME / FIRST MESSAGE", "bold"))
     for info, session_id in zip(infos, shown, strict=True):
         line = (
-            f"{info.modified.astimezone():%Y-%m-%d %H:%M}  {info.message_count:>{count_width}}  "
+            f"{local_time_text(info.modified)}  {info.message_count:>{count_width}}  "
             + style(f"{session_id:<{id_width}}", "yellow")
             + "  "
         )

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import gc
 import importlib
+import io
 import math
 import os
 import sys
@@ -134,7 +136,40 @@ def console_main() -> int:
         gc.freeze()
 
 
+class _ClosedStdout(io.TextIOBase):
+    """stdout when its descriptor was closed (``pisession ls >&-``, a daemon): Python leaves
+    ``sys.stdout`` None, and writing to it ends as a closed pipe does."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(errno.EPIPE, "stdout is closed")
+
+
+def _guard_standard_streams() -> None:
+    """Give a closed standard descriptor ``/dev/null``, so that no file this command opens
+    (a session, the catalog, a Parquet file) takes number 0, 1 or 2 and gets another's bytes;
+    a closed stdout then writes as a broken pipe, a closed stderr into nothing."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                opened = os.open(os.devnull, os.O_RDWR)
+            except OSError:
+                continue
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - lives until the exit
+
+
 def _main(argv: Sequence[str] | None, *, exiting: bool) -> int:
+    _guard_standard_streams()
     words = sys.argv[1:] if argv is None else argv
     name = _command_name(words)
     group = COMMANDS.get(name or "")

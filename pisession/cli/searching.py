@@ -114,11 +114,13 @@ def _print_sessions(args: argparse.Namespace, matches: list[SessionMatch], searc
     if not matches:
         emit(f"No messages match {args.query!r} in {searched}.")
         return 0
+    from pisession.describe import local_time_text
+
     style = Style(sys.stdout)
     width = max(4, *(len(str(match.hits)) for match in matches))
     emit(style(f"{'NEWEST MATCH':<16}  {'HITS':>{width}}  {'ID':<8}  PATH", "bold"))
     for match in matches:
-        when = "????-??-?? ??:??" if match.newest is None else f"{match.newest.astimezone():%Y-%m-%d %H:%M}"
+        when = "????-??-?? ??:??" if match.newest is None else local_time_text(match.newest)
         emit(f"{when}  {match.hits:>{width}}  {match.session_id[:8]:<8}  {match.session_path}")
     total = sum(match.hits for match in matches)
     plural = "s" if len(matches) != 1 else ""

@@ -24,13 +24,33 @@ def session_dir(args: argparse.Namespace, *, cwd: str | None = None) -> str | No
     """The session folder as Pi's command line picks it: ``--session-dir`` >
     ``$PI_CODING_AGENT_SESSION_DIR`` > the ``sessionDir`` setting of ``cwd`` (default: the
     current folder) > Pi's default (None). A settings file that cannot be used is said on stderr."""
-    from pisession.settings import choose_session_dir  # settings only where a folder is chosen
+    from pisession.settings import choose_session_dir, settings_agent_dir  # only where a folder is chosen
 
     explicit = getattr(args, "session_dir", None)
     choice = choose_session_dir(cwd, str(explicit) if explicit else None)
     if choice.settings is not None:
         warn_settings_errors(args, choice.settings.errors)
+    if choice.path is not None and "\0" in choice.path:
+        # No file name holds one: Pi's own file calls throw on it (ERR_INVALID_ARG_VALUE).
+        raise CliError(
+            f"the session folder {choice.path!r} ({_SOURCES[choice.source]}) holds a NUL byte, "
+            "which no folder name can"
+        )
+    if choice.path is None and "\0" in (agent_dir := settings_agent_dir()):
+        raise CliError(
+            f"the agent folder {agent_dir!r} ($PI_CODING_AGENT_DIR), where Pi's default session "
+            "folders are, holds a NUL byte, which no folder name can"
+        )
     return choice.path
+
+
+_SOURCES = {
+    "explicit": "--session-dir",
+    "variable": "$PI_CODING_AGENT_SESSION_DIR",
+    "global": "the sessionDir setting of the global settings",
+    "project": "the sessionDir setting of the project settings",
+    "default": "Pi's default",
+}
 
 
 def warn_settings_errors(args: argparse.Namespace, errors: Sequence[SettingsFileError]) -> None:

@@ -136,7 +136,9 @@ def cmd_usage(args: argparse.Namespace) -> int:
 
     from . import sessions
 
-    session_dir = sessions.session_dir(args)
+    # the project's own settings choose the folder, as Pi started in that project would read them
+    project = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else None
+    session_dir = sessions.session_dir(args, cwd=project)
     try:
         report = usage_report(
             args.group_by,

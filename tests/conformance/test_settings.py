@@ -234,3 +234,58 @@ def test_values_handed_out_do_not_change_the_settings(tmp_path: Path) -> None:
     assert isinstance(compaction, dict)
     compaction["keepRecentTokens"] = -1
     assert settings.compaction_settings().keep_recent_tokens == 5
+
+
+GOLDEN_FILE_URLS = json.loads(
+    (Path(__file__).parent / "golden" / "settings_file_urls.json").read_text(encoding="utf-8")
+)
+
+
+def test_file_url_table_is_large_and_covers_every_generator_value() -> None:
+    from generate_settings import FILE_URLS
+
+    assert [case["value"] for case in GOLDEN_FILE_URLS] == FILE_URLS
+    assert len(FILE_URLS) >= 50
+    assert sum(not case["expected"]["ok"] for case in GOLDEN_FILE_URLS) >= 15
+
+
+@pytest.mark.usefixtures("fake_home")
+@pytest.mark.parametrize("case", GOLDEN_FILE_URLS, ids=[repr(case["value"]) for case in GOLDEN_FILE_URLS])
+def test_session_dir_file_url_as_pi(tmp_path: Path, case: dict[str, Any]) -> None:
+    # Pi's getSessionDir() (normalizePath, Node's fileURLToPath) on the value: the same path, or
+    # the same error, with Node's message word for word.
+    from pisession._paths import InvalidFileUrlError, normalize_path
+
+    agent, cwd = _setup(tmp_path, {"global": json.dumps({"sessionDir": case["value"]})})
+    settings = PiSettings.load(str(cwd), str(agent))
+    expected = case["expected"]
+    if expected["ok"]:
+        assert settings.session_dir == (expected["path"] or None)
+        return
+    with pytest.raises(InvalidFileUrlError) as caught:
+        _ = settings.session_dir
+    assert caught.value.pi_message == expected["error"]
+    assert str(caught.value).endswith(f": {expected['error']}")
+    with pytest.raises(SettingsError, match="Invalid file URL"):
+        normalize_path(case["value"])
+
+
+@pytest.mark.usefixtures("fake_home")
+def test_proto_value_reads_as_pi_reads_it(tmp_path: Path) -> None:
+    agent, cwd = _setup(
+        tmp_path,
+        {
+            "global": '{"compaction": {"reserveTokens": 1}}',
+            "project": '{"__proto__": {"sessionDir": "/elsewhere"}, '
+            '"compaction": {"__proto__": {"keepRecentTokens": 5}}}',
+        },
+    )
+    settings = PiSettings.load(str(cwd), str(agent))
+    assert settings.value("sessionDir") == "/elsewhere"
+    assert settings.source("sessionDir") == "project"
+    assert settings.value("compaction") == {"keepRecentTokens": 5, "reserveTokens": 1}
+    assert settings.source("compaction", "keepRecentTokens") == "project"
+    assert settings.source("compaction", "reserveTokens") == "global"
+    assert settings.value("constructor") is None  # a function of Object.prototype, never a setting
+    untrusted = PiSettings.load(str(cwd), str(agent), project_trusted=False)
+    assert untrusted.session_dir is None
