@@ -90,7 +90,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
-__all__ = ["HAVE_ORJSON", "decode_utf8", "dumps", "dumps_bytes", "loads", "loads_for"]
+__all__ = ["HAVE_ORJSON", "decode_utf8", "dumps", "dumps_bytes", "loads", "loads_for", "to_json_line"]
 
 # --------------------------------------------------------------------------------------------
 # JavaScript's text for numbers, keys and strings
@@ -704,6 +704,16 @@ def dumps(value: object) -> str:
         return _python_dumps(value)
     except RecursionError:  # the walks that prepare a value for orjson recurse too
         return _deep_dumps(value)
+
+
+def to_json_line(value: Any) -> str:
+    """One value as Pi's ``JSON.stringify`` writes it (key order, number format), no newline.
+
+    ``to_json_line(to_wire(entry))`` is the line a session file holds for ``entry``.
+
+    :param value: a JSON value: dicts, lists, strings, numbers, booleans, None (e.g. ``to_wire(entry)``).
+    """
+    return dumps(value)
 
 
 # --------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from .._attribution import usage_fields
 from .._js import MISSING, js_date_ms
 from .._load import parse_line
 from .._paths import resolve_path
+from ._range import read_range
 from ._schema import read_header
 
 UsageRow = tuple[str, str, int, str, Any, Any, Any, Any, Any]
@@ -408,8 +409,6 @@ def _unfinished_line(
     aside until it is finished): Pi reads it, so it counts, unless it is a copy of the parent's."""
     partial = row.partial
     if partial is None:  # too long to keep: read it from the file (a line over 512 MiB: not)
-        from ._refresh import read_range
-
         partial = read_range(row.path, row.parsed, row.size)
     found, _ = usage_rows(bytes(partial), header)
     groups = []

@@ -23,13 +23,14 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import __version__
 from .._arguments import session_manager
 from .._ids import Clock, SystemClock, iso_from_ms
 from .._json import dumps as _js_stringify
+from .._json import to_json_line
 from .._load import CURRENT_SESSION_VERSION
 from .._manager import SessionManager
 from .._store import _write_all, replace_with_temp
+from .._version import __version__
 from ._common import wire_branch
 from ._html import to_html as _to_html
 from ._markdown import to_markdown as _to_markdown
@@ -78,16 +79,6 @@ def to_static_html(manager: SessionManager | str | os.PathLike[str], *, all_bran
     HTML-escaped, images only as ``data:image/...`` URLs."""
     manager = session_manager(manager, "to_static_html")
     return _to_html(manager, all_branches=all_branches, version=__version__)
-
-
-def to_json_line(value: Any) -> str:
-    """One value as Pi's ``JSON.stringify`` writes it (key order, number format), no newline.
-
-    ``to_json_line(to_wire(entry))`` is the line a session file holds for ``entry``.
-
-    :param value: a JSON value: dicts, lists, strings, numbers, booleans, None (e.g. ``to_wire(entry)``).
-    """
-    return _js_stringify(value)
 
 
 def to_jsonl(manager: SessionManager | str | os.PathLike[str], *, clock: Clock | None = None) -> str:
