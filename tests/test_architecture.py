@@ -119,3 +119,11 @@ def test_the_package_has_no_import_circle() -> None:
     assert not found, "modules that import each other (lazily or for types included): " + "; ".join(
         " <-> ".join(part) for part in found
     )
+
+
+def test_no_module_is_too_long_to_hold_in_mind() -> None:
+    """About 800 lines is the aim for a module of the package; 900 the limit (issue 28)."""
+    lengths = {
+        module: len(path.read_text(encoding="utf-8").splitlines()) for module, (path, _) in MODULES.items()
+    }
+    assert not {module: n for module, n in lengths.items() if n > 900}
