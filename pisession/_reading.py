@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Sequence
 
-from ._context import WireProjection, context_positions, project_leaf
+from ._context import WireProjection, context_positions, current_system_message, project_leaf
 from ._index import TreeIndex
 from ._js import MISSING, bulk, js_truthy
 from ._paths import default_session_dir_path, paths_equal
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     # process (more than a millisecond of `pisession tree`).
     EntryT = TypeVar("EntryT", bound=Entry)
 
-__all__ = ["SessionReader"]
+__all__ = ["SessionReader", "SessionSnapshot"]
 
 
 class SessionReader(SessionState):
@@ -217,9 +217,37 @@ class SessionReader(SessionState):
     def _wire_projection(self) -> WireProjection:
         return project_leaf(self._index, self._leaf_position())
 
+    def _header_wire(self) -> dict[str, Any]:
+        """The session header as the file holds it (``get_header()`` types it)."""
+        return self._header
+
+    def _system_message_wire(self) -> dict[str, Any] | None:
+        """The system prompt and tools at the leaf (Pi's ``getCurrentSystemMessage``) as JSON,
+        made from the leaf's projection without typing the context."""
+        return current_system_message(self._wire_projection().messages)
+
     def __repr__(self) -> str:
         where = self._session_file or "in memory"
         return f"<SessionManager {self.get_session_id()} {where} entries={len(self._index)}>"
+
+
+class SessionSnapshot(SessionReader):
+    """One moment of a session, for a reader that reads it many times (an export, the viewer):
+    the index, the leaf and the header taken together once, read by the same methods as the
+    manager's (``get_tree``, ``get_label``, ``build_session_context``, ...). Appends made to the
+    manager afterwards are not seen; nothing is copied (the index is immutable)."""
+
+    def __init__(self, session: SessionReader) -> None:
+        """``session``'s state now (no lock taken: a write on another thread is never waited for)."""
+        self._leaf_id = session._leaf_id  # before the index: an append sets the index first
+        self._index = session._index
+        self._header = session._header
+        self._cwd = session._cwd
+        self._session_dir = session._session_dir
+        self._session_file = session._session_file
+        self._persist = session._persist
+        self._read_from = session._read_from
+
 
 
 def _build_regular_shapes(

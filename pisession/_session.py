@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
         def get_tree(self) -> list[TreeNode]: ...
 
+        def _header_wire(self) -> dict[str, Any]: ...
+
     class WritableSession(HasSnapshot, Protocol):
         """What the compaction and navigation flows do to a session: read it up to date, hold its
         lock while they check and write, and append through Pi's own operations."""

@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from .._codec import to_wire
 from .._json import dumps
 from .._results import TreeNode
 from .._version import __version__
@@ -165,12 +164,12 @@ def _session_data(manager: SessionView, title: str | None) -> dict[str, Any]:
     # A duplicated id names its last entry, as in Pi's byId map.
     positions = {str(entry.get("id")): position for position, entry in enumerate(entries)}
     leaf_id = manager.get_leaf_id()
-    header = manager.get_header()
+    header = manager._header_wire()
     return {
         "format": 1,
         "generator": f"pisession {__version__}",
         "title": title if title is not None else _default_title(manager, entries),
-        "header": to_wire(header) if header is not None else None,
+        "header": header or None,
         "entries": entries,
         "parent": parent,
         "order": order,
