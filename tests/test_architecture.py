@@ -127,3 +127,31 @@ def test_no_module_is_too_long_to_hold_in_mind() -> None:
         module: len(path.read_text(encoding="utf-8").splitlines()) for module, (path, _) in MODULES.items()
     }
     assert not {module: n for module, n in lengths.items() if n > 900}
+
+
+def contract_layers() -> list[str]:
+    """The layers of the layers contract in ``.importlinter``, top first."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(PACKAGE.parent / ".importlinter", encoding="utf-8")
+    contract = config["importlinter:contract:layers"]
+    assert contract["type"] == "layers" and contract["containers"].split() == ["pisession"]
+    assert "exclude_type_checking_imports" not in contract  # type-only imports count
+    return [line.strip() for line in contract["layers"].splitlines() if line.strip()]
+
+
+def page_layers() -> list[str]:
+    """The numbered list under "## The layers" in docs/architecture.md, top first."""
+    import re
+
+    page = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("\n## The layers\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\d+\. `([^`]+)`", section, flags=re.M)
+
+
+def test_the_architecture_page_lists_the_layers_of_the_contract() -> None:
+    layers = contract_layers()
+    assert len(layers) >= 5
+    assert layers[0] == "cli" and "_json" in layers[-2].split(" | ")
+    assert page_layers() == layers
