@@ -4,6 +4,11 @@ The manager only orchestrates: the index (``_index``) holds the tree, the contex
 (``_context``) derives what the model sees, the store (``_store``) owns the file. Internally
 everything is a wire dict, exactly what a line of the file holds; the public methods hand out
 typed models (``_model``) and accept either form.
+
+This module is Pi's API: the constructors and the operations, thin methods with Pi's names. The
+class is built in four rooms, each the base of the next: ``_state`` (what a manager holds, and
+loading a file into it), ``_reading`` (Pi's read methods), ``_writer`` (the write machinery:
+the lock, syncing with other writers, transactions) and this one (docs/architecture.md).
 """
 
 from __future__ import annotations
