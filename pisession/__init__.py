@@ -118,8 +118,7 @@ if TYPE_CHECKING:
     from ._projection import ProjectedEntry, SessionProjection
     from ._read import read_session, read_session_entries, read_session_header
     from ._results import TreeNode
-
-__version__ = "0.1.0"
+    from ._version import __version__ as __version__
 
 # Start-up: `import pisession` loads only this module and the errors; every other public name is
 # imported from its module the first time it is used (PEP 562), so a script or a CLI command pays
@@ -164,6 +163,7 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(("ProjectedEntry", "SessionProjection"), "._projection"),
     "TreeNode": "._results",
     **dict.fromkeys(("UNSET", "Unset"), "._values"),  # no need to create the model classes for the sentinel
+    "__version__": "._version",  # a module of its own: the exports print it, and sit below this one
 }
 
 
@@ -191,7 +191,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | {"__version__"})
 
 
 __all__ = [

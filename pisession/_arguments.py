@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 
 from ._manager import SessionManager
+from ._read import read_session
+from ._session import not_a_session
 
 __all__ = ["session_manager"]
 
@@ -19,21 +21,7 @@ def session_manager(value: object, function: str) -> SessionManager:
     if isinstance(value, SessionManager):
         return value
     if isinstance(value, (str, os.PathLike)):
-        from ._read import read_session
-
         path = os.fspath(value)
         if isinstance(path, str):
             return read_session(path)
-    raise TypeError(
-        f"{function}() takes a SessionManager or the path of a session file, not {type(value).__name__}"
-        + _hint(value)
-    )
-
-
-def _hint(value: object) -> str:
-    name = type(value).__name__
-    if name == "AsyncSessionManager":
-        return " (pass its .sync manager, or the path of its session file)"
-    if name == "TreeIndex":
-        return " (a snapshot has no leaf: pass the manager it came from, or the file's path)"
-    return ""
+    raise not_a_session(value, function)

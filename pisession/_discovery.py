@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from itertools import groupby
 
 from ._js import MISSING, js_date_ms, js_join_item, js_trim
+from ._json import to_json_line
 from ._load import iter_file_lines, open_regular, parse_line
 from ._paths import cwd_matches, get_sessions_dir, list_folder, normalize_path
 from ._record import Record
@@ -295,8 +296,6 @@ def rows_json(infos: Iterable[SessionInfo]) -> bytes:
     try:
         text = json.dumps(rows, indent=2, ensure_ascii=False)
     except RecursionError:  # a header id nested deeper than the json module goes
-        from .export import to_json_line
-
         text = to_json_line(rows)
     return text.encode("utf-8", "backslashreplace") + b"\n"
 

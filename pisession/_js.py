@@ -205,7 +205,7 @@ def js_entries(value: object) -> list[tuple[str, Any]]:
     string's (UTF-16 units) by index, nothing for a number or boolean. JavaScript throws on null
     and undefined; here they have no entries."""
     if isinstance(value, dict):
-        from ._json import _ordered_items  # JavaScript's property order
+        from ._json_text import _ordered_items  # JavaScript's property order
 
         return _ordered_items(value)
     if isinstance(value, list):

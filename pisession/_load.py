@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CURRENT_SESSION_VERSION",
+    "read_session_entries",
     "parse_session_entries",
     "load_entries_from_file",
     "migrate_session_entries",
@@ -386,6 +387,31 @@ def read_entries(path: str | os.PathLike[str]) -> tuple[list[WireEntry], bool, i
     if not entries or not is_session_header(entries[0]):
         return [], False, size
     return entries, last != b"", size
+
+
+def read_session_entries(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The file's entries as JSON dicts, header first, as written (not migrated); nothing written.
+
+    Raises `InvalidSessionError` for a folder, a FIFO or device, an empty file or one
+    whose first JSON object is not a session header; ``OSError`` if the file cannot be read::
+
+        entries = read_session_entries("session.jsonl")
+        print(entries[0]["version"], len(entries) - 1)
+    """
+    name = os.fspath(path)
+    try:
+        entries, _, _ = read_entries(name)
+    except IsADirectoryError:
+        raise InvalidSessionError(f"{name} is a directory, not a session file") from None
+    except OSError as error:
+        if error.errno == errno.EINVAL:
+            raise InvalidSessionError(f"{name} is not a regular file") from None
+        raise
+    if not entries:
+        empty = os.path.getsize(name) == 0
+        reason = "the file is empty" if empty else "its first JSON line is not a session header"
+        raise InvalidSessionError(f"{name} is not a Pi session ({reason})")
+    return entries
 
 
 def read_all_entries(path: str | os.PathLike[str]) -> tuple[list[Any], bool]:

@@ -6,11 +6,9 @@ files) want: the file is never changed, not even by opening it as Pi would.
 
 from __future__ import annotations
 
-import errno
 import os
 
-from ._errors import InvalidSessionError
-from ._load import read_entries
+from ._load import read_session_entries
 from ._manager import SessionManager
 from ._paths import HeaderScanLimitError, default_session_dir
 from ._paths import read_session_header as _read_header
@@ -23,31 +21,6 @@ if TYPE_CHECKING:
 
 # default_session_dir lives in _paths (listing needs it without the manager); kept importable here
 __all__ = ["read_session", "read_session_entries", "read_session_header", "default_session_dir"]
-
-
-def read_session_entries(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The file's entries as JSON dicts, header first, as written (not migrated); nothing written.
-
-    Raises `InvalidSessionError` for a folder, a FIFO or device, an empty file or one
-    whose first JSON object is not a session header; ``OSError`` if the file cannot be read::
-
-        entries = read_session_entries("session.jsonl")
-        print(entries[0]["version"], len(entries) - 1)
-    """
-    name = os.fspath(path)
-    try:
-        entries, _, _ = read_entries(name)
-    except IsADirectoryError:
-        raise InvalidSessionError(f"{name} is a directory, not a session file") from None
-    except OSError as error:
-        if error.errno == errno.EINVAL:
-            raise InvalidSessionError(f"{name} is not a regular file") from None
-        raise
-    if not entries:
-        empty = os.path.getsize(name) == 0
-        reason = "the file is empty" if empty else "its first JSON line is not a session header"
-        raise InvalidSessionError(f"{name} is not a Pi session ({reason})")
-    return entries
 
 
 def read_session(path: str | os.PathLike[str], *, low_memory: bool = False) -> SessionManager:
@@ -84,5 +57,3 @@ def read_session_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         return _read_header(os.fspath(path))
     except HeaderScanLimitError:
         return None
-
-

@@ -27,8 +27,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal
 
-    from ._manager import SessionManager
     from ._model import Entry, Message, Usage
+    from ._reading import SessionReader
 
 __all__ = [
     "EntryLike",
@@ -380,7 +380,7 @@ class SessionFacts:
     notes; ``active_ids`` is the set of ids on the path from the root to the leaf.
     """
 
-    def __init__(self, manager: SessionManager) -> None:
+    def __init__(self, manager: SessionReader) -> None:
         index = manager.snapshot()
         self.entries: Sequence[dict[str, Any]] = index.wire_entries()
         self.leaf_id: str | None = manager.get_leaf_id()

@@ -25,12 +25,14 @@ import re
 import zlib
 from collections.abc import Mapping, Sequence
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._codec import to_wire
 from .._json import dumps
-from .._manager import SessionManager
 from .._results import TreeNode
+from .._version import __version__
+
+if TYPE_CHECKING:
+    from .._session import SessionView
 
 try:
     import orjson as _orjson
@@ -119,7 +121,7 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def _default_title(manager: SessionManager, entries: Sequence[Mapping[str, Any]]) -> str:
+def _default_title(manager: SessionView, entries: Sequence[Mapping[str, Any]]) -> str:
     name = manager.get_session_name()
     if name:
         return name
@@ -158,21 +160,19 @@ def _tree_shape(roots: Sequence[TreeNode], count: int) -> tuple[list[int], list[
     return parent, order, labels
 
 
-def _session_data(manager: SessionManager, title: str | None) -> dict[str, Any]:
-    from .. import __version__  # here, not at import time: the package imports this module
-
+def _session_data(manager: SessionView, title: str | None) -> dict[str, Any]:
     index = manager.snapshot()
     entries = index.wire_entries()
     parent, order, labels = _tree_shape(manager.get_tree(), len(entries))
     # A duplicated id names its last entry, as in Pi's byId map.
     positions = {str(entry.get("id")): position for position, entry in enumerate(entries)}
     leaf_id = manager.get_leaf_id()
-    header = manager.get_header()
+    header = manager._header_wire()
     return {
         "format": 1,
         "generator": f"pisession {__version__}",
         "title": title if title is not None else _default_title(manager, entries),
-        "header": to_wire(header) if header is not None else None,
+        "header": header or None,
         "entries": entries,
         "parent": parent,
         "order": order,
@@ -194,7 +194,7 @@ def _packed(data: bytes) -> str:
     return base64.b64encode(zlib.compress(data, 1)).decode("ascii")
 
 
-def render_viewer(manager: SessionManager, *, title: str | None = None, compress: bool | None = None) -> str:
+def render_viewer(manager: SessionView, *, title: str | None = None, compress: bool | None = None) -> str:
     """The whole session as one self-contained interactive HTML page::
 
         html = render_viewer(SessionManager.open("session.jsonl"))

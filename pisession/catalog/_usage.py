@@ -21,6 +21,7 @@ from .._errors import CatalogError
 from .._js import MISSING, js_date_ms
 from .._load import parse_line
 from .._paths import resolve_path
+from ._range import read_range
 from ._schema import USAGE_COLUMNS, USAGE_SUMS_COLUMNS, read_header, usage_checksum
 
 UsageRow = tuple[str, str, int, str, Any, Any, Any, Any, Any]
@@ -466,8 +467,6 @@ def _unfinished_line(
     aside until it is finished): Pi reads it, so it counts, unless it is a copy of the parent's."""
     partial = row.partial
     if partial is None:  # too long to keep: read it from the file (a line over 512 MiB: not)
-        from ._refresh import read_range
-
         partial = read_range(row.path, row.parsed, row.size)
     found, _ = usage_rows(bytes(partial), header)
     groups = []

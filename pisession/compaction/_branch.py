@@ -8,6 +8,7 @@ squeeze in if they fit within 90% of it), with file operations collected from al
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,13 +19,14 @@ from .._context import project_entry
 from .._index import TreeIndex
 from .._js import MISSING, js_truthy
 from .._model import Entry, Message
+from .._session import is_path, not_a_session, read_index
 from ._common import WireMessage, messages_out, wire_list
 from ._files import FileOperations, add_details_wire, extract_file_ops_wire
 from ._messages import branch_summary_message_wire, compaction_summary_message_wire, custom_message_wire
 from ._tokens import estimate_tokens_wire
 
 if TYPE_CHECKING:
-    from .._manager import SessionManager
+    from .._session import HasSnapshot
 
 __all__ = ["BranchPreparation", "collect_entries_for_branch_summary", "prepare_branch_entries"]
 
@@ -143,7 +145,9 @@ def prepare_branch_wire(
 
 
 def collect_entries_for_branch_summary(
-    manager_or_index: SessionManager | TreeIndex, old_leaf_id: str | None, target_id: str
+    manager_or_index: HasSnapshot | TreeIndex | str | os.PathLike[str],
+    old_leaf_id: str | None,
+    target_id: str,
 ) -> tuple[list[Entry], str | None]:
     """The entries abandoned when moving from ``old_leaf_id`` to ``target_id`` (oldest first,
     back to but excluding their deepest common ancestor) and that ancestor's id::
@@ -152,10 +156,14 @@ def collect_entries_for_branch_summary(
     """
     if isinstance(manager_or_index, TreeIndex):
         index = manager_or_index
+    elif isinstance(manager_or_index, (str, os.PathLike)) and is_path(manager_or_index):
+        index = read_index(os.fspath(manager_or_index))
     else:
-        from .._arguments import session_manager  # _manager imports this module
-
-        index = session_manager(manager_or_index, "collect_entries_for_branch_summary").snapshot()
+        snapshot = getattr(manager_or_index, "snapshot", None)
+        found = snapshot() if callable(snapshot) else None
+        if not isinstance(found, TreeIndex):
+            raise not_a_session(manager_or_index, "collect_entries_for_branch_summary")
+        index = found
     entries, common = collect_wire(index, old_leaf_id, target_id)
     return [from_wire(e) for e in entries], common  # type: ignore[misc]
 

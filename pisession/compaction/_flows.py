@@ -48,7 +48,7 @@ from ._tokens import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
 
 if TYPE_CHECKING:
     from .._index import TreeIndex
-    from .._manager import SessionManager
+    from .._session import WritableSession
 
 __all__ = [
     "SummaryRequest",
@@ -340,7 +340,7 @@ def _nothing_to_compact(index: TreeIndex, leaf_id: Any) -> PisessionError:
 
 
 def plan(
-    manager: SessionManager, settings: CompactionSettings | None, *, raise_if_nothing: bool = False
+    manager: WritableSession, settings: CompactionSettings | None, *, raise_if_nothing: bool = False
 ) -> CompactionPreparation | None:
     index, leaf_id = manager._catch_up()
     preparation = plan_at(index, leaf_id, settings)
@@ -365,7 +365,7 @@ def _plan_key(preparation: CompactionPreparation) -> tuple[Any, ...]:
 
 
 def compaction_steps(
-    manager: SessionManager,
+    manager: WritableSession,
     settings: CompactionSettings | None,
     custom_instructions: str | None,
     thinking_level: str | None,
@@ -401,7 +401,7 @@ def compaction_steps(
 
 
 def navigation_steps(
-    manager: SessionManager,
+    manager: WritableSession,
     target_id: str,
     *,
     summarizing: bool,

@@ -28,7 +28,7 @@ from .._load import (
     parse_line,
     scan_raw,
 )
-from ..catalog._refresh import CheckedRange
+from ..catalog._range import CheckedRange
 
 __all__ = [
     "COLUMNS",

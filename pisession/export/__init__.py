@@ -23,13 +23,15 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import __version__
 from .._arguments import session_manager
 from .._ids import Clock, SystemClock, iso_from_ms
 from .._json import dumps as _js_stringify
+from .._json import to_json_line
 from .._load import CURRENT_SESSION_VERSION
 from .._manager import SessionManager
+from .._reading import SessionSnapshot
 from .._store import _write_all, replace_with_temp
+from .._version import __version__
 from ._common import wire_branch
 from ._html import to_html as _to_html
 from ._markdown import to_markdown as _to_markdown
@@ -57,8 +59,8 @@ def to_markdown(manager: SessionManager | str | os.PathLike[str], *, all_branche
     :param all_branches: every branch, as numbered runs from each branch point (default: the active branch
         only).
     """
-    manager = session_manager(manager, "to_markdown")
-    return _to_markdown(manager, all_branches=all_branches, version=__version__)
+    view = SessionSnapshot(session_manager(manager, "to_markdown"))  # one moment, read once
+    return _to_markdown(view, all_branches=all_branches, version=__version__)
 
 
 def to_html(manager: SessionManager | str | os.PathLike[str], *, title: str | None = None) -> str:
@@ -66,28 +68,18 @@ def to_html(manager: SessionManager | str | os.PathLike[str], *, title: str | No
     page (no network fetches) holding every branch, with a tree sidebar, search, filters, tool
     output, context edits and compactions as the model saw them (docs/viewer.md). ``title``
     defaults to the session's name, else its first user message."""
-    manager = session_manager(manager, "to_html")
+    view = SessionSnapshot(session_manager(manager, "to_html"))  # one moment, read once
     from .._viewer import render_viewer  # the page's assets are read only when one is made
 
-    return render_viewer(manager, title=title)
+    return render_viewer(view, title=title)
 
 
 def to_static_html(manager: SessionManager | str | os.PathLike[str], *, all_branches: bool = False) -> str:
     """The session as one static HTML page (inline CSS, no scripts, no network fetches): the
     active branch, or every branch (``all_branches``); every string from the session is
     HTML-escaped, images only as ``data:image/...`` URLs."""
-    manager = session_manager(manager, "to_static_html")
-    return _to_html(manager, all_branches=all_branches, version=__version__)
-
-
-def to_json_line(value: Any) -> str:
-    """One value as Pi's ``JSON.stringify`` writes it (key order, number format), no newline.
-
-    ``to_json_line(to_wire(entry))`` is the line a session file holds for ``entry``.
-
-    :param value: a JSON value: dicts, lists, strings, numbers, booleans, None (e.g. ``to_wire(entry)``).
-    """
-    return _js_stringify(value)
+    view = SessionSnapshot(session_manager(manager, "to_static_html"))  # one moment, read once
+    return _to_html(view, all_branches=all_branches, version=__version__)
 
 
 def to_jsonl(manager: SessionManager | str | os.PathLike[str], *, clock: Clock | None = None) -> str:
@@ -100,18 +92,18 @@ def to_jsonl(manager: SessionManager | str | os.PathLike[str], *, clock: Clock |
     :param manager: the session whose active branch is exported.
     :param clock: gives the new header's timestamp (default: the system clock).
     """
-    manager = session_manager(manager, "to_jsonl")
+    view = SessionSnapshot(session_manager(manager, "to_jsonl"))  # one moment, read once
     now = (clock or SystemClock()).now_ms()
     header = {
         "type": "session",
         "version": CURRENT_SESSION_VERSION,
-        "id": manager.get_session_id(),
+        "id": view.get_session_id(),
         "timestamp": iso_from_ms(now),
-        "cwd": manager.get_cwd(),
+        "cwd": view.get_cwd(),
     }
     lines = [_js_stringify(header)]
     parent: Any = None
-    for entry in wire_branch(manager):
+    for entry in wire_branch(view):
         lines.append(_js_stringify({**entry, "parentId": parent}))
         parent = entry.get("id")
     return "\n".join(lines) + "\n"
@@ -120,9 +112,9 @@ def to_jsonl(manager: SessionManager | str | os.PathLike[str], *, clock: Clock |
 def to_entry_lines(manager: SessionManager | str | os.PathLike[str], *, all_branches: bool = False) -> str:
     """The entries of the active branch (or of the whole file) as the file holds them, one JSON
     line each, no header: a filter over the session's lines (``pisession export --format jsonl``)."""
-    manager = session_manager(manager, "to_entry_lines")
+    view = SessionSnapshot(session_manager(manager, "to_entry_lines"))  # one moment, read once
     entries: Sequence[Mapping[str, Any]] = (
-        list(manager.snapshot().wire_entries()) if all_branches else wire_branch(manager)
+        list(view.snapshot().wire_entries()) if all_branches else wire_branch(view)
     )
     return "".join(_js_stringify(e) + "\n" for e in entries)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._json import dumps
-from .._manager import SessionManager
+from .._reading import SessionReader
 from .._results import TreeNode
 from ..describe import content_text, one_line
 
@@ -25,7 +25,7 @@ class Run:
     count: int
 
 
-def runs(manager: SessionManager) -> list[Run]:
+def runs(manager: SessionReader) -> list[Run]:
     out: list[Run] = []
     roots: Sequence[TreeNode] = manager.get_tree()
     stack: list[tuple[TreeNode, Wire | None, int, int]] = [
@@ -47,7 +47,7 @@ def runs(manager: SessionManager) -> list[Run]:
     return out
 
 
-def wire_branch(manager: SessionManager) -> list[Wire]:
+def wire_branch(manager: SessionReader) -> list[Wire]:
     """The entries (JSON, as the file holds them) from the root to the manager's leaf."""
     index = manager.snapshot()
     leaf_id = manager.get_leaf_id()
@@ -55,7 +55,7 @@ def wire_branch(manager: SessionManager) -> list[Wire]:
     return [index.entry_at(p) for p in index.path_positions(leaf)]
 
 
-def export_title(manager: SessionManager) -> str:
+def export_title(manager: SessionReader) -> str:
     name = manager.get_session_name()
     if name:
         return name
@@ -78,6 +78,6 @@ def pretty_json(value: Any) -> str:
         return repr(value)
 
 
-def label_of(manager: SessionManager, entry: Mapping[str, Any]) -> str | None:
+def label_of(manager: SessionReader, entry: Mapping[str, Any]) -> str | None:
     entry_id = entry.get("id")
     return manager.get_label(entry_id) if isinstance(entry_id, str) else None

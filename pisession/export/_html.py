@@ -7,9 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .._builders import get_current_system_message
-from .._codec import to_wire
-from .._manager import SessionManager
+from .._reading import SessionReader
 from ..describe import (
     SessionFacts,
     _blocks,
@@ -218,7 +216,7 @@ def _html_entry(entry: Wire, facts: SessionFacts, label: str | None) -> str:
     return f'<article class="{" ".join(classes)}" id="entry-{_h(entry_id)}">{head}{body}</article>\n'
 
 
-def to_html(manager: SessionManager, *, all_branches: bool = False, version: str = "") -> str:
+def to_html(manager: SessionReader, *, all_branches: bool = False, version: str = "") -> str:
     facts = SessionFacts(manager)
     header = manager.get_header()
     title = export_title(manager)
@@ -234,10 +232,8 @@ def to_html(manager: SessionManager, *, all_branches: bool = False, version: str
         f"<dt>Shown</dt><dd>{'every branch' if all_branches else 'the active branch'}</dd>",
         "</dl></header>\n<main>\n",
     ]
-    context = manager.build_session_context()
-    system = get_current_system_message(context.messages)
-    if system is not None:
-        wire = to_wire(system)
+    wire = manager._system_message_wire()
+    if wire is not None:
         tools = tool_names(wire.get("toolsAdded"))
         parts.append(
             '<section class="system"><h2>System prompt at the leaf</h2><details><summary>'

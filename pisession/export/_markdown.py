@@ -6,9 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .._builders import get_current_system_message
-from .._codec import to_wire
-from .._manager import SessionManager
+from .._reading import SessionReader
 from ..describe import (
     SessionFacts,
     _blocks,
@@ -154,7 +152,7 @@ def markdown_entry(entry: Wire, facts: SessionFacts, label: str | None) -> list[
     return out
 
 
-def to_markdown(manager: SessionManager, *, all_branches: bool = False, version: str = "") -> str:
+def to_markdown(manager: SessionReader, *, all_branches: bool = False, version: str = "") -> str:
     facts = SessionFacts(manager)
     header = manager.get_header()
     out = [f"# {export_title(manager)}", ""]
@@ -166,10 +164,8 @@ def to_markdown(manager: SessionManager, *, all_branches: bool = False, version:
         f"- Shown: {'every branch' if all_branches else 'the active branch'}",
         "",
     ]
-    context = manager.build_session_context()
-    system = get_current_system_message(context.messages)
-    if system is not None:
-        wire = to_wire(system)
+    wire = manager._system_message_wire()
+    if wire is not None:
         tools = tool_names(wire.get("toolsAdded"))
         out += ["## System prompt at the leaf", "", _fence(content_text(wire.get("content"))), ""]
         if tools:

@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any, cast
 from attrs import define
 
 from ._errors import HandoffError
+from ._link import ClientLink
 
 if TYPE_CHECKING:
     from .._manager import SessionManager
     from .._model import CompactionEntry
     from ..compaction import AsyncSummarizer, CompactionSettings, Navigation, Summarizer
-    from ._client import PiRpcClient
 
 __all__ = ["Handoff"]
 
@@ -68,7 +68,7 @@ class _Conflict:
 class Handoff:
     """``async with client.handoff() as manager:`` (see :meth:`PiRpcClient.handoff`)."""
 
-    def __init__(self, client: PiRpcClient) -> None:
+    def __init__(self, client: ClientLink) -> None:
         self._client = client
         self._manager: SessionManager | None = None
         self._path = ""
@@ -278,7 +278,7 @@ async def _call(edit: Callable[[SessionManager], Any], manager: SessionManager) 
 
 
 async def run_edit(
-    client: PiRpcClient, edit: Callable[[SessionManager], Awaitable[Any] | Any], attempts: int
+    client: ClientLink, edit: Callable[[SessionManager], Awaitable[Any] | Any], attempts: int
 ) -> Any:
     handoff = Handoff(client)
     manager = await handoff._begin()
@@ -302,7 +302,7 @@ async def run_edit(
         await handoff._release()
 
 
-async def _model_facts(client: PiRpcClient) -> tuple[str | None, int | None, str | None, str]:
+async def _model_facts(client: ClientLink) -> tuple[str | None, int | None, str | None, str]:
     state = await client._send({"type": "get_state"})
     model = state.get("model") or {}
     ref = f"{model['provider']}/{model['id']}" if model.get("provider") and model.get("id") else None
@@ -316,7 +316,7 @@ async def _model_facts(client: PiRpcClient) -> tuple[str | None, int | None, str
 
 
 async def navigate(
-    client: PiRpcClient,
+    client: ClientLink,
     target_id: str,
     *,
     summarize: Summarizer | AsyncSummarizer | None,
@@ -345,7 +345,7 @@ async def navigate(
 
 
 async def compact(
-    client: PiRpcClient,
+    client: ClientLink,
     summarize: Summarizer | AsyncSummarizer,
     *,
     custom_instructions: str | None,
@@ -370,7 +370,7 @@ async def compact(
     return cast("CompactionEntry", await run_edit(client, edit, attempts))
 
 
-def _pi_compaction_settings(client: PiRpcClient, cwd: str, model_ref: str | None) -> CompactionSettings:
+def _pi_compaction_settings(client: ClientLink, cwd: str, model_ref: str | None) -> CompactionSettings:
     """Pi's compaction settings as the Pi process reads them (its ``PI_CODING_AGENT_DIR``)."""
     import os
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from attrs import define
 
+from ._link import ClientLink
 from ._types import Event, PromptDisposition
-
-if TYPE_CHECKING:
-    from ._client import PiRpcClient
 
 __all__ = ["EventStream", "PromptResult"]
 
@@ -54,7 +52,7 @@ class EventStream:
     held up), so close a stream that is no longer read.
     """
 
-    def __init__(self, client: PiRpcClient) -> None:
+    def __init__(self, client: ClientLink) -> None:
         self._client = client
         self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
         self._closed = False
