@@ -80,9 +80,18 @@ def session_ops(
     for turn in range(2):
         text = f"Turn {turn}: fix the bug in src/app_{turn}.py — naïve “quotes” 😀"
         msg({"role": "user", "content": [{"type": "text", "text": text}]})
-        call = {"type": "toolCall", "id": f"call_{turn}", "name": "read", "arguments": {"path": f"src/app_{turn}.py"}}
+        call = {
+            "type": "toolCall",
+            "id": f"call_{turn}",
+            "name": "read",
+            "arguments": {"path": f"src/app_{turn}.py"},
+        }
         assistant(
-            [{"type": "thinking", "thinking": "secret reasoning"}, {"type": "text", "text": f"Reading app_{turn}."}, call],
+            [
+                {"type": "thinking", "thinking": "secret reasoning"},
+                {"type": "text", "text": f"Reading app_{turn}."},
+                call,
+            ],
             "toolUse",
         )
         msg(
@@ -96,7 +105,12 @@ def session_ops(
         )
         assistant([{"type": "text", "text": f"Fixed app_{turn}: division by zero."}], "stop")
     if shape == "normal":
-        msg({"role": "user", "content": [{"type": "text", "text": "Turn 2: " + "please also review the tests " * 4}]})
+        msg(
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "Turn 2: " + "please also review the tests " * 4}],
+            }
+        )
         assistant([{"type": "text", "text": "Reviewed: " + "all tests pass now. " * 8}], "stop")
     else:
         msg({"role": "user", "content": [{"type": "text", "text": "Turn 2: edit src/app_2.py"}]})
@@ -134,7 +148,11 @@ MODELS = {
             "baseUrl": "{FAKE_URL}",
             "api": "anthropic-messages",
             "apiKey": "sk-test-fakeant",
-            "models": [model("claude-fake"), model("claude-think", True), model("claude-small", True, 12000, 8000)],
+            "models": [
+                model("claude-fake"),
+                model("claude-think", True),
+                model("claude-small", True, 12000, 8000),
+            ],
         },
         "fakeoai": {
             "baseUrl": "{FAKE_URL}/v1",
@@ -168,7 +186,10 @@ AUTH = {
 }
 ENV = ["FAKEOAI_KEY=sk-test-fakeoai", "FAKEGEM_KEY=sk-test-fakegem"]
 SETTINGS = {"compaction": {"keepRecentTokens": 60}, "retry": {"enabled": False}}
-FAKE = {"summary": "## Goal\nFake summary {hash}.", "usage": {"input": 1234, "output": 56, "cacheRead": 7, "cacheWrite": 0}}
+FAKE = {
+    "summary": "## Goal\nFake summary {hash}.",
+    "usage": {"input": 1234, "output": 56, "cacheRead": 7, "cacheWrite": 0},
+}
 
 
 def case(
@@ -229,9 +250,20 @@ CASES = [
         "ghost",
         "no-such-model",
         "openai-responses",
-        settings={**SETTINGS, "defaultProvider": "fakeresp", "defaultModel": "gpt-resp-think", "defaultThinkingLevel": "high"},
+        settings={
+            **SETTINGS,
+            "defaultProvider": "fakeresp",
+            "defaultModel": "gpt-resp-think",
+            "defaultThinkingLevel": "high",
+        },
     ),
-    case("flag_model", "fakeant", "claude-fake", "anthropic-messages", pi_args="--model fakeresp/gpt-resp-think --thinking low"),
+    case(
+        "flag_model",
+        "fakeant",
+        "claude-fake",
+        "anthropic-messages",
+        pi_args="--model fakeresp/gpt-resp-think --thinking low",
+    ),
     case(
         "navigate",
         "fakeant",
