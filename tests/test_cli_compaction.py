@@ -109,13 +109,33 @@ def test_compact_takes_exactly_one_way_to_summarize(
 ) -> None:
     before = session.read_bytes()
     for argv in (
-        ["compact", str(session)],
+
         ["compact", str(session), "--plan", "--summary", "x", "--keep-from", "a"],
         ["compact", str(session), "--summary", "x"],
         ["compact", str(session), "--summarizer-command", "echo x", "--keep-from", "a"],
     ):
         code, _, err = run(capsys, *argv)
         assert code == 2 and err.startswith("pisession: error: "), argv
+    assert session.read_bytes() == before
+
+
+def test_compact_without_a_summarizer_uses_pis_model_and_fails_clearly_without_one(
+    session: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No summarizer given: the model Pi would use. The agent folder is empty and no provider
+    # variable is set, so there is none: a clear error before any request, nothing written.
+    from pisession.models import builtin_env_vars
+    from pisession.models._registry import _builtin
+
+    for provider in _builtin()["envVars"]:
+        for name in builtin_env_vars(provider):
+            monkeypatch.delenv(name, raising=False)
+    before = session.read_bytes()
+    code, out, err = run(capsys, "compact", str(session))
+    assert code == 1 and out == ""
+    assert err.startswith("pisession: error: No models available")
+    code, out, err = run(capsys, "compact", str(session), "--model", "nowhere/nothing", "--dry-run")
+    assert code == 1 and 'Model "nowhere/nothing" not found' in err
     assert session.read_bytes() == before
 
 
@@ -157,10 +177,15 @@ def test_branch_summarize_navigates_as_the_library_does(
     assert after.get_label(written[0].id) == "retry"  # Pi labels the summary entry
 
 
-def test_branch_summarize_needs_a_command(session: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_branch_summarize_without_a_command_uses_pis_model(
+    session: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without --summarizer-command the model Pi would use; an unknown entry is refused first.
     before = session.read_bytes()
     code, _, err = run(capsys, "branch", str(session), "x", "--summarize")
-    assert code == 2 and "--summarizer-command" in err
+    assert code == 1 and "entry x not found" in err
+    code, _, err = run(capsys, "branch", str(session), "x", "--summarize", "--summary", "s")
+    assert code == 2
     assert session.read_bytes() == before
 
 
