@@ -34,6 +34,7 @@ MEANINGFUL_HEADERS = (
     "content-type",
     "accept",
     "x-custom",
+    "x-model",
 )
 
 T0 = 1764583200000
@@ -177,12 +178,30 @@ MODELS = {
         "anthropic": {"baseUrl": "{FAKE_URL}"},
         "openai": {"baseUrl": "{FAKE_URL}/v1"},
         "google": {"baseUrl": "{FAKE_URL}/v1beta"},
+        "groq": {"baseUrl": "{FAKE_URL}/openai/v1"},
+        "fakehdr": {
+            "baseUrl": "{FAKE_URL}/v1",
+            "api": "openai-completions",
+            "apiKey": "sk-test-fakehdr",
+            "authHeader": True,
+            "headers": {"x-custom": "$FAKEOAI_KEY"},
+            "models": [
+                model(
+                    "hdr-model",
+                    True,
+                    samplingParams={"temperature": 0.2, "top_p": 0.9},
+                    headers={"x-model": "m1"},
+                ),
+            ],
+            "modelOverrides": {"hdr-model": {"maxTokens": 12345}},
+        },
     }
 }
 AUTH = {
     "anthropic": {"type": "api_key", "key": "sk-ant-test-auth"},
     "openai": {"type": "api_key", "key": "sk-openai-test-auth"},
     "google": {"type": "api_key", "key": "gem-test-auth"},
+    "groq": {"type": "api_key", "key": "gsk-test-auth"},
 }
 ENV = ["FAKEOAI_KEY=sk-test-fakeoai", "FAKEGEM_KEY=sk-test-fakegem"]
 SETTINGS = {"compaction": {"keepRecentTokens": 60}, "retry": {"enabled": False}}
@@ -276,6 +295,13 @@ CASES = [
         label="checkpoint",
     ),
     case("navigate_openai", "fakeoai", "gpt-fake", "openai-completions", mode="navigate", navigate_to=5),
+    case("google_level", "google", "gemini-3.1-pro-preview", "google-generative-ai", thinking="low"),
+    case("google_off", "google", "gemini-2.5-flash", "google-generative-ai", thinking="off"),
+    case("responses_off", "fakeresp", "gpt-resp-think", "openai-responses", thinking="off"),
+    case("groq_think", "groq", "openai/gpt-oss-120b", "openai-completions", thinking="high"),
+    case("anthropic_opus55", "anthropic", "claude-opus-5-5", "anthropic-messages", thinking="high"),
+    case("anthropic_fable", "anthropic", "claude-fable-5", "anthropic-messages", thinking="low"),
+    case("headers_sampling", "fakehdr", "hdr-model", "openai-completions", thinking="medium"),
     case("unknown_model", "fakeant", "claude-fake", "anthropic-messages", pi_args="--model nowhere/nothing"),
     case("missing_key", "fakeoai", "gpt-fake", "openai-completions", env=[]),
     case("missing_key_noauth", "fakeoai", "gpt-fake", "openai-completions", env=[], auth=None),

@@ -34,6 +34,7 @@ MEANINGFUL = (
     "anthropic-beta",
     "content-type",
     "x-custom",
+    "x-model",
 )
 
 if (ORACLE_DIR / "fake_provider.py").exists():
