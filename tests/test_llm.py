@@ -187,13 +187,17 @@ def test_ctrl_c_while_streaming_writes_nothing(tmp_path: Path) -> None:
 def test_the_async_manager_awaits_the_async_summarizer(tmp_path: Path) -> None:
     respx.post(URL).mock(return_value=httpx.Response(200, content=answer("## Goal\nAsync.")))
     manager = session(tmp_path)
-    pi = AsyncPiSummarizer.for_session(manager, agent_dir=str(agent_dir(tmp_path)), env={})
+    seen: list[int] = []
+    pi = AsyncPiSummarizer.for_session(
+        manager, agent_dir=str(agent_dir(tmp_path)), env={}, progress=lambda request, n: seen.append(n)
+    )
 
     async def go() -> Any:
         return await AsyncSessionManager(manager).compact(pi, settings=SETTINGS)
 
     entry = asyncio.run(go())
     assert entry.summary.startswith("## Goal\nAsync.")
+    assert seen and max(seen) == len("## Goal\nAsync.")  # progress while the answer streamed
 
 
 @respx.mock

@@ -13,7 +13,7 @@ import attrs
 
 from ..models import Model
 
-__all__ = ["Reply", "ServerEvent", "iter_sse", "StreamReader", "reader_for", "calculate_cost"]
+__all__ = ["Reply", "ServerEvent", "SSEDecoder", "iter_sse", "StreamReader", "reader_for", "calculate_cost"]
 
 
 @attrs.frozen
@@ -22,27 +22,43 @@ class ServerEvent:
     data: str
 
 
-def iter_sse(lines: Iterable[str]) -> Iterator[ServerEvent]:
-    """Server-sent events from decoded lines (``\\n``, ``\\r\\n`` or ``\\r`` already split)."""
-    event: str | None = None
-    data: list[str] = []
-    for raw in lines:
+class SSEDecoder:
+    """Server-sent events, one decoded line at a time (``\n``, ``\r\n`` or ``\r`` split)."""
+
+    def __init__(self) -> None:
+        self._event: str | None = None
+        self._data: list[str] = []
+
+    def feed(self, raw: str) -> ServerEvent | None:
         line = raw.rstrip("\r\n")
         if not line:
-            if data:
-                yield ServerEvent(event, "\n".join(data))
-            event, data = None, []
-            continue
+            return self.flush()
         if line.startswith(":"):
-            continue
+            return None
         name, _, value = line.partition(":")
         value = value.removeprefix(" ")
         if name == "event":
-            event = value
+            self._event = value
         elif name == "data":
-            data.append(value)
-    if data:
-        yield ServerEvent(event, "\n".join(data))
+            self._data.append(value)
+        return None
+
+    def flush(self) -> ServerEvent | None:
+        event = ServerEvent(self._event, "\n".join(self._data)) if self._data else None
+        self._event, self._data = None, []
+        return event
+
+
+def iter_sse(lines: Iterable[str]) -> Iterator[ServerEvent]:
+    """Server-sent events from decoded lines."""
+    decoder = SSEDecoder()
+    for raw in lines:
+        event = decoder.feed(raw)
+        if event is not None:
+            yield event
+    last = decoder.flush()
+    if last is not None:
+        yield last
 
 
 def calculate_cost(model: Model, usage: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ from ..models import (
 )
 from ..settings import PiSettings, is_project_trusted
 from ._requests import PreparedRequest, build_request
-from ._streams import Reply, StreamEndedError, iter_sse, reader_for
+from ._streams import Reply, ServerEvent, SSEDecoder, StreamEndedError, StreamReader, iter_sse, reader_for
 
 __all__ = ["PiSummarizer", "AsyncPiSummarizer", "RetryPolicy", "DryRun"]
 
@@ -224,6 +224,10 @@ class _Base:
             self.model, self.credentials(), request.system_prompt, request.prompt, self.choice.reasoning
         )
 
+    def _tick(self, request: SummaryRequest, received: int) -> None:
+        if self.progress is not None:
+            self.progress(request, received)
+
     def dry_run(self, request: SummaryRequest) -> DryRun:
         """The request that would be sent, with its credential hidden; nothing is sent. A
         missing credential does not stop a dry run (the auth header is then absent)."""
@@ -247,20 +251,28 @@ class _Base:
         )
 
 
+def _feed(reader: StreamReader, event: ServerEvent) -> None:
+    try:
+        reader.feed(event)
+    except StreamEndedError as exc:
+        raise _Failure(str(exc), is_retryable(str(exc))) from None
+
+
+def _finish(reader: StreamReader) -> Reply:
+    try:
+        return reader.finish()
+    except StreamEndedError as exc:
+        raise _Failure(str(exc), is_retryable(str(exc))) from None
+
+
 def _reply_from_lines(
     prepared: PreparedRequest, model: Model, lines: Iterable[str], tick: Callable[[int], None]
 ) -> Reply:
     reader = reader_for(model)
     for event in iter_sse(lines):
-        try:
-            reader.feed(event)
-        except StreamEndedError as exc:
-            raise _Failure(str(exc), is_retryable(str(exc))) from None
+        _feed(reader, event)
         tick(len(reader.reply.text))
-    try:
-        return reader.finish()
-    except StreamEndedError as exc:
-        raise _Failure(str(exc), is_retryable(str(exc))) from None
+    return _finish(reader)
 
 
 class PiSummarizer(_Base):
@@ -309,10 +321,6 @@ class PiSummarizer(_Base):
             message = f"Connection error.: {type(exc).__name__}"
             raise _Failure(message, True) from None
 
-    def _tick(self, request: SummaryRequest, received: int) -> None:
-        if self.progress is not None:
-            self.progress(request, received)
-
 
 class AsyncPiSummarizer(_Base):
     """:class:`PiSummarizer` for :class:`pisession.aio.AsyncSessionManager` (``await``-ed on
@@ -350,7 +358,16 @@ class AsyncPiSummarizer(_Base):
                     body = (await response.aread()).decode("utf-8", "replace")
                     message = _http_error(prepared.api, response.status_code, body)
                     raise _Failure(message, is_retryable(message))
-                lines = [line async for line in response.aiter_lines()]
-                return _reply_from_lines(prepared, self.model, lines, lambda n: None)
+                reader = reader_for(self.model)
+                decoder = SSEDecoder()
+                async for line in response.aiter_lines():
+                    event = decoder.feed(line)
+                    if event is not None:
+                        _feed(reader, event)
+                        self._tick(request, len(reader.reply.text))
+                last = decoder.flush()
+                if last is not None:
+                    _feed(reader, last)
+                return _finish(reader)
         except httpx.TransportError as exc:
             raise _Failure(f"Connection error.: {type(exc).__name__}", True) from None
