@@ -148,11 +148,12 @@ def test_refused_answers_write_nothing(tmp_path: Path, body: bytes, message: str
 
 @respx.mock
 def test_http_errors_never_show_the_key(tmp_path: Path) -> None:
-    respx.post(URL).mock(return_value=httpx.Response(401, json={"error": {"message": "bad key"}}))
+    respx.post(URL).mock(return_value=httpx.Response(401, json={"error": {"message": f"bad key {SECRET}"}}))
     manager = session(tmp_path)
     with pytest.raises(ModelRequestError) as caught:
         manager.compact(summarizer(tmp_path, manager, retry={"enabled": False}), settings=SETTINGS)
     assert str(caught.value).startswith("Summarization failed: 401 ") and SECRET not in str(caught.value)
+    assert "bad key <hidden>" in str(caught.value)
     assert SECRET not in repr(summarizer(tmp_path / "x", manager).credentials())
 
 
@@ -220,6 +221,13 @@ def test_cancelling_the_async_summary_writes_nothing(tmp_path: Path) -> None:
 
     asyncio.run(go())
     assert Path(manager.get_session_file()).read_bytes() == before
+
+
+def test_needs_compaction_takes_the_models_window(tmp_path: Path) -> None:
+    manager = session(tmp_path)
+    pi = summarizer(tmp_path, manager)
+    assert pi.model.context_window == 128000  # models.json's default
+    assert not pi.needs_compaction(manager)
 
 
 def test_cost_follows_tiers_and_one_hour_cache_writes() -> None:

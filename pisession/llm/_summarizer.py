@@ -224,6 +224,25 @@ class _Base:
             self.model, self.credentials(), request.system_prompt, request.prompt, self.choice.reasoning
         )
 
+    def _redact(self, message: str) -> str:
+        # A provider's error body may quote what it was sent: never pass a credential on.
+        credentials = self._credentials
+        secrets = [credentials.api_key] if credentials and credentials.api_key else []
+        if credentials:
+            secrets += [v for k, v in credentials.headers.items() if k.lower() == "authorization"]
+        for secret in secrets:
+            if secret and len(secret) >= 4:
+                message = message.replace(secret, "<hidden>")
+        return message
+
+    def needs_compaction(self, manager: Any) -> Any:
+        """Pi's automatic check with this model's context window and compaction settings::
+
+        if summarizer.needs_compaction(manager):
+            manager.compact(summarizer, settings=summarizer.compaction_settings())
+        """
+        return manager.needs_compaction(self.model.context_window, self.compaction_settings())
+
     def _tick(self, request: SummaryRequest, received: int) -> None:
         if self.progress is not None:
             self.progress(request, received)
@@ -301,7 +320,9 @@ class PiSummarizer(_Base):
                     return _check_reply(request, reply)
                 except _Failure as failure:
                     if not (self.retry.enabled and failure.retryable and attempt < self.retry.max_retries):
-                        raise ModelRequestError(f"{_label(request)} failed: {failure.message}") from None
+                        raise ModelRequestError(
+                            f"{_label(request)} failed: {self._redact(failure.message)}"
+                        ) from None
                     attempt += 1
                     time.sleep(self.retry.delay_s(attempt))
 
@@ -343,7 +364,9 @@ class AsyncPiSummarizer(_Base):
                     return _check_reply(request, reply)
                 except _Failure as failure:
                     if not (self.retry.enabled and failure.retryable and attempt < self.retry.max_retries):
-                        raise ModelRequestError(f"{_label(request)} failed: {failure.message}") from None
+                        raise ModelRequestError(
+                            f"{_label(request)} failed: {self._redact(failure.message)}"
+                        ) from None
                     attempt += 1
                     await asyncio.sleep(self.retry.delay_s(attempt))
 
