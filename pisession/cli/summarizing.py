@@ -281,6 +281,8 @@ def _pi_summarizer(args: argparse.Namespace, manager: SessionManager) -> Any:
     from pisession.llm import PiSummarizer
 
     summarizer = PiSummarizer.for_session(manager, args.model, args.thinking, progress=_progress)
+    if summarizer.registry.error:
+        note(f"Warning: errors loading models.json (ignored, as Pi ignores it): {summarizer.registry.error}")
     if summarizer.choice.warning:
         note(f"Warning: {summarizer.choice.warning}")
     sessions.warn_settings_errors(args, summarizer.settings.errors if summarizer.settings else ())
