@@ -123,7 +123,7 @@ def test_compact_without_a_summarizer_uses_pis_model_and_fails_clearly_without_o
     session: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No summarizer given: the model Pi would use. The agent folder is empty and no provider
-    # variable is set, so there is none: a clear error before any request, nothing written.
+    # variable is set, so there is no key: a clear error before any request, nothing written.
     from pisession.models import builtin_env_vars
     from pisession.models._registry import _builtin
 
@@ -133,7 +133,9 @@ def test_compact_without_a_summarizer_uses_pis_model_and_fails_clearly_without_o
     before = session.read_bytes()
     code, out, err = run(capsys, "compact", str(session))
     assert code == 1 and out == ""
-    assert err.startswith("pisession: error: No models available")
+    # The session's model is Anthropic's: the message names the variables Pi would read.
+    assert err.startswith("pisession: error: No API key for provider anthropic: set ANTHROPIC_")
+    assert "ANTHROPIC_API_KEY" in err
     code, out, err = run(capsys, "compact", str(session), "--model", "nowhere/nothing", "--dry-run")
     assert code == 1 and 'Model "nowhere/nothing" not found' in err
     assert session.read_bytes() == before

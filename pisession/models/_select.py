@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .._errors import ModelError
-from ._credentials import has_configured_auth
+from ._credentials import has_configured_auth, resolve_credentials
 from ._registry import THINKING_LEVELS, Model, ModelRegistry
 
 if TYPE_CHECKING:
@@ -181,6 +181,10 @@ def choose_model(
                 warning = f"Could not restore model {branch_model[0]}/{branch_model[1]}. Using {chosen.key}"
         level = thinking
     if chosen is None:
+        wanted = registry.find(*branch_model) if branch_model is not None else None
+        if wanted is not None:
+            # The session's model is known but its key is not there: say which key Pi reads.
+            resolve_credentials(registry, wanted, env)
         raise ModelError(
             "No models available: no provider has credentials (auth.json, an apiKey in models.json, "
             "or the provider's API key variable)"

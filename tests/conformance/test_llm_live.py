@@ -42,6 +42,12 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 LIVE = [
     "anthropic_think_high",
+    "anthropic_think_off",
+    "anthropic_small_window",
+    "responses_off",
+    "navigate_openai",
+    "unknown_model",
+    "no_credentials",
     "completions_split",
     "responses_think",
     "google",
@@ -116,7 +122,14 @@ def _headers(request: dict[str, Any]) -> dict[str, str]:
 
 @pytest.mark.parametrize("name", LIVE)
 def test_pisession_sends_and_writes_what_the_real_pi_does(name: str, tmp_path: Path) -> None:
-    spec = next(c for c in gen.CASES if c["name"] == name)
+    if name == "no_credentials":
+        # Every provider's key is a variable nobody set: Pi finds no model; pisession refuses
+        # before any request, naming the variables.
+        spec = gen.case("no_credentials", "fakeoai", "gpt-fake", "openai-completions", env=[], auth=None)
+        providers = {k: v for k, v in gen.MODELS["providers"].items() if k in ("fakeoai", "fakegem")}
+        spec["agent"]["models.json"] = {"providers": providers}
+    else:
+        spec = next(c for c in gen.CASES if c["name"] == name)
     text, ids = gen.build_session(spec["ops"], tmp_path)
     pi_tail = ["--pi-compact"] if spec["mode"] == "compact" else ["--pi-navigate", ids[spec["navigateTo"]]]
     if spec["piArgs"]:
@@ -127,7 +140,13 @@ def test_pisession_sends_and_writes_what_the_real_pi_does(name: str, tmp_path: P
         pi_tail += ["--label", spec["label"]]
     pi = _capture(spec, text, tmp_path, pi_tail)
     ours = _capture(spec, text, tmp_path, ["--", *_pisession_command(spec, ids)])
-    assert len(ours["requests"]) == len(pi["requests"]) >= 1, ours["stderr"]
+    assert len(ours["requests"]) == len(pi["requests"]), ours["stderr"]
+    if not pi["requests"]:
+        assert ours["exit"] == 1 and ours["newLines"] == []
+        if name == "no_credentials":
+            assert "environment variable: FAKEOAI_KEY" in ours["stderr"], ours["stderr"]
+        assert not [e for e in pi["newLines"] if e.get("type") == "compaction"]
+        return
     for mine, theirs in zip(ours["requests"], pi["requests"], strict=True):
         assert (mine["method"], mine["path"], mine["query"]) == (
             theirs["method"],
