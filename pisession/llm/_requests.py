@@ -432,8 +432,6 @@ def _responses(
     compat = model.compat
     if model.provider == "github-copilot":
         raise ModelError(f"{model.key}: pisession does not build GitHub Copilot's requests")
-    if compat.get("supportsMidConvoEffort") and reasoning:
-        raise ModelError(f"{model.key}: pisession does not build configuration_update requests yet")
     key = credentials.api_key
     chatgpt_sign_in = (
         model.provider == "openai"
@@ -449,13 +447,23 @@ def _responses(
     if system_prompt:
         items.append({"role": role, "content": system_prompt})
     items.append({"role": "user", "content": [{"type": "input_text", "text": prompt}]})
-    body: dict[str, Any] = {"model": model.id, "input": items, "stream": True, "store": False}
+    update_effort: str | None = None
+    if compat.get("supportsMidConvoEffort") and effort and not chatgpt_sign_in:
+        # The level travels in a configuration_update item; reasoning.effort stays fixed.
+        update_effort = model.thinking_level_map.get(effort) or effort
+        items.append({"type": "configuration_update", "reasoning": {"effort": update_effort}})
+    body: dict[str, Any] = {"model": model.id, "input": items, "stream": True}
+    if compat.get("supportsExplicitPromptCacheMode") and not chatgpt_sign_in:
+        # Pi's summaries ask for no cache (cacheRetention "none"): such endpoints are told so.
+        body["prompt_cache_options"] = {"mode": "explicit"}
+    body["store"] = False
     if base_max and compat.get("supportsMaxOutputTokens", True) and not chatgpt_sign_in:
         body["max_output_tokens"] = max(base_max, _RESPONSES_MIN_OUTPUT_TOKENS)
     level_map = model.thinking_level_map
     if model.reasoning:
         if effort:
-            body["reasoning"] = {"effort": level_map.get(effort) or effort, "summary": "auto"}
+            requested = level_map.get(effort) or effort if update_effort is None else "medium"
+            body["reasoning"] = {"effort": requested, "summary": "auto"}
             body["include"] = ["reasoning.encrypted_content"]
         elif model.provider != "github-copilot" and level_map.get("off", 0) is not None:
             body["reasoning"] = {"effort": level_map.get("off") or "none"}

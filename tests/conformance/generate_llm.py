@@ -302,6 +302,8 @@ CASES = [
     case("anthropic_opus55", "anthropic", "claude-opus-5-5", "anthropic-messages", thinking="high"),
     case("anthropic_fable", "anthropic", "claude-fable-5", "anthropic-messages", thinking="low"),
     case("headers_sampling", "fakehdr", "hdr-model", "openai-completions", thinking="medium"),
+    case("responses_explicit_cache", "openai", "gpt-5.6-sol", "openai-responses", thinking="high"),
+    case("responses_midconvo", "openai", "gpt-6.2-sol", "openai-responses", thinking="medium"),
     case("unknown_model", "fakeant", "claude-fake", "anthropic-messages", pi_args="--model nowhere/nothing"),
     case("missing_key", "fakeoai", "gpt-fake", "openai-completions", env=[]),
     case("missing_key_noauth", "fakeoai", "gpt-fake", "openai-completions", env=[], auth=None),
