@@ -262,7 +262,19 @@ def _anthropic(
     return f"{model.base_url.rstrip('/')}/v1/messages?beta=true", headers, body, max_tokens
 
 
-_OPENAI_THINKING_FORMATS = ("openai",)
+# cacheControlFormat and session affinity only apply with a cache retention; Pi's summaries use
+# none. chat-template and baseten formats (chat-template arguments) are not built.
+_THINKING_FORMATS = (
+    "openai",
+    "zai",
+    "qwen",
+    "qwen-chat-template",
+    "deepseek",
+    "openrouter",
+    "ant-ling",
+    "together",
+    "string-thinking",
+)
 
 
 def _completions_compat(model: Model) -> dict[str, Any]:
@@ -367,18 +379,10 @@ def _completions(
     compat = _completions_compat(model)
     if model.provider == "github-copilot":
         raise ModelError(f"{model.key}: pisession does not build GitHub Copilot's requests")
-    if model.reasoning and compat["thinkingFormat"] not in _OPENAI_THINKING_FORMATS:
+    if model.reasoning and compat["thinkingFormat"] not in _THINKING_FORMATS:
         raise ModelError(
             f"{model.key}: pisession does not build Pi's {compat['thinkingFormat']} thinking request yet"
         )
-    if (
-        compat["cacheControlFormat"]
-        or compat["supportsThinkingTokenBudget"]
-        or compat["thinkingTokenBudgetField"]
-    ):
-        raise ModelError(f"{model.key}: pisession does not build this model's request options yet")
-    if compat["chatTemplateKwargs"] or compat["chatTemplateArgs"]:
-        raise ModelError(f"{model.key}: pisession does not build chat-template arguments yet")
     effort = model.clamp_thinking_level(reasoning) if reasoning else None
     if effort == "off":
         effort = None
@@ -396,13 +400,7 @@ def _completions(
         body["max_tokens" if compat["maxTokensField"] == "max_tokens" else "max_completion_tokens"] = base_max
     if compat["vllmPriority"] is not None:
         body["priority"] = compat["vllmPriority"]
-    level_map = model.thinking_level_map
-    if effort and model.reasoning and compat["supportsReasoningEffort"]:
-        body["reasoning_effort"] = level_map.get(effort) or effort
-    elif not effort and model.reasoning and compat["supportsReasoningEffort"]:
-        off = level_map.get("off")
-        if isinstance(off, str):
-            body["reasoning_effort"] = off
+    _completions_thinking(model, compat, effort, body)
     routing = model.compat.get("openRouterRouting")
     if routing is not None:
         body["provider"] = routing
@@ -418,6 +416,72 @@ def _completions(
         body,
         base_max,
     )
+
+
+def _mapped(model: Model, level: str) -> Any:
+    # `thinkingLevelMap?.[level] ?? level`: a null mapping falls back to the level too.
+    value = model.thinking_level_map.get(level)
+    return level if value is None else value
+
+
+def _completions_thinking(
+    model: Model, compat: Mapping[str, Any], effort: str | None, body: dict[str, Any]
+) -> None:
+    """pi-ai's openai-completions thinking fields, per ``thinkingFormat``."""
+    fmt, level_map, reasons = compat["thinkingFormat"], model.thinking_level_map, model.reasoning
+    supports_effort = compat["supportsReasoningEffort"]
+    off_absent_or_set = level_map.get("off", 0) is not None
+    if fmt == "zai" and reasons:
+        body["thinking"] = {"type": "enabled", "clear_thinking": False} if effort else {"type": "disabled"}
+        if effort and supports_effort:
+            value = level_map.get(effort, effort)
+            if isinstance(value, str):
+                body["reasoning_effort"] = value
+    elif fmt == "qwen" and reasons:
+        body["enable_thinking"] = bool(effort)
+        if effort and supports_effort and isinstance(_mapped(model, effort), str):
+            body["reasoning_effort"] = _mapped(model, effort)
+    elif fmt == "qwen-chat-template" and reasons:
+        body["chat_template_kwargs"] = {"enable_thinking": bool(effort), "preserve_thinking": True}
+    elif fmt == "deepseek" and reasons:
+        if effort:
+            body["thinking"] = {"type": "enabled"}
+        elif off_absent_or_set:
+            body["thinking"] = {"type": "disabled"}
+        if effort and supports_effort:
+            body["reasoning_effort"] = _mapped(model, effort)
+    elif fmt == "openrouter" and reasons:
+        if effort:
+            body["reasoning"] = {"effort": _mapped(model, effort)}
+        elif off_absent_or_set:
+            body["reasoning"] = {"effort": level_map.get("off") or "none"}
+    elif fmt == "ant-ling" and reasons and effort:
+        value = level_map.get(effort)
+        if isinstance(value, str):
+            body["reasoning"] = {"effort": value}
+    elif fmt == "together" and reasons:
+        body["reasoning"] = {"enabled": bool(effort)}
+        if effort and supports_effort:
+            body["reasoning_effort"] = _mapped(model, effort)
+    elif fmt == "string-thinking" and reasons:
+        if effort:
+            body["thinking"] = _mapped(model, effort)
+        elif off_absent_or_set:
+            body["thinking"] = level_map.get("off") or "none"
+    elif effort and reasons and supports_effort:
+        body["reasoning_effort"] = _mapped(model, effort)
+    elif not effort and reasons and supports_effort:
+        off = level_map.get("off")
+        if isinstance(off, str):
+            body["reasoning_effort"] = off
+    field = compat["thinkingTokenBudgetField"] or (
+        "thinking_token_budget" if compat["supportsThinkingTokenBudget"] else None
+    )
+    if field and effort and reasons:
+        ceiling = body.get("max_tokens") or body.get("max_completion_tokens") or model.max_tokens
+        budget = min(_thinking_budget(effort), max(0, ceiling - _MIN_ANSWER_TOKENS))
+        if budget > 0:
+            body[field] = budget
 
 
 def _responses(

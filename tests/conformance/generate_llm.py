@@ -179,6 +179,12 @@ MODELS = {
         "openai": {"baseUrl": "{FAKE_URL}/v1"},
         "google": {"baseUrl": "{FAKE_URL}/v1beta"},
         "groq": {"baseUrl": "{FAKE_URL}/openai/v1"},
+        "deepseek": {"baseUrl": "{FAKE_URL}"},
+        "openrouter": {"baseUrl": "{FAKE_URL}/api/v1"},
+        "zai": {"baseUrl": "{FAKE_URL}/api/paas/v4"},
+        "together": {"baseUrl": "{FAKE_URL}/v1"},
+        "qwen-token-plan": {"baseUrl": "{FAKE_URL}/compatible-mode/v1"},
+        "moonshotai": {"baseUrl": "{FAKE_URL}/v1"},
         "fakehdr": {
             "baseUrl": "{FAKE_URL}/v1",
             "api": "openai-completions",
@@ -202,6 +208,10 @@ AUTH = {
     "openai": {"type": "api_key", "key": "sk-openai-test-auth"},
     "google": {"type": "api_key", "key": "gem-test-auth"},
     "groq": {"type": "api_key", "key": "gsk-test-auth"},
+    **{
+        p: {"type": "api_key", "key": f"{p}-test-auth"}
+        for p in ("deepseek", "openrouter", "zai", "together", "qwen-token-plan", "moonshotai")
+    },
 }
 ENV = ["FAKEOAI_KEY=sk-test-fakeoai", "FAKEGEM_KEY=sk-test-fakegem"]
 SETTINGS = {"compaction": {"keepRecentTokens": 60}, "retry": {"enabled": False}}
@@ -304,6 +314,24 @@ CASES = [
     case("headers_sampling", "fakehdr", "hdr-model", "openai-completions", thinking="medium"),
     case("responses_explicit_cache", "openai", "gpt-5.6-sol", "openai-responses", thinking="high"),
     case("responses_midconvo", "openai", "gpt-6.2-sol", "openai-responses", thinking="medium"),
+    case("deepseek_think", "deepseek", "deepseek-flash", "openai-completions", thinking="medium"),
+    case(
+        "openrouter_think",
+        "openrouter",
+        "~anthropic/claude-fable-latest",
+        "openai-completions",
+        thinking="low",
+    ),
+    case("zai_think", "zai", "glm-4.7", "openai-completions", thinking="high"),
+    case(
+        "together_think",
+        "together",
+        "deepseek-ai/DeepSeek-V4-Pro-0813",
+        "openai-completions",
+        thinking="high",
+    ),
+    case("qwen_think", "qwen-token-plan", "deepseek-v4-flash-0731", "openai-completions", thinking="high"),
+    case("moonshot_off", "moonshotai", "kimi-k2.6", "openai-completions", thinking="off"),
     case("unknown_model", "fakeant", "claude-fake", "anthropic-messages", pi_args="--model nowhere/nothing"),
     case("missing_key", "fakeoai", "gpt-fake", "openai-completions", env=[]),
     case("missing_key_noauth", "fakeoai", "gpt-fake", "openai-completions", env=[], auth=None),
