@@ -322,6 +322,20 @@ CASES = [
         "openai-completions",
         thinking="low",
     ),
+    case(
+        "openrouter_reasoning",
+        "openrouter",
+        "~deepseek/deepseek-flash-latest",
+        "openai-completions",
+        thinking="medium",
+    ),
+    case(
+        "openrouter_off",
+        "openrouter",
+        "~deepseek/deepseek-flash-latest",
+        "openai-completions",
+        thinking="off",
+    ),
     case("zai_think", "zai", "glm-4.7", "openai-completions", thinking="high"),
     case(
         "together_think",
