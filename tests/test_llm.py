@@ -271,3 +271,29 @@ def test_registry_is_read_only(tmp_path: Path) -> None:
     before = {p.name: p.read_bytes() for p in agent.iterdir()}
     ModelRegistry.load(agent)
     assert {p.name: p.read_bytes() for p in agent.iterdir()} == before
+
+
+def test_openrouter_billed_cost_replaces_the_catalog_total() -> None:
+    from pisession.llm._streams import ServerEvent, reader_for
+
+    model = Model(
+        {
+            "provider": "openrouter",
+            "id": "x",
+            "api": "openai-completions",
+            "baseUrl": "https://openrouter.ai/api/v1",
+            "cost": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0},
+        }
+    )
+    reader = reader_for(model)
+    for chunk in (
+        {"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]},
+        {
+            "choices": [],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "cost": 0.5, "is_byok": False},
+        },
+    ):
+        reader.feed(ServerEvent(None, json.dumps(chunk)))
+    usage = reader.finish().usage
+    assert usage["cost"]["total"] == 0.5 and usage["cost"]["totalFromProvider"] is True
+    assert usage["cost"]["input"] == pytest.approx(10e-6)

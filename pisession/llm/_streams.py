@@ -94,6 +94,45 @@ def _js_num(value: float) -> int | float:
     return int(value) if value == int(value) and abs(value) < 2**53 else value
 
 
+def _valid_cost(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and value >= 0
+        and value != float("inf")
+    )
+
+
+def is_openrouter(model: Model) -> bool:
+    return model.provider == "openrouter" or "openrouter.ai" in model.base_url
+
+
+def apply_openrouter_cost(usage: dict[str, Any], reported: Mapping[str, Any]) -> None:
+    """pi-ai's ``applyOpenRouterReportedCost``: OpenRouter's billed cost replaces the total."""
+    cost: Any = reported.get("cost")
+    if not _valid_cost(cost):
+        return
+    if reported.get("is_byok") is False:
+        usage["cost"]["total"], usage["cost"]["totalFromProvider"] = cost, True
+    elif reported.get("is_byok") is True:
+        details = reported.get("cost_details")
+        if not isinstance(details, Mapping):
+            return
+        upstream: Any = details.get("upstream_inference_cost")
+        if upstream is None:
+            prompt: Any
+            completion: Any
+            prompt, completion = (
+                details.get("upstream_inference_prompt_cost"),
+                details.get("upstream_inference_completions_cost"),
+            )
+            if not (_valid_cost(prompt) and _valid_cost(completion)):
+                return
+            upstream = prompt + completion
+        if _valid_cost(upstream):
+            usage["cost"]["total"], usage["cost"]["totalFromProvider"] = cost + upstream, True
+
+
 def _zero_cost() -> dict[str, Any]:
     return {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
 
@@ -215,6 +254,8 @@ class _Anthropic(StreamReader):
                 u = self.reply.usage
                 u["totalTokens"] = u["input"] + u["output"] + u["cacheRead"] + u["cacheWrite"]
                 calculate_cost(self.model, u)
+            if data.get("usage") and is_openrouter(self.model):
+                apply_openrouter_cost(self.reply.usage, data["usage"])
 
     def finish(self) -> Reply:
         if self.reply.stop_reason == "pending":
@@ -302,6 +343,8 @@ def _chat_usage(model: Model, raw: Mapping[str, Any]) -> dict[str, Any]:
         "cost": _zero_cost(),
     }
     calculate_cost(model, usage)
+    if is_openrouter(model):
+        apply_openrouter_cost(usage, raw)
     return usage
 
 
