@@ -297,3 +297,36 @@ def test_openrouter_billed_cost_replaces_the_catalog_total() -> None:
     usage = reader.finish().usage
     assert usage["cost"]["total"] == 0.5 and usage["cost"]["totalFromProvider"] is True
     assert usage["cost"]["input"] == pytest.approx(10e-6)
+
+
+def test_a_fallback_models_answer_is_priced_at_its_own_rate() -> None:
+    from pisession.llm._streams import ServerEvent, reader_for
+
+    fallback_cost = {"input": 5, "output": 25, "cacheRead": 0.5, "cacheWrite": 6.25}
+    model = Model(
+        {
+            "provider": "anthropic",
+            "id": "big",
+            "api": "anthropic-messages",
+            "baseUrl": "https://api.anthropic.com",
+            "cost": {"input": 10, "output": 50, "cacheRead": 1, "cacheWrite": 12.5},
+            "compat": {
+                "allowedFallbackModels": [{"provider": "anthropic", "model": "small", "cost": fallback_cost}]
+            },
+        }
+    )
+    reader = reader_for(model)
+    events = [
+        {
+            "type": "message_start",
+            "message": {"model": "small", "usage": {"input_tokens": 1000, "output_tokens": 0}},
+        },
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 100}},
+    ]
+    for event in events:
+        reader.feed(ServerEvent(event["type"], json.dumps(event)))
+    usage = reader.finish().usage
+    assert usage["cost"]["input"] == pytest.approx(1000 * 5e-6)
+    assert usage["cost"]["output"] == pytest.approx(100 * 25e-6)

@@ -191,6 +191,7 @@ class _Anthropic(StreamReader):
     def __init__(self, model: Model) -> None:
         super().__init__(model)
         self.blocks: dict[int, int] = {}
+        self.usage_model = model
 
     def _usage_from(self, raw: Mapping[str, Any], start: bool) -> None:
         u = self.reply.usage
@@ -216,7 +217,7 @@ class _Anthropic(StreamReader):
             if thinking is not None:
                 u["reasoning"] = thinking
         u["totalTokens"] = u["input"] + u["output"] + u["cacheRead"] + u["cacheWrite"]
-        calculate_cost(self.model, u)
+        calculate_cost(self.usage_model, u)
 
     def feed(self, event: ServerEvent) -> None:
         data = _json(event.data)
@@ -231,7 +232,22 @@ class _Anthropic(StreamReader):
                 else f"{error.get('type', 'error')}: {error.get('message')}"
             )
         if kind == "message_start":
-            self._usage_from((data.get("message") or {}).get("usage") or {}, True)
+            message = data.get("message") or {}
+            answered_by = message.get("model")
+            if answered_by and answered_by != self.model.id:
+                # A server-side fallback answered: its own price, as pi-ai counts it.
+                fallbacks = self.model.compat.get("allowedFallbackModels") or []
+                cost = next(
+                    (
+                        f.get("cost")
+                        for f in fallbacks
+                        if f.get("provider") == self.model.provider and f.get("model") == answered_by
+                    ),
+                    None,
+                )
+                if cost:
+                    self.usage_model = Model({**self.model.data, "id": answered_by, "cost": cost})
+            self._usage_from(message.get("usage") or {}, True)
         elif kind == "content_block_start":
             block = data.get("content_block") or {}
             if block.get("type") == "text":
@@ -253,7 +269,7 @@ class _Anthropic(StreamReader):
             else:
                 u = self.reply.usage
                 u["totalTokens"] = u["input"] + u["output"] + u["cacheRead"] + u["cacheWrite"]
-                calculate_cost(self.model, u)
+                calculate_cost(self.usage_model, u)
             if data.get("usage") and is_openrouter(self.model):
                 apply_openrouter_cost(self.reply.usage, data["usage"])
 
