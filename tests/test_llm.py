@@ -152,7 +152,7 @@ def test_http_errors_never_show_the_key(tmp_path: Path) -> None:
     manager = session(tmp_path)
     with pytest.raises(ModelRequestError) as caught:
         manager.compact(summarizer(tmp_path, manager, retry={"enabled": False}), settings=SETTINGS)
-    assert str(caught.value).startswith("Summarization failed: 401 ") and SECRET not in str(caught.value)
+    assert str(caught.value).startswith("Summarization failed: 401: ") and SECRET not in str(caught.value)
     assert "bad key <hidden>" in str(caught.value)
     assert SECRET not in repr(summarizer(tmp_path / "x", manager).credentials())
 

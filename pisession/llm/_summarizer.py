@@ -6,6 +6,7 @@ summary, retried on transient errors per ``settings.json`` ``retry.*``, the answ
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -125,10 +126,31 @@ def _label(request: SummaryRequest) -> str:
     return "Branch summarization" if request.kind == "branch" else "Summarization"
 
 
-def _http_error(api: str, status: int, body: str) -> str:
-    # The SDKs' message: "STATUS BODY" (Anthropic, OpenAI); Google's error JSON as is.
+def _http_error(api: str, status: int, body: str, provider: str) -> str:
+    """Pi's message for an HTTP error (each SDK's message through pi-ai's
+    ``formatProviderError``)."""
     text = body.strip()
-    return text if api == "google-generative-ai" else f"{status} {text}".strip()
+    if api == "google-generative-ai":
+        return text
+    if api == "anthropic-messages":
+        return f"{status} {text}".strip() if text else f"{status} status code (no body)"
+    # The OpenAI SDK keeps the body's "error" object; pi-ai prints it after the status.
+    try:
+        parsed = json.loads(text) if text else None
+    except ValueError:
+        parsed = None
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    if isinstance(error, dict) and error:
+        detail = json.dumps(error, ensure_ascii=False, separators=(",", ":"))
+        if api == "openai-responses":
+            prefix = "OpenAI" if provider == "openai" else provider
+            return f"{prefix} API error ({status}): {detail}"
+        return f"{status}: {detail}"
+    message = f"{status} {text}" if text else f"{status} status code (no body)"
+    if api == "openai-responses":
+        prefix = "OpenAI" if provider == "openai" else provider
+        return f"{prefix} API error ({status}): {message}"
+    return message
 
 
 def _check_reply(request: SummaryRequest, reply: Reply) -> SummaryResult:
@@ -333,7 +355,7 @@ class PiSummarizer(_Base):
             ) as response:
                 if response.status_code >= 400:
                     body = response.read().decode("utf-8", "replace")
-                    message = _http_error(prepared.api, response.status_code, body)
+                    message = _http_error(prepared.api, response.status_code, body, self.model.provider)
                     raise _Failure(message, is_retryable(message))
                 return _reply_from_lines(
                     prepared, self.model, response.iter_lines(), lambda n: self._tick(request, n)
@@ -379,7 +401,7 @@ class AsyncPiSummarizer(_Base):
             ) as response:
                 if response.status_code >= 400:
                     body = (await response.aread()).decode("utf-8", "replace")
-                    message = _http_error(prepared.api, response.status_code, body)
+                    message = _http_error(prepared.api, response.status_code, body, self.model.provider)
                     raise _Failure(message, is_retryable(message))
                 reader = reader_for(self.model)
                 decoder = SSEDecoder()

@@ -359,6 +359,36 @@ CASES = [
     ),
     case("truncated", "fakeresp", "gpt-resp-fake", "openai-responses", fake={**FAKE, "stop": "cut"}),
     case("length", "fakeant", "claude-fake", "anthropic-messages", fake={**FAKE, "stop": "length"}),
+    case(
+        "completions_400",
+        "fakeoai",
+        "gpt-fake",
+        "openai-completions",
+        fake={**FAKE, "status": 400, "message": "Bad request here"},
+    ),
+    case(
+        "responses_401",
+        "fakeresp",
+        "gpt-resp-fake",
+        "openai-responses",
+        fake={**FAKE, "status": 401, "message": "Invalid key"},
+    ),
+    case(
+        "anthropic_529",
+        "fakeant",
+        "claude-fake",
+        "anthropic-messages",
+        fake={**FAKE, "status": 529, "message": "Overloaded"},
+    ),
+    case(
+        "completions_error_event",
+        "fakeoai",
+        "gpt-fake",
+        "openai-completions",
+        fake={**FAKE, "stop": "error", "message": "boom"},
+    ),
+    case("anthropic_cut", "fakeant", "claude-fake", "anthropic-messages", fake={**FAKE, "stop": "cut"}),
+    case("google_length", "fakegem", "gemini-fake", "google-generative-ai", fake={**FAKE, "stop": "length"}),
     case("http_500", "fakegem", "gemini-fake", "google-generative-ai", fake={**FAKE, "status": 500}),
 ]
 
