@@ -330,3 +330,18 @@ def test_a_fallback_models_answer_is_priced_at_its_own_rate() -> None:
     usage = reader.finish().usage
     assert usage["cost"]["input"] == pytest.approx(1000 * 5e-6)
     assert usage["cost"]["output"] == pytest.approx(100 * 25e-6)
+
+
+def test_dry_run_hides_every_credential(tmp_path: Path) -> None:
+    from pisession.compaction import SUMMARIZATION_SYSTEM_PROMPT, SummaryRequest
+
+    agent = agent_dir(tmp_path)
+    config = json.loads((agent / "models.json").read_text())
+    config["providers"]["fake"]["headers"] = {"x-team-token": "$TEAM_TOKEN"}
+    (agent / "models.json").write_text(json.dumps(config))
+    pi = PiSummarizer("fake/m", agent_dir=str(agent), env={"TEAM_TOKEN": "team-secret"})
+    run = pi.dry_run(SummaryRequest("history", SUMMARIZATION_SYSTEM_PROMPT, "hello"))
+    shown = json.dumps([dict(run.headers), run.body, run.url])
+    assert SECRET not in shown and "team-secret" not in shown
+    assert run.headers["authorization"] == "<hidden>" and run.headers["x-team-token"] == "<hidden>"
+    assert run.max_tokens == 16384 and run.url == URL

@@ -59,8 +59,10 @@ class PreparedRequest:
         return json.dumps(self.body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
     def redacted_headers(self) -> dict[str, str]:
-        secret = {"x-api-key", "authorization", "x-goog-api-key"}
-        return {k: ("<hidden>" if k.lower() in secret else v) for k, v in self.headers.items()}
+        """The headers with every value that may hold a credential hidden: auth headers and
+        any header configured in ``models.json`` (its value may come from a variable)."""
+        shown = {"content-type", "accept", "anthropic-version", "anthropic-beta"}
+        return {k: (v if k.lower() in shown else "<hidden>") for k, v in self.headers.items()}
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
