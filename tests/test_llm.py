@@ -345,3 +345,15 @@ def test_dry_run_hides_every_credential(tmp_path: Path) -> None:
     assert SECRET not in shown and "team-secret" not in shown
     assert run.headers["authorization"] == "<hidden>" and run.headers["x-team-token"] == "<hidden>"
     assert run.max_tokens == 16384 and run.url == URL
+
+
+@pytest.mark.parametrize(("value", "seconds"), [(1234, 1.234), ("disabled", None), (None, 300.0)])
+def test_the_idle_timeout_follows_pis_setting(tmp_path: Path, value: Any, seconds: float | None) -> None:
+    agent = agent_dir(tmp_path)
+    settings = json.loads((agent / "settings.json").read_text())
+    if value is not None:
+        settings["httpIdleTimeoutMs"] = value
+    (agent / "settings.json").write_text(json.dumps(settings))
+    manager = session(tmp_path)
+    pi = PiSummarizer.for_session(manager, agent_dir=str(agent), env={})
+    assert pi.timeout.read == seconds

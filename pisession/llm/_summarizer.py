@@ -115,6 +115,22 @@ class DryRun:
     body: Mapping[str, Any]
 
 
+def _idle_timeout(settings: PiSettings | None) -> httpx.Timeout:
+    """Pi's ``httpIdleTimeoutMs`` (default 300 s; 0 or "disabled": none) between bytes."""
+    value: Any = settings.value("httpIdleTimeoutMs") if settings is not None else None
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = 0 if text.lower() == "disabled" else (float(text) if text else None)
+        except ValueError:
+            value = None
+    idle_ms = (
+        value if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else 300_000
+    )
+    idle = None if idle_ms == 0 else idle_ms / 1000
+    return httpx.Timeout(idle, connect=30.0)
+
+
 class _Failure(Exception):
     def __init__(self, message: str, retryable: bool) -> None:
         super().__init__(message)
@@ -194,7 +210,16 @@ class _Base:
                 self.registry, settings, branch, model=model, thinking=thinking, env=self._env
             )
         self.retry = RetryPolicy.from_settings(settings)
-        self.timeout = timeout if timeout is not None else httpx.Timeout(600.0, connect=30.0)
+        self.timeout = timeout if timeout is not None else _idle_timeout(settings)
+        proxy = settings.value("httpProxy") if settings is not None else None
+        # Pi: the httpProxy setting stands in for HTTP(S)_PROXY when neither is set.
+        self._proxy: str | None = None
+        if (
+            isinstance(proxy, str)
+            and proxy.strip()
+            and not any(self._env.get(k) for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"))
+        ):
+            self._proxy = proxy.strip()
         self.progress = progress
         self._transport = transport
         self._credentials: Credentials | None = None
@@ -335,7 +360,9 @@ class PiSummarizer(_Base):
         prepared = self.prepare(request)
         attempt = 0
         transport = self._transport if isinstance(self._transport, httpx.BaseTransport) else None
-        with httpx.Client(timeout=self.timeout, transport=transport, trust_env=True) as client:
+        with httpx.Client(
+            timeout=self.timeout, transport=transport, trust_env=True, proxy=self._proxy
+        ) as client:
             while True:
                 try:
                     reply = self._send(client, prepared, request)
@@ -379,7 +406,9 @@ class AsyncPiSummarizer(_Base):
         prepared = self.prepare(request)
         attempt = 0
         transport = self._transport if isinstance(self._transport, httpx.AsyncBaseTransport) else None
-        async with httpx.AsyncClient(timeout=self.timeout, transport=transport, trust_env=True) as client:
+        async with httpx.AsyncClient(
+            timeout=self.timeout, transport=transport, trust_env=True, proxy=self._proxy
+        ) as client:
             while True:
                 try:
                     reply = await self._send(client, prepared, request)
