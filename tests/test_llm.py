@@ -357,3 +357,14 @@ def test_the_idle_timeout_follows_pis_setting(tmp_path: Path, value: Any, second
     manager = session(tmp_path)
     pi = PiSummarizer.for_session(manager, agent_dir=str(agent), env={})
     assert pi.timeout.read == seconds
+
+
+def test_an_api_pisession_does_not_build_is_refused_before_credentials(tmp_path: Path) -> None:
+    from pisession.compaction import SUMMARIZATION_SYSTEM_PROMPT, SummaryRequest
+    from pisession.models import ModelError
+
+    pi = PiSummarizer(
+        "amazon-bedrock/us.anthropic.claude-opus-5-5", agent_dir=str(agent_dir(tmp_path)), env={}
+    )
+    with pytest.raises(ModelError, match="bedrock-converse-stream API"):
+        pi(SummaryRequest("history", SUMMARIZATION_SYSTEM_PROMPT, "hello"))

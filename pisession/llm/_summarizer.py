@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 import httpx
 
-from .._errors import ModelRequestError
+from .._errors import ModelError, ModelRequestError
 from ..compaction import SummaryRequest, SummaryResult
 from ..models import (
     Credentials,
@@ -27,7 +27,7 @@ from ..models import (
     resolve_credentials,
 )
 from ..settings import PiSettings, is_project_trusted
-from ._requests import PreparedRequest, build_request
+from ._requests import SUPPORTED_APIS, PreparedRequest, build_request
 from ._streams import Reply, ServerEvent, SSEDecoder, StreamEndedError, StreamReader, iter_sse, reader_for
 
 __all__ = ["PiSummarizer", "AsyncPiSummarizer", "RetryPolicy", "DryRun"]
@@ -267,6 +267,11 @@ class _Base:
         return self._credentials
 
     def prepare(self, request: SummaryRequest) -> PreparedRequest:
+        if self.model.api not in SUPPORTED_APIS:  # say so before asking for a key it cannot use
+            raise ModelError(
+                f"{self.model.key} uses the {self.model.api} API; pisession builds Pi's requests for "
+                f"{', '.join(SUPPORTED_APIS)} only"
+            )
         return build_request(
             self.model, self.credentials(), request.system_prompt, request.prompt, self.choice.reasoning
         )
