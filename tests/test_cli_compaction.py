@@ -73,7 +73,7 @@ def test_summarizer_command_compacts_as_the_library_does(
     prompts = tmp_path / "prompts"
     prompts.mkdir()
     command = (
-        f'n=$(ls {prompts} | grep -c prompt); cat > {prompts}/$n.prompt; '
+        f"n=$(ls {prompts} | grep -c prompt); cat > {prompts}/$n.prompt; "
         f'printf %s "$PISESSION_SYSTEM_PROMPT" > {prompts}/$n.system; '
         'if [ "$n" = 0 ]; then printf "summary of history"; else printf "summary of turn_prefix"; fi'
     )
@@ -109,7 +109,6 @@ def test_compact_takes_exactly_one_way_to_summarize(
 ) -> None:
     before = session.read_bytes()
     for argv in (
-
         ["compact", str(session), "--plan", "--summary", "x", "--keep-from", "a"],
         ["compact", str(session), "--summary", "x"],
         ["compact", str(session), "--summarizer-command", "echo x", "--keep-from", "a"],
@@ -259,3 +258,38 @@ def test_ctrl_c_during_the_summarizer_command_leaves_no_child_and_writes_nothing
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_compact_dry_run_prints_the_request_and_sends_nothing(
+    session: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import json
+    import os
+
+    agent = Path(os.environ["PI_CODING_AGENT_DIR"])
+    agent.mkdir(parents=True, exist_ok=True)
+    secret = "sk-dry-run-secret"
+    models = {
+        "providers": {
+            "local": {
+                "baseUrl": "http://127.0.0.1:9/v1",
+                "api": "openai-completions",
+                "apiKey": secret,
+                "models": [{"id": "small", "reasoning": True, "contextWindow": 12000, "maxTokens": 8000}],
+            }
+        }
+    }
+    (agent / "models.json").write_text(json.dumps(models))
+    before = session.read_bytes()
+    argv = ["compact", str(session), "--model", "local/small", "--thinking", "high", "--dry-run",
+            "--keep-recent-tokens", "300"]  # fmt: skip
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert "endpoint: POST http://127.0.0.1:9/v1/chat/completions" in out
+    assert "output cap: " in out and '"reasoning_effort": "high"' in out
+    assert secret not in out + err
+    code, out, err = run(capsys, *argv, "--json")
+    data = json.loads(out)
+    assert data[0]["model"] == "local/small" and data[0]["headers"]["authorization"] == "<hidden>"
+    assert data[0]["body"]["max_completion_tokens"] == data[0]["maxTokens"] < 8000  # the window clamps it
+    assert session.read_bytes() == before
