@@ -11,13 +11,19 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import httpx
 
 from .._errors import ModelError, ModelRequestError
-from ..compaction import SummaryRequest, SummaryResult
+from ..compaction import (
+    DEFAULT_COMPACTION_SETTINGS,
+    CompactionCheck,
+    CompactionSettings,
+    SummaryRequest,
+    SummaryResult,
+)
 from ..models import (
     Credentials,
     Model,
@@ -29,6 +35,11 @@ from ..models import (
 from ..settings import PiSettings, is_project_trusted
 from ._requests import SUPPORTED_APIS, PreparedRequest, build_request
 from ._streams import Reply, ServerEvent, SSEDecoder, StreamEndedError, StreamReader, iter_sse, reader_for
+
+if TYPE_CHECKING:
+    from .._manager import SessionManager
+
+_S = TypeVar("_S", bound="_Base")
 
 __all__ = ["PiSummarizer", "AsyncPiSummarizer", "RetryPolicy", "DryRun"]
 
@@ -226,12 +237,12 @@ class _Base:
 
     @classmethod
     def for_session(
-        cls,
-        manager: Any,
+        cls: type[_S],
+        manager: SessionManager,
         model: str | None = None,
         thinking: str | None = None,
         **options: Any,
-    ) -> Any:
+    ) -> _S:
         """The summarizer Pi would use for ``manager``'s session: its branch's model and thinking
         level, the settings of its working folder (project settings if Pi trusts the project)::
 
@@ -249,10 +260,8 @@ class _Base:
     def thinking_level(self) -> str:
         return self.choice.thinking_level
 
-    def compaction_settings(self) -> Any:
+    def compaction_settings(self) -> CompactionSettings:
         """The ``compaction.*`` settings Pi would use with this model (per-model overrides)."""
-        from ..compaction import DEFAULT_COMPACTION_SETTINGS
-
         if self.settings is None:
             return DEFAULT_COMPACTION_SETTINGS
         return self.settings.compaction_settings(self.model.key)
@@ -287,7 +296,7 @@ class _Base:
                 message = message.replace(secret, "<hidden>")
         return message
 
-    def needs_compaction(self, manager: Any) -> Any:
+    def needs_compaction(self, manager: SessionManager) -> CompactionCheck:
         """Pi's automatic check with this model's context window and compaction settings::
 
         if summarizer.needs_compaction(manager):
