@@ -25,6 +25,9 @@ __all__ = [
     "EmptySummaryError",
     "BranchChangedError",
     "CatalogError",
+    "ModelError",
+    "CredentialsError",
+    "ModelRequestError",
     "SettingsError",
     "UsageQueryError",
 ]
@@ -166,6 +169,21 @@ class BranchChangedError(PisessionError):
     """Another writer kept changing the branch a compaction or tree navigation summarized while
     its summarizer ran: every summary made was for a branch no longer there, so nothing was
     written. Try again when the session is quiet."""
+
+
+class ModelError(PisessionError, ValueError):
+    """A model cannot be used for a summary: unknown ``provider/id``, an invalid ``models.json``,
+    an API pisession does not speak, or no model at all (Pi: "No models available")."""
+
+
+class CredentialsError(PisessionError):
+    """No usable credential for a provider (a missing key names the variables Pi would read; an
+    expired OAuth token says how to refresh it). The message never holds a credential."""
+
+
+class ModelRequestError(PisessionError):
+    """The model's answer cannot be used (HTTP error, a stream cut short, a ``length`` or
+    ``error`` stop, a tool call): Pi's message, and nothing was written."""
 
 
 class CatalogError(PisessionError):

@@ -19,7 +19,7 @@ from ._load import Opaque, migrate_session_entries, read_session_entries
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import contextlib
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Any, Protocol
 
     from ._model import Entry, SessionHeader, Unset, Usage
@@ -29,6 +29,11 @@ if TYPE_CHECKING:
         """A session that hands out its immutable index."""
 
         def snapshot(self) -> TreeIndex: ...
+
+    class HasBranch(Protocol):
+        """A session whose active branch can be read (what Pi's model choice looks at)."""
+
+        def get_branch(self, from_id: str | None = ...) -> Sequence[Entry]: ...
 
     class SessionView(HasSnapshot, Protocol):
         """What a rendering of a whole session reads (the viewer)."""

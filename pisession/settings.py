@@ -33,7 +33,7 @@ from ._paths import ENV_SESSION_DIR, get_agent_dir, node_resolve, normalize_path
 from ._record import Record
 
 if TYPE_CHECKING:
-    from ._manager import SessionManager
+    from ._session import HasBranch
     from .compaction import CompactionSettings
 
 __all__ = [
@@ -455,7 +455,7 @@ def choose_session_dir(
 _VIRTUAL_MODEL_API = "pi-virtual"
 
 
-def session_model(manager: SessionManager, settings: PiSettings | None = None) -> str | None:
+def session_model(manager: HasBranch, settings: PiSettings | None = None) -> str | None:
     """``"provider/modelId"`` of the model Pi resumes ``manager``'s session with, the one whose
     ``compaction.modelOverrides`` apply: the last ``model_change`` on the branch, or the model
     of a later assistant message (Pi's ``getBranchSelection``); else ``settings``'

@@ -73,7 +73,7 @@ def test_summarizer_command_compacts_as_the_library_does(
     prompts = tmp_path / "prompts"
     prompts.mkdir()
     command = (
-        f'n=$(ls {prompts} | grep -c prompt); cat > {prompts}/$n.prompt; '
+        f"n=$(ls {prompts} | grep -c prompt); cat > {prompts}/$n.prompt; "
         f'printf %s "$PISESSION_SYSTEM_PROMPT" > {prompts}/$n.system; '
         'if [ "$n" = 0 ]; then printf "summary of history"; else printf "summary of turn_prefix"; fi'
     )
@@ -109,13 +109,34 @@ def test_compact_takes_exactly_one_way_to_summarize(
 ) -> None:
     before = session.read_bytes()
     for argv in (
-        ["compact", str(session)],
         ["compact", str(session), "--plan", "--summary", "x", "--keep-from", "a"],
         ["compact", str(session), "--summary", "x"],
         ["compact", str(session), "--summarizer-command", "echo x", "--keep-from", "a"],
     ):
         code, _, err = run(capsys, *argv)
         assert code == 2 and err.startswith("pisession: error: "), argv
+    assert session.read_bytes() == before
+
+
+def test_compact_without_a_summarizer_uses_pis_model_and_fails_clearly_without_one(
+    session: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No summarizer given: the model Pi would use. The agent folder is empty and no provider
+    # variable is set, so there is no key: a clear error before any request, nothing written.
+    from pisession.models import builtin_env_vars
+    from pisession.models._registry import _builtin
+
+    for provider in _builtin()["envVars"]:
+        for name in builtin_env_vars(provider):
+            monkeypatch.delenv(name, raising=False)
+    before = session.read_bytes()
+    code, out, err = run(capsys, "compact", str(session))
+    assert code == 1 and out == ""
+    # The session's model is Anthropic's: the message names the variables Pi would read.
+    assert err.startswith("pisession: error: No API key for provider anthropic: set ANTHROPIC_")
+    assert "ANTHROPIC_API_KEY" in err
+    code, out, err = run(capsys, "compact", str(session), "--model", "nowhere/nothing", "--dry-run")
+    assert code == 1 and 'Model "nowhere/nothing" not found' in err
     assert session.read_bytes() == before
 
 
@@ -157,10 +178,15 @@ def test_branch_summarize_navigates_as_the_library_does(
     assert after.get_label(written[0].id) == "retry"  # Pi labels the summary entry
 
 
-def test_branch_summarize_needs_a_command(session: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_branch_summarize_without_a_command_uses_pis_model(
+    session: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without --summarizer-command the model Pi would use; an unknown entry is refused first.
     before = session.read_bytes()
     code, _, err = run(capsys, "branch", str(session), "x", "--summarize")
-    assert code == 2 and "--summarizer-command" in err
+    assert code == 1 and "entry x not found" in err
+    code, _, err = run(capsys, "branch", str(session), "x", "--summarize", "--summary", "s")
+    assert code == 2
     assert session.read_bytes() == before
 
 
@@ -232,3 +258,38 @@ def test_ctrl_c_during_the_summarizer_command_leaves_no_child_and_writes_nothing
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_compact_dry_run_prints_the_request_and_sends_nothing(
+    session: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import json
+    import os
+
+    agent = Path(os.environ["PI_CODING_AGENT_DIR"])
+    agent.mkdir(parents=True, exist_ok=True)
+    secret = "sk-dry-run-secret"
+    models = {
+        "providers": {
+            "local": {
+                "baseUrl": "http://127.0.0.1:9/v1",
+                "api": "openai-completions",
+                "apiKey": secret,
+                "models": [{"id": "small", "reasoning": True, "contextWindow": 12000, "maxTokens": 8000}],
+            }
+        }
+    }
+    (agent / "models.json").write_text(json.dumps(models))
+    before = session.read_bytes()
+    argv = ["compact", str(session), "--model", "local/small", "--thinking", "high", "--dry-run",
+            "--keep-recent-tokens", "300"]  # fmt: skip
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert "endpoint: POST http://127.0.0.1:9/v1/chat/completions" in out
+    assert "output cap: " in out and '"reasoning_effort": "high"' in out
+    assert secret not in out + err
+    code, out, err = run(capsys, *argv, "--json")
+    data = json.loads(out)
+    assert data[0]["model"] == "local/small" and data[0]["headers"]["authorization"] == "<hidden>"
+    assert data[0]["body"]["max_completion_tokens"] == data[0]["maxTokens"] < 8000  # the window clamps it
+    assert session.read_bytes() == before

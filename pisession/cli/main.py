@@ -54,7 +54,7 @@ COMMANDS = {
     **dict.fromkeys(("name", "label", "edit", "fork", "extract", "migrate"), "editing"),
     **dict.fromkeys(("branch", "compact"), "summarizing"),
     "export": "export",
-    "settings": "settings",
+    **dict.fromkeys(("settings", "models"), "settings"),
     "usage": "usage",
     "dataset": "dataset",
 }

@@ -103,7 +103,52 @@ def _text(value: object) -> str:
     return str(value)
 
 
+def cmd_models(args: argparse.Namespace) -> int:
+    from pisession.models import ModelRegistry, available_models, filter_models, format_model_table
+
+    registry = ModelRegistry.load()
+    if registry.error:
+        write_out(f"Warning: errors loading models.json:\n{registry.error}\n", sys.stderr)
+    available = available_models(registry)
+    models = filter_models(available, args.search)
+    if args.json:
+        emit_json(
+            [
+                {
+                    "provider": m.provider,
+                    "id": m.id,
+                    "api": m.api,
+                    "contextWindow": m.context_window,
+                    "maxTokens": m.max_tokens,
+                    "reasoning": m.reasoning,
+                    "images": m.images,
+                }
+                for m in models
+            ]
+        )
+        return 0
+    if not available:
+        emit("No models available: give a provider a key (auth.json, models.json apiKey, or its variable).")
+    elif not models:
+        emit(f'No models matching "{args.search}"')
+    else:
+        write_out(format_model_table(models))
+    return 0
+
+
 def register(commands: Commands) -> None:
+    sub = commands.add(
+        "models",
+        cmd_models,
+        "list the models Pi can use, as pi --list-models",
+        "The models whose provider has credentials (auth.json, an apiKey in models.json, or the "
+        "provider's key variable), Pi 1.6.0's built-in list merged with AGENT_DIR/models.json as Pi "
+        "merges it, fuzzy-filtered by SEARCH and printed as Pi's table. Nothing is written and no "
+        "credential is printed. Python: filter_models(available_models(ModelRegistry.load()), SEARCH).",
+        [commands.as_json],
+        session=False,
+    )
+    sub.add_argument("search", metavar="SEARCH", nargs="?", help="fuzzy filter on 'provider id'")
     sub = commands.add(
         "settings",
         cmd_settings,

@@ -5,6 +5,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import sys
 from typing import Any
 
 import attrs
@@ -57,25 +60,35 @@ def _navigate(args: argparse.Namespace) -> int:
     """Pi's /tree with a branch summary: the summarizer command is run once, on the session file
     itself (no trial run on a copy: a model call is not free); nothing is written if it fails."""
 
-    if args.summarizer_command is None:
-        raise CliError("--summarize needs --summarizer-command CMD (the model that writes the summary)", 2)
     if args.summary is not None:
         raise CliError("--summary TEXT and --summarize are alternatives: give one", 2)
+    _check_model_flags(args)
     path = sessions.resolve(args)
     if sessions.load(path, quiet=True).get_entry(args.id) is None:
         raise CliError(f"entry {args.id} not found in {path}")
+    if args.dry_run:
+        return _dry_run_branch(args, path)
     manager = SessionManager.open(path, sessions.session_dir(args), **lock_options(args))
     try:
         reserve_tokens = args.reserve_tokens
         if reserve_tokens is None:
             reserve_tokens = _user_settings(args, manager).branch_summary_reserve_tokens
+        context_window = 128000
+        summarizer: Any
+        if args.summarizer_command is not None:
+            summarizer = command_summarizer(args.summarizer_command)
+        else:
+            pi = _pi_summarizer(args, manager)
+            summarizer, context_window = pi, pi.model.context_window
         navigation = manager.navigate_tree(
             args.id,
-            summarize=command_summarizer(args.summarizer_command),
+            summarize=summarizer,
             custom_instructions=args.instructions,
             label=args.label,
             reserve_tokens=reserve_tokens,
+            context_window=context_window,
         )
+        _end_progress()
         summary = navigation.summary_entry
         if args.json:
             emit_json(
@@ -126,10 +139,12 @@ def _compaction_settings(args: argparse.Namespace, manager: SessionManager) -> C
 
 def cmd_compact(args: argparse.Namespace) -> int:
 
-    modes = [args.plan, args.summarizer_command is not None, args.summary is not None]
-    if sum(modes) != 1:
+    modes = [args.plan, args.summarizer_command is not None, args.summary is not None, args.dry_run]
+    if sum(modes) > 1:
         raise CliError(
-            "compact takes one of --plan, --summarizer-command CMD, or --summary TEXT --keep-from ID", 2
+            "compact takes one of --plan, --dry-run, --summarizer-command CMD, or --summary TEXT "
+            "--keep-from ID (none: the model Pi would use)",
+            2,
         )
     if args.plan:
         session = sessions.load(sessions.resolve(args), quiet=True)
@@ -142,7 +157,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
         else:
             emit(format_plan(plan) if plan is not None else why)
         return 0
-    if args.summarizer_command is not None:
+    if args.summary is None:
         return _compact_with_model(args)
     if args.keep_from is None:
         raise CliError("--summary TEXT needs --keep-from ID (the first entry to keep)", 2)
@@ -196,16 +211,29 @@ def _compact_with_model(args: argparse.Namespace) -> int:
 
     if args.keep_from is not None or args.tokens_before is not None:
         raise CliError("--keep-from and --tokens-before go with --summary: the cut is Pi's here", 2)
+    _check_model_flags(args)
     path = sessions.resolve(args)
+    if args.dry_run:
+        return _dry_run_compact(args, path)
     manager = SessionManager.open(path, sessions.session_dir(args), **lock_options(args))
     try:
-        entry = manager.compact(
-            command_summarizer(args.summarizer_command),
-            settings=_compaction_settings(args, manager),
-            custom_instructions=args.instructions,
-            thinking_level=args.thinking,
-        )
+        if args.summarizer_command is not None:
+            entry = manager.compact(
+                command_summarizer(args.summarizer_command),
+                settings=_compaction_settings(args, manager),
+                custom_instructions=args.instructions,
+                thinking_level=args.thinking,
+            )
+        else:
+            summarizer = _pi_summarizer(args, manager)
+            entry = manager.compact(
+                summarizer,
+                settings=_flag_settings(args, summarizer.compaction_settings()),
+                custom_instructions=args.instructions,
+            )
+            _end_progress()
     except BaseException:
+        _end_progress()
         manager.close()
         raise
     return report_entry(
@@ -214,6 +242,154 @@ def _compact_with_model(args: argparse.Namespace) -> int:
         entry.id,
         f"Compacted (entry {entry.id}): the model context now starts with the summary, then "
         f"{entry.first_kept_entry_id} onwards ({entry.tokens_before} tokens before).",
+    )
+
+
+def _check_model_flags(args: argparse.Namespace) -> None:
+    if args.summarizer_command is not None and (args.model is not None or args.dry_run):
+        raise CliError("--model and --dry-run are for the model Pi would use, not --summarizer-command", 2)
+
+
+def _flag_settings(args: argparse.Namespace, chosen: CompactionSettings) -> CompactionSettings:
+    if getattr(args, "keep_recent_tokens", None) is not None:
+        chosen = attrs.evolve(chosen, keep_recent_tokens=args.keep_recent_tokens)
+    if getattr(args, "reserve_tokens", None) is not None:
+        chosen = attrs.evolve(chosen, reserve_tokens=args.reserve_tokens)
+    return chosen
+
+
+_progress_shown = False
+
+
+def _progress(request: Any, received: int) -> None:
+    global _progress_shown
+    if sys.stderr.isatty():
+        _progress_shown = True
+        sys.stderr.write(f"\rpisession: summarizing ({request.kind}): {received} characters")
+        sys.stderr.flush()
+
+
+def _end_progress() -> None:
+    global _progress_shown
+    if _progress_shown:
+        sys.stderr.write("\n")
+        _progress_shown = False
+
+
+def _pi_summarizer(args: argparse.Namespace, manager: SessionManager) -> Any:
+    """The model, thinking level and credentials Pi would summarize this session with."""
+    from pisession.llm import PiSummarizer
+
+    summarizer = PiSummarizer.for_session(manager, args.model, args.thinking, progress=_progress)
+    if summarizer.registry.error:
+        note(f"Warning: errors loading models.json (ignored, as Pi ignores it): {summarizer.registry.error}")
+    if summarizer.choice.warning:
+        note(f"Warning: {summarizer.choice.warning}")
+    sessions.warn_settings_errors(args, summarizer.settings.errors if summarizer.settings else ())
+    if not args.json:
+        note(f"summarizing with {summarizer.model.key} (thinking {summarizer.thinking_level})")
+    return summarizer
+
+
+class _Stop(Exception):
+    pass
+
+
+def _record(requests: list[Any], stop_after: int) -> Any:
+    def summarize(request: Any) -> str:
+        requests.append(request)
+        if len(requests) >= stop_after:
+            raise _Stop
+        return "(dry run)"
+
+    return summarize
+
+
+def _show_dry_run(args: argparse.Namespace, summarizer: Any, requests: list[Any]) -> int:
+    runs = [summarizer.dry_run(request) for request in requests]
+    if args.json:
+        emit_json(
+            [
+                {
+                    "kind": request.kind,
+                    "model": run.model,
+                    "thinkingLevel": run.thinking_level,
+                    "url": run.url,
+                    "maxTokens": run.max_tokens,
+                    "estimatedInputTokens": run.input_tokens,
+                    "estimatedInputCost": run.input_cost,
+                    "headers": dict(run.headers),
+                    "body": run.body,
+                }
+                for request, run in zip(requests, runs, strict=True)
+            ]
+        )
+        return 0
+    for request, run in zip(requests, runs, strict=True):
+        emit(f"request: {request.kind} (dry run: nothing sent, nothing written)")
+        emit(f"model: {run.model} (thinking {run.thinking_level})")
+        emit(f"endpoint: POST {run.url}")
+        emit(f"output cap: {run.max_tokens} tokens")
+        emit(f"estimated input: {run.input_tokens} tokens, ${run.input_cost:.6f}")
+        emit("body:")
+        emit(json.dumps(run.body, ensure_ascii=False, indent=2))
+    return 0
+
+
+def _dry_run_compact(args: argparse.Namespace, path: str) -> int:
+    session = sessions.load(path, quiet=True)
+    summarizer = _pi_summarizer(args, session)
+    settings = _flag_settings(args, summarizer.compaction_settings())
+    plan = session.plan_compaction(settings, raise_if_nothing=True)
+    assert plan is not None
+    expected = 1
+    if plan.is_split_turn and plan.turn_prefix_messages:
+        expected = 2 if plan.messages_to_summarize else 1
+    requests: list[Any] = []
+    with contextlib.suppress(_Stop):
+        session.compact(_record(requests, expected), settings=settings, custom_instructions=args.instructions)
+    return _show_dry_run(args, summarizer, requests)
+
+
+def _dry_run_branch(args: argparse.Namespace, path: str) -> int:
+    session = sessions.load(path, quiet=True)
+    summarizer = _pi_summarizer(args, session)
+    reserve_tokens = args.reserve_tokens
+    if reserve_tokens is None:
+        reserve_tokens = summarizer.branch_summary_reserve_tokens()
+    requests: list[Any] = []
+    with contextlib.suppress(_Stop):
+        session.navigate_tree(
+            args.id,
+            summarize=_record(requests, 1),
+            custom_instructions=args.instructions,
+            label=args.label,
+            reserve_tokens=reserve_tokens,
+            context_window=summarizer.model.context_window,
+        )
+    if not requests:
+        emit("Nothing to summarize: no request would be sent.")
+        return 0
+    return _show_dry_run(args, summarizer, requests)
+
+
+def _model_options(sub: argparse.ArgumentParser, thinking: bool = True) -> None:
+    sub.add_argument(
+        "--model",
+        metavar="PROVIDER/ID",
+        help="the model to summarize with, as Pi's --model (default: the session's, as Pi picks it)",
+    )
+    if thinking:
+        sub.add_argument(
+            "--thinking",
+            metavar="LEVEL",
+            help="thinking level: off, minimal, low, medium, high, xhigh (default: the session's)",
+        )
+    sub.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the model, endpoint, output cap, estimated input tokens and cost, and the request "
+        "body; send nothing, write nothing",
     )
 
 
@@ -246,8 +422,11 @@ def register(commands: Commands) -> None:
         "branch from an entry with a summary",
         "Write a branch_summary entry whose parent is ID: Pi then resumes the session at ID with a "
         "summary of the path left behind, given as --summary TEXT, or written by a model as Pi's "
-        "/tree does (--summarize --summarizer-command CMD: Pi's prompt on CMD's stdin, its stdout "
-        "the summary). A summary is required: Pi does not store the leaf in the file, so branching "
+        "/tree does: --summarize alone calls the model Pi would use for the session (its model, "
+        "thinking level and credentials; --model, --thinking override; --dry-run shows the request "
+        "and sends nothing), --summarize --summarizer-command CMD runs CMD instead (Pi's prompt on "
+        "CMD's stdin, its stdout the summary). A summary is required: Pi does not store the "
+        "leaf in the file, so branching "
         "without one would write nothing. --summarize uses the user's Pi settings "
         "(branchSummary.reserveTokens) of the session's own folder. Python: "
         "manager.branch_with_summary(ID, TEXT), manager.navigate_tree(ID, "
@@ -263,6 +442,7 @@ def register(commands: Commands) -> None:
     )
     _summarizer_options(sub)
     sub.add_argument("--label", metavar="TEXT", help="with --summarize: label the target, as Pi's /tree can")
+    _model_options(sub)
     sub.add_argument(
         "--reserve-tokens",
         metavar="N",
@@ -275,7 +455,11 @@ def register(commands: Commands) -> None:
         cmd_compact,
         "append a compaction",
         "Compact as Pi's /compact does: --plan prints where Pi would cut (first kept entry, tokens "
-        "before and kept, split turn, files) without writing; --summarizer-command CMD runs CMD "
+        "before and kept, split turn, files) without writing; with no summarizer given it calls "
+        "the model Pi would use for the session, with the request Pi would send (--model, "
+        "--thinking override as Pi's flags; --dry-run prints the model, endpoint, output cap, "
+        "estimated input tokens and cost, and the body, and sends nothing); "
+        "--summarizer-command CMD runs CMD "
         "once per summarization request (Pi's prompt on stdin, the system prompt in "
         "$PISESSION_SYSTEM_PROMPT, its stdout the summary) and appends the compaction Pi would. "
         "Or give the summary yourself: --summary TEXT --keep-from ID. The cut uses the user's Pi "
@@ -283,12 +467,12 @@ def register(commands: Commands) -> None:
         "session's model) of the session's own folder, as Pi's /compact does; the flags override "
         "them. Python: manager.plan_compaction(PiSettings.load(cwd).compaction_settings(model)), "
         "manager.compact(command_summarizer(CMD), settings=...), "
-        "manager.append_compaction(TEXT, ID, N).",
+        "manager.append_compaction(TEXT, ID, N), manager.compact(PiSummarizer.for_session(manager)).",
         [commands.where, commands.as_entry],
     )
     sub.add_argument("--plan", action="store_true", help="print Pi's cut and write nothing")
     _summarizer_options(sub)
-    sub.add_argument("--thinking", metavar="LEVEL", help="the thinking level asked of the summarizer")
+    _model_options(sub)
     sub.add_argument(
         "--keep-recent-tokens",
         metavar="N",
