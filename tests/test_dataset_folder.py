@@ -332,6 +332,17 @@ def test_a_link_named_as_a_temporary_is_not_followed(exported: tuple[Path, Path]
     assert target.read_text(encoding="utf-8") == "mine"
 
 
+def test_a_linked_journal_is_refused_and_its_target_left(exported: tuple[Path, Path], tmp_path: Path) -> None:
+    root, out = exported
+    target = tmp_path / "precious"
+    target.write_text('["--proj--", "s000"]\n', encoding="utf-8")
+    (out / ".pisession-dataset.pending").symlink_to(target)
+    with pytest.raises(DatasetError, match="pending"):
+        write_parquet(out, session_dir=root)
+    assert target.read_text(encoding="utf-8") == '["--proj--", "s000"]\n'
+    assert (out / "usage" / "project=--proj--" / "s000.parquet").exists()
+
+
 # --------------------------------------------------------------------------- killed exports
 
 # Runs one export in a subprocess that SIGKILLs itself at a chosen point: the `n`th call of

@@ -207,8 +207,10 @@ class Exporter:
         if os.path.exists(self.out) and not os.path.isdir(self.out):
             raise DatasetError(f"{self.out} is not a folder")
         manifest = os.path.join(self.out, MANIFEST)
-        # the lock and the manifest's temporaries alone: a first export killed before its manifest
-        if os.path.isdir(self.out) and not os.path.lexists(manifest) and not _folder.ours_only(self.out):
+        # the lock and the manifest's temporaries alone: a first export killed before its manifest.
+        # Listed before the manifest is looked for: an export writes its manifest before any
+        # other file, so a folder listed while one starts is never taken for someone else's.
+        if os.path.isdir(self.out) and not _folder.ours_only(self.out) and not os.path.lexists(manifest):
             raise DatasetError(
                 f"{self.out} is not empty and holds no pisession dataset ({MANIFEST} is missing): "
                 "choose a new or empty folder"

@@ -275,11 +275,18 @@ def read_journal(path: str, partition: Callable[[str], str]) -> list[tuple[str, 
     that are not as pisession writes them (a line cut short by a full disk) are ignored: an
     entry only ever leads to deleting its own files, so nothing unchecked is acted on."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return []
+    except OSError as error:
+        raise DatasetError(f"cannot read {path}: {error.strerror or error}") from None
     with open(fd, encoding="utf-8", errors="replace") as handle:
-        lines = handle.read().splitlines()
+        try:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise DatasetError(f"{path} is not a regular file: pisession does not use it")
+            lines = handle.read().splitlines()
+        except OSError as error:
+            raise DatasetError(f"cannot read {path}: {error.strerror or error}") from None
     pairs = []
     for line in lines:
         try:
