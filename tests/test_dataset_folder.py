@@ -152,6 +152,8 @@ def _row_damages() -> list[tuple[str, Any]]:
         ("parent_fp a dict", ("parent_fp", {"a": 1})),
         ("missing key", ("-", "stem")),
         ("unknown key", ("+", "extra")),
+        ("crc text", ("crc", "x")),
+        ("ctime a fraction", ("ctime", 1.5)),
         ("row a list", ("row", [1])),
         ("source a relative path", ("key", "x.jsonl")),
     ]
@@ -194,6 +196,7 @@ def test_a_damaged_manifest_row_is_a_dataset_error_naming_the_file(
         '{"format": "1", "sessions": {}}',
         '{"format": 1, "sessions": []}',
         '{"format": 1, "sessions": {}, "more": 1}',
+        '{"format": 1, "sessions": {}, "partitions": []}',
         "[" * 100_000,
         b"\xff\xfe".decode("latin-1"),
     ],
@@ -205,6 +208,7 @@ def test_a_damaged_manifest_row_is_a_dataset_error_naming_the_file(
         "format-text",
         "sessions-list",
         "unknown",
+        "partitions-list",
         "deep",
         "not-utf8",
     ],
@@ -217,6 +221,16 @@ def test_a_manifest_that_is_not_a_manifest_is_a_dataset_error(exported: tuple[Pa
         write_parquet(out, session_dir=root)
     assert str(out / MANIFEST) in str(raised.value) and "\n" not in str(raised.value)
     assert _snapshot(out) == before
+
+
+def test_fields_a_manifest_may_hold_are_accepted(exported: tuple[Path, Path]) -> None:
+    root, out = exported
+    data = _manifest(out)
+    for row in data["sessions"].values():
+        row.update(ctime=1, crc=None)
+    data["partitions"] = {"long": "project=lo~0123"}
+    (out / MANIFEST).write_text(json.dumps(data), encoding="utf-8")
+    assert write_parquet(out, session_dir=root).unchanged == 6
 
 
 def test_two_rows_owning_one_file_are_refused(exported: tuple[Path, Path]) -> None:

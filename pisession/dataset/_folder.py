@@ -212,6 +212,12 @@ _ROW: dict[str, Callable[[Any], Any]] = {
     "parent": _optional(_path),
     "parent_fp": _optional(_fingerprint),
 }
+# Fields a row may lack (a manifest written before they were): a file's ctime, and the
+# checksum of the bytes read, as the change detection compares them.
+_ROW_OPTIONAL: dict[str, Callable[[Any], Any]] = {
+    "ctime": _optional(_int),
+    "crc": _optional(_int),
+}
 
 
 def check_row(key: Any, row: Any, partition: Callable[[str], str]) -> None:
@@ -225,11 +231,13 @@ def check_row(key: Any, row: Any, partition: Callable[[str], str]) -> None:
     if not isinstance(row, dict):
         raise _Bad(f"{where} is not an object")
     missing = [name for name in _ROW if name not in row]
-    extra = [name for name in row if name not in _ROW]
+    extra = [name for name in row if name not in _ROW and name not in _ROW_OPTIONAL]
     if missing or extra:
         what = "missing " + ", ".join(missing) if missing else "unknown " + ", ".join(extra)
         raise _Bad(f"{where}: {what}")
-    for name, check in _ROW.items():
+    for name, check in [*_ROW.items(), *_ROW_OPTIONAL.items()]:
+        if name not in row:
+            continue
         try:
             check(row[name])
         except _Bad as error:
@@ -249,9 +257,16 @@ def check_manifest(
     try:
         if not isinstance(data, dict):
             raise _Bad("not a JSON object")
-        if sorted(data) != ["format", "sessions"]:
-            raise _Bad(f"keys {sorted(data)!r}, not ['format', 'sessions']")
+        if not {"format", "sessions"} <= set(data) <= {"format", "sessions", "partitions"}:
+            raise _Bad(f"keys {sorted(data)!r}, not format, sessions (and partitions)")
         _int(data["format"])
+        # a partition value an engine reads -> its folder's name, where the name had to be cut:
+        # told to readers, never used to form a path
+        partitions = data.get("partitions", {})
+        if not isinstance(partitions, dict):
+            raise _Bad("partitions is not an object")
+        for name in partitions.values():
+            _text(name)
         sessions = data["sessions"]
         if not isinstance(sessions, dict):
             raise _Bad("sessions is not an object")
