@@ -262,6 +262,16 @@ def test_the_cli_says_so_in_one_line(exported: tuple[Path, Path], capsys: pytest
     assert err.startswith("pisession: error: ") and err.count("\n") == 1 and str(out / MANIFEST) in err
 
 
+def test_a_huge_bad_value_is_cut_short_in_the_message(exported: tuple[Path, Path]) -> None:
+    root, out = exported
+    data = _manifest(out)
+    next(iter(data["sessions"].values()))["stem"] = "x/" * 500_000
+    (out / MANIFEST).write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(DatasetError) as raised:
+        write_parquet(out, session_dir=root)
+    assert len(str(raised.value)) < 1_000
+
+
 def test_every_stem_pisession_writes_passes_the_check(tmp_path: Path) -> None:
     for session_id in [
         "a",

@@ -89,7 +89,7 @@ def folder(out: str, *names: str, create: bool = False) -> str:
     path = out
     for name in names:
         if not _plain(name):
-            raise DatasetError(f"{name!r} is not a plain file name: refused under {out}")
+            raise DatasetError(f"{_show(name)} is not a plain file name: refused under {out}")
         path = os.path.join(path, name)
         try:
             mode = os.lstat(path).st_mode
@@ -155,34 +155,40 @@ STEM = re.compile(
 )
 
 
+def _show(value: Any) -> str:
+    """A value in a one-line message, cut short: a manifest may hold anything, of any length."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 class _Bad(Exception):
     """One field not as pisession writes it (caught and named with its file)."""
 
 
 def _int(value: Any) -> int:
     if type(value) is not int:
-        raise _Bad(f"{value!r} is not a whole number")
+        raise _Bad(f"{_show(value)} is not a whole number")
     return value
 
 
 def _text(value: Any) -> str:
     if not isinstance(value, str):
-        raise _Bad(f"{value!r} is not text")
+        raise _Bad(f"{_show(value)} is not text")
     if "\x00" in value:
-        raise _Bad(f"{value!r} holds a NUL")
+        raise _Bad(f"{_show(value)} holds a NUL")
     return value
 
 
 def _path(value: Any) -> str:
     text = _text(value)
     if not os.path.isabs(text):
-        raise _Bad(f"{value!r} is not an absolute path")
+        raise _Bad(f"{_show(value)} is not an absolute path")
     return text
 
 
 def _fingerprint(value: Any) -> list[int]:
     if not isinstance(value, list) or len(value) != 4:
-        raise _Bad(f"{value!r} is not a file's fingerprint (device, inode, size, mtime)")
+        raise _Bad(f"{_show(value)} is not a file's fingerprint (device, inode, size, mtime)")
     for part in value:
         _int(part)
     return value
@@ -190,7 +196,7 @@ def _fingerprint(value: Any) -> list[int]:
 
 def _stem(value: Any) -> str:
     if not isinstance(value, str) or STEM.fullmatch(value) is None:
-        raise _Bad(f"{value!r} is not a file name pisession writes")
+        raise _Bad(f"{_show(value)} is not a file name pisession writes")
     return value
 
 
@@ -223,7 +229,7 @@ _ROW_OPTIONAL: dict[str, Callable[[Any], Any]] = {
 def check_row(key: Any, row: Any, partition: Callable[[str], str]) -> None:
     """Raise ``_Bad`` unless ``key`` (a source path) and ``row`` are as pisession writes them;
     ``partition``: the partition folder name of a project."""
-    where = f"sessions[{key!r}]"
+    where = f"sessions[{_show(key)}]"
     try:
         _path(key)
     except _Bad as error:
@@ -244,7 +250,7 @@ def check_row(key: Any, row: Any, partition: Callable[[str], str]) -> None:
             raise _Bad(f"{where}.{name}: {error}") from None
     name = partition(row["project"])
     if not _plain(name):
-        raise _Bad(f"{where}.project: {row['project']!r} does not make a plain folder name")
+        raise _Bad(f"{where}.project: {_show(row['project'])} does not make a plain folder name")
 
 
 def check_manifest(
@@ -258,7 +264,7 @@ def check_manifest(
         if not isinstance(data, dict):
             raise _Bad("not a JSON object")
         if not {"format", "sessions"} <= set(data) <= {"format", "sessions", "partitions"}:
-            raise _Bad(f"keys {sorted(data)!r}, not format, sessions (and partitions)")
+            raise _Bad(f"keys {_show(sorted(data))}, not format, sessions (and partitions)")
         _int(data["format"])
         # a partition value an engine reads -> its folder's name, where the name had to be cut:
         # told to readers, never used to form a path
@@ -276,7 +282,7 @@ def check_manifest(
             if row["stem"] is not None:
                 key_ = owner(row["project"], row["stem"])
                 if key_ in owners:
-                    raise _Bad(f"sessions[{key!r}]: a second row for the file {row['stem']!r}")
+                    raise _Bad(f"sessions[{_show(key)}]: a second row for the file {_show(row['stem'])}")
                 owners.add(key_)
     except _Bad as error:
         raise DatasetError(
