@@ -148,7 +148,6 @@ def _row_damages() -> list[tuple[str, Any]]:
         ("checked a boolean", ("checked", True)),
         ("cwd a number", ("cwd", 3)),
         ("parent a number", ("parent", 4)),
-        ("parent relative", ("parent", "x.jsonl")),
         ("parent_fp a dict", ("parent_fp", {"a": 1})),
         ("missing key", ("-", "stem")),
         ("unknown key", ("+", "extra")),
@@ -260,6 +259,20 @@ def test_the_cli_says_so_in_one_line(exported: tuple[Path, Path], capsys: pytest
     assert cli_main(["dataset", str(out), "--session-dir", str(root)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("pisession: error: ") and err.count("\n") == 1 and str(out / MANIFEST) in err
+
+
+def test_a_header_with_odd_text_is_read_back_from_the_manifest(tmp_path: Path) -> None:
+    root = _corpus(tmp_path / "sessions", sessions=1)
+    path = root / "--proj--" / "s000.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    header.update(cwd="/a\x00b", parentSession="relative\x00.jsonl")
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+    past = time.time() - 60
+    os.utime(path, (past, past))
+    out = tmp_path / "out"
+    assert write_parquet(out, session_dir=root).written == 1
+    assert write_parquet(out, session_dir=root).unchanged == 1
 
 
 def test_a_huge_bad_value_is_cut_short_in_the_message(exported: tuple[Path, Path]) -> None:

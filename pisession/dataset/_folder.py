@@ -171,12 +171,17 @@ def _int(value: Any) -> int:
     return value
 
 
-def _text(value: Any) -> str:
+def _any_text(value: Any) -> str:
     if not isinstance(value, str):
         raise _Bad(f"{_show(value)} is not text")
-    if "\x00" in value:
-        raise _Bad(f"{_show(value)} holds a NUL")
     return value
+
+
+def _text(value: Any) -> str:
+    text = _any_text(value)
+    if "\x00" in text:
+        raise _Bad(f"{_show(value)} holds a NUL")
+    return text
 
 
 def _path(value: Any) -> str:
@@ -214,8 +219,9 @@ _ROW: dict[str, Callable[[Any], Any]] = {
     "checked": _int,
     "project": _text,
     "stem": _optional(_stem),
-    "cwd": _optional(_text),
-    "parent": _optional(_path),
+    # as the session's header gives them (any text: never a path written or deleted)
+    "cwd": _optional(_any_text),
+    "parent": _optional(_any_text),
     "parent_fp": _optional(_fingerprint),
 }
 # Fields a row may lack (a manifest written before they were): a file's ctime, and the
