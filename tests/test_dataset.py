@@ -838,10 +838,15 @@ def test_a_dataset_exported_twice_through_two_spellings_is_mended(
 def test_leftover_temporaries_are_removed(agent: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     write_parquet(out)
-    stale = out / "usage" / "project=--sample--" / ".x.parquet.123.abcd.tmp"
+    stale = out / "usage" / "project=--sample--" / ".session.parquet.123.0123456789ab.tmp"
     stale.write_bytes(b"PAR1 partial")
+    manifest_tmp = out / "..pisession-dataset.json.123.0123456789ab.tmp"
+    manifest_tmp.write_text("{", encoding="utf-8")
+    mine = out / "usage" / "project=--sample--" / ".notes.tmp"  # not pisession's name: kept
+    mine.write_text("mine", encoding="utf-8")
     write_parquet(out)
-    assert not stale.exists()
+    assert not stale.exists() and not manifest_tmp.exists()
+    assert mine.read_text(encoding="utf-8") == "mine"
 
 
 # --------------------------------------------------------------------------- hostile input

@@ -4,8 +4,11 @@ pyarrow and is imported only when this command runs)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 
 from . import sessions
 from .commands import Commands
@@ -14,8 +17,35 @@ from .output import CliError, emit, emit_json, note, progress_line, write_out
 # typing for type checkers only (they take TYPE_CHECKING for true)
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
+    from types import FrameType
     from typing import TextIO
+
+
+class _Terminated(BaseException):
+    """SIGTERM while the export runs: unwinds it as Ctrl-C does (its workers stopped, its
+    temporaries removed, its lock let go), where the default action would end this process
+    alone and leave its workers writing."""
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise _Terminated
+
+
+@contextlib.contextmanager
+def _terminate_unwinds() -> Iterator[None]:
+    # only where nobody else chose what SIGTERM does (a host program calling main())
+    mine = threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) in (
+        signal.SIG_DFL,
+        None,
+    )
+    if mine:
+        signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        if mine:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _progress(stream: TextIO) -> Callable[[int, int], None] | None:
@@ -34,14 +64,18 @@ def cmd_dataset(args: argparse.Namespace) -> int:
     cwd = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else None
     if cwd is not None and not os.path.isdir(cwd):
         raise CliError(f"no such folder: {args.cwd}", 2)
-    report = write_parquet(
-        os.path.expanduser(args.out_dir),
-        cwd=cwd,
-        session_dir=sessions.session_dir(args, cwd=cwd),
-        full=args.full,
-        on_progress=_progress(sys.stderr),
-        workers=None,  # worker processes once there are many sessions to write
-    )
+    try:
+        with _terminate_unwinds():
+            report = write_parquet(
+                os.path.expanduser(args.out_dir),
+                cwd=cwd,
+                session_dir=sessions.session_dir(args, cwd=cwd),
+                full=args.full,
+                on_progress=_progress(sys.stderr),
+                workers=None,  # worker processes once there are many sessions to write
+            )
+    except _Terminated:
+        raise CliError("terminated (SIGTERM): the next run goes on from what was written", 128 + 15) from None
     for skipped in report.skipped:
         note(f"skipped {skipped.path}: {skipped.reason}")
     if args.json:

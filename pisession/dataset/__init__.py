@@ -159,7 +159,8 @@ def write_parquet(
     processes import the calling script again, as :mod:`multiprocessing` does: call it with
     ``workers`` other than 1 only under ``if __name__ == "__main__":``. Raises
     :class:`DatasetError` when ``out_dir`` is not a folder, is not empty and holds no dataset,
-    or another export holds its lock.
+    another export holds its lock, its manifest is not as pisession writes it (it is checked,
+    never obeyed), or a folder in it is a symbolic link.
     """
     sources, scope = select_sources(cwd, session_dir)
     exporter = Exporter(os.fspath(out_dir))

@@ -33,10 +33,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .._discovery import is_sessions_root, jsonl_names, project_folders
-from .._errors import PisessionError
 from .._load import open_regular
 from .._paths import cwd_matches, default_session_dir_path, get_sessions_dir, normalize_path, resolve_path
 from ..catalog._refresh import file_crc, same_file
+from . import _folder, _workers
+from ._folder import JOURNAL, MANIFEST, DatasetError
+from ._folder import LOCK as _LOCK
+from ._folder import temporary as _temporary
 from ._rows import Fingerprint, NotASession, SessionRows, read_identities, read_rows
 from ._schema import SCHEMAS, to_table
 
@@ -59,8 +62,6 @@ __all__ = [
 ]
 
 TABLES = tuple(SCHEMAS)
-MANIFEST = ".pisession-dataset.json"
-_LOCK = ".pisession-dataset.lock"
 LOCK_TIMEOUT = 10.0  # seconds an export waits for another one writing the same folder
 _FORMAT = 1  # bump when a schema or a column's meaning changes: every file is written again
 _SAVE_EVERY = 2.0  # seconds: an interrupted export keeps what it finished
@@ -69,11 +70,6 @@ _SAVE_EVERY = 2.0  # seconds: an interrupted export keeps what it finished
 # statistics, which only cost time to build.
 _COMPRESSION = "snappy"
 _PLAIN = frozenset(("json", "text", "context_text", "arguments", "result_text"))
-
-
-class DatasetError(PisessionError):
-    """The output folder cannot be used: not a folder, not empty and not a dataset, locked by
-    another export past the timeout, or its manifest unreadable."""
 
 
 class Source:
@@ -345,13 +341,14 @@ class Exporter:
         if os.path.exists(self.out) and not os.path.isdir(self.out):
             raise DatasetError(f"{self.out} is not a folder")
         manifest = os.path.join(self.out, MANIFEST)
-        if os.path.isdir(self.out) and not os.path.exists(manifest):
-            others = [n for n in os.listdir(self.out) if n != _LOCK]
-            if others:
-                raise DatasetError(
-                    f"{self.out} is not empty and holds no pisession dataset ({MANIFEST} is missing): "
-                    "choose a new or empty folder"
-                )
+        # the lock and the manifest's temporaries alone: a first export killed before its manifest.
+        # Listed before the manifest is looked for: an export writes its manifest before any
+        # other file, so a folder listed while one starts is never taken for someone else's.
+        if os.path.isdir(self.out) and not _folder.ours_only(self.out) and not os.path.lexists(manifest):
+            raise DatasetError(
+                f"{self.out} is not empty and holds no pisession dataset ({MANIFEST} is missing): "
+                "choose a new or empty folder"
+            )
         os.makedirs(self.out, exist_ok=True)
         self._lock_timeout = LOCK_TIMEOUT if lock_timeout is None else lock_timeout
         self._lock = filelock.FileLock(os.path.join(self.out, _LOCK), timeout=self._lock_timeout)
@@ -359,6 +356,7 @@ class Exporter:
         self._owners: dict[tuple[str, str], str] = {}  # (project, stem) as the file system compares them
         self.format_ok = True
         self._saved = time.monotonic()
+        self._journal: int | None = None
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[Exporter]:
@@ -369,31 +367,78 @@ class Exporter:
                 f"another export is writing {self.out} (waited {self._lock_timeout:g} s for its lock)"
             ) from None
         try:
-            self._load_manifest()
+            fresh = not self._load_manifest()
             self._rekey()
             self._remove_temporaries()
+            self._recover()
+            if fresh:  # the folder is recognisably a dataset before its first data file
+                self.save()
             yield self
+            if self._journal is not None and os.fstat(self._journal).st_size == 0:
+                os.unlink(os.path.join(self.out, JOURNAL))  # all it named is in the saved manifest
+        except BaseException:
+            with contextlib.suppress(OSError, DatasetError):
+                self._remove_temporaries()  # a failed or interrupted run's, its workers stopped
+            raise
         finally:
+            if self._journal is not None:
+                os.close(self._journal)
+                self._journal = None
             self._lock.release()
 
     # -- manifest --------------------------------------------------------------------------
 
-    def _load_manifest(self) -> None:
+    def _load_manifest(self) -> bool:
+        """Read and check the manifest; False when there is none (a new folder)."""
         path = os.path.join(self.out, MANIFEST)
         try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
+            # not through a link, and a FIFO in its place must not block the export
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
         except FileNotFoundError:
+            return False
+        except OSError as error:
+            raise DatasetError(
+                f"cannot read the dataset manifest {path}: {error.strerror or error}"
+            ) from None
+        try:
+            with open(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    raise DatasetError(f"the dataset manifest {path} is not a regular file")
+                data = json.loads(handle.read().decode("utf-8"))
+        except OSError as error:
+            raise DatasetError(
+                f"cannot read the dataset manifest {path}: {error.strerror or error}"
+            ) from None
+        except (ValueError, RecursionError) as error:  # bad UTF-8 or JSON; JSON nested past the stack
+            detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise DatasetError(
+                f"the dataset manifest {path} is not JSON ({detail}): nothing was changed; "
+                "export to a new folder, or delete this one"
+            ) from None
+        _folder.check_manifest(data, path, partition_name, _owner_key)
+        self.format_ok = data["format"] == _FORMAT
+        self.rows = data["sessions"]
+        for source, row in self.rows.items():
+            if row["stem"] is not None:
+                self._owners[_owner_key(row["project"], row["stem"])] = source
+        return True
+
+    def _recover(self) -> None:
+        """Remove the files an export installed after its last manifest save and then lost
+        (killed before the next): those no manifest row names. Without this, a session deleted
+        before the next run would keep them for good."""
+        path = os.path.join(self.out, JOURNAL)
+        pending = _folder.read_journal(path, partition_name)
+        if not pending:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
             return
-        except (OSError, ValueError) as error:
-            raise DatasetError(f"cannot read the dataset manifest {path}: {error}") from None
-        if not isinstance(data, dict) or not isinstance(data.get("sessions"), dict):
-            raise DatasetError(f"{path} is not a pisession dataset manifest")
-        self.format_ok = data.get("format") == _FORMAT
-        self.rows = {k: v for k, v in data["sessions"].items() if isinstance(v, dict)}
-        for path, row in self.rows.items():
-            if row.get("stem") is not None:
-                self._owners[_owner_key(row["project"], row["stem"])] = path
+        rows = self.rows.values()
+        named = {(partition_name(r["project"]), r["stem"]) for r in rows if r["stem"] is not None}
+        for project, stem in pending:
+            if (partition_name(project), stem) not in named:
+                self._unlink(project, stem)
+        os.unlink(path)
 
     def _rekey(self) -> None:
         """Key every row by its file's resolved path, one row per file. A manifest written before
@@ -436,18 +481,22 @@ class Exporter:
             manifest["partitions"] = partitions
         data = json.dumps(manifest, ensure_ascii=False, separators=(",", ":"))
         self._replace(os.path.join(self.out, MANIFEST), lambda tmp: _write_text(tmp, data))
+        if self._journal is not None:  # what it named is in the manifest now
+            os.ftruncate(self._journal, 0)
 
     def _remove_temporaries(self) -> None:
-        """Temporary files an interrupted export left (hidden: no reader ever saw them)."""
-        for table in TABLES:
-            folder = os.path.join(self.out, table)
-            with contextlib.suppress(OSError):
-                for part in os.scandir(folder):
-                    if part.is_dir(follow_symlinks=False):
-                        for name in os.listdir(part.path):
-                            if name.startswith(".") and name.endswith(".tmp"):
-                                with contextlib.suppress(OSError):
-                                    os.unlink(os.path.join(part.path, name))
+        """Temporary files an interrupted export left (hidden: no reader ever saw them); only
+        pisession's own, never through a link."""
+        _folder.remove_temporaries(self.out, TABLES)
+
+    def _note_install(self, project: str, stem: str) -> None:
+        """Name the files about to be installed in the journal, before they are (see
+        :meth:`_recover`)."""
+        if self._journal is None:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+            flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+            self._journal = os.open(os.path.join(self.out, JOURNAL), flags, 0o666)
+        os.write(self._journal, _folder.journal_line(project, stem))
 
     # -- deciding ---------------------------------------------------------------------------
 
@@ -501,6 +550,14 @@ class Exporter:
     def _file(self, table: str, project: str, stem: str) -> str:
         return os.path.join(self.out, table, partition_name(project), f"{stem}.parquet")
 
+    def _target(self, table: str, project: str, stem: str, *, create: bool = False) -> str:
+        """:meth:`_file` for a write or a delete: checked to stay inside the output folder,
+        reached through no link (:func:`_folder.folder`)."""
+        if _folder.STEM.fullmatch(stem) is None:
+            raise DatasetError(f"{stem!r} is not a file name pisession writes: refused under {self.out}")
+        where = _folder.folder(self.out, table, partition_name(project), create=create)
+        return os.path.join(where, f"{stem}.parquet")
+
     def remove(self, key: str) -> int:
         """Delete the files made from the source ``key`` and forget it; how many files were removed."""
         row = self.rows.pop(key, None)
@@ -512,7 +569,10 @@ class Exporter:
     def _unlink(self, project: str, stem: str) -> int:
         removed = 0
         for table in TABLES:
-            target = self._file(table, project, stem)
+            try:
+                target = self._target(table, project, stem)
+            except FileNotFoundError:  # its folder is gone: so is the file
+                continue
             try:
                 os.unlink(target)
                 removed += 1
@@ -534,8 +594,9 @@ class Exporter:
         what they were made from; returns how many files were installed."""
         old = self.rows.get(source.key)
         stem = self.stem_for(source, prepared.session_id)
+        self._note_install(source.project, stem)
         for table, tmp in prepared.files.items():
-            os.replace(tmp, self._file(table, source.project, stem))
+            os.replace(tmp, self._target(table, source.project, stem, create=True))
         # its id changed, or the file is now reached through a folder of another name: the old
         # files go (not when only the case differs: on macOS and Windows that is the same file)
         if (
@@ -600,11 +661,6 @@ class Exporter:
             raise
 
 
-def _temporary(folder: str, name: str) -> str:
-    # hidden (engines skip names starting with "." or "_") and removed by the next run if left
-    return os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
-
-
 class Prepared:
     """A session read and written under temporary names in its folders, waiting to be renamed
     into place (what a worker process hands back: plain values only); no files when the
@@ -667,8 +723,7 @@ def prepare(path: str, project: str, out: str, cwd: str | None = None) -> Prepar
         return _prepared(session, files)
     try:
         for table in TABLES:
-            folder = os.path.join(out, table, partition_name(project))
-            os.makedirs(folder, exist_ok=True)
+            folder = _folder.folder(out, table, partition_name(project), create=True)
             tmp = _temporary(folder, "session.parquet")
             files[table] = tmp
             _write_parquet(to_table(table, session.columns[table]), tmp)
@@ -714,13 +769,16 @@ def prepared_sessions(
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     jobs = [(s.path, s.project, out, cwd) for s in sources]
     context = multiprocessing.get_context(method)
-    with concurrent.futures.ProcessPoolExecutor(count, mp_context=context) as pool:
+    # each worker ends with this process, also when it is killed (nothing may go on writing)
+    with concurrent.futures.ProcessPoolExecutor(
+        count, mp_context=context, initializer=_workers.start, initargs=(os.getpid(),)
+    ) as pool:
         results = pool.map(_prepare_one, jobs, chunksize=4)
         try:
             for source, result in zip(sources, results, strict=True):
                 yield source, result
         except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
+            _workers.stop(pool)  # now: a worker in a long session must not write on after the lock
             raise
 
 

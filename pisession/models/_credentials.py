@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from .._errors import CredentialsError
+from .._load import open_regular
 from ._registry import Model, ModelRegistry, builtin_env_vars
 
 __all__ = ["Credentials", "resolve_credentials", "has_configured_auth", "config_value_env_names"]
@@ -154,9 +155,11 @@ def _is_configured(config: str, env: Mapping[str, str]) -> bool:
 
 def _read_auth(agent_dir: str) -> dict[str, Any]:
     path = os.path.join(agent_dir, "auth.json")
+    if "\0" in path:  # no file has such a name: Pi's existsSync is false for it
+        return {}
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        with open_regular(path) as handle:  # a FIFO in its place must not block
+            data = json.loads(handle.read().decode("utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from .._errors import ModelError
+from .._load import open_regular
 from .._paths import get_agent_dir, normalize_path
 
 __all__ = ["Model", "ModelRegistry", "builtin_env_vars"]
@@ -371,11 +372,12 @@ class ModelRegistry:
 
 def _read_models_json(path: str) -> tuple[dict[str, Any], str | None]:
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
+        # open_regular: a FIFO in its place must not block (Pi would hang there)
+        with open_regular(path) as handle:
+            text = handle.read().decode("utf-8")
+    except (FileNotFoundError, ValueError):  # a NUL in the agent folder: Pi's existsSync is false
         return {}, None
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         return {}, f"Failed to load models.json: {exc}\n\nFile: {path}"
     text = text.removeprefix("\ufeff")
     try:

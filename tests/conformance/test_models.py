@@ -173,3 +173,23 @@ def test_session_model_thinking_and_fallbacks(tmp_path: Path) -> None:
     assert (choice.model.key, choice.thinking_level) == ("anthropic/claude-sonnet-4-5", "low")
     with pytest.raises(ModelError, match="not found"):
         choose_model(registry, settings, [], model="nowhere/nothing", env={})
+
+
+def test_a_fifo_in_place_of_models_or_auth_json_does_not_block(tmp_path: Path) -> None:
+    import os
+
+    directory = agent(tmp_path)
+    os.mkfifo(directory / "models.json")
+    os.mkfifo(directory / "auth.json")
+    registry = ModelRegistry.load(directory)  # returns: a FIFO is not read
+    assert registry.error is not None and "models.json" in registry.error
+    with pytest.raises(CredentialsError, match=r"auth\.json"):
+        resolve_credentials(registry, registry.find("anthropic/claude-sonnet-4-5"), {})
+
+
+def test_an_agent_folder_holding_a_nul_byte_has_no_files(tmp_path: Path) -> None:
+    # Pi's existsSync is false for such a path: no models.json, no auth.json, no error
+    directory = f"{tmp_path}/a\0b"
+    registry = ModelRegistry.load(directory)
+    assert registry.error is None
+    assert registry.find("anthropic/claude-sonnet-4-5") is not None
