@@ -27,7 +27,15 @@ import attrs
 
 from .._errors import SourceFormatError
 from . import _claude, _codex
-from ._common import SessionWriter, find_imported, ms_from_iso, read_lines, session_id_for, target_folder, writing
+from ._common import (
+    SessionWriter,
+    find_imported,
+    ms_from_iso,
+    read_lines,
+    session_id_for,
+    target_folder,
+    writing,
+)
 
 __all__ = [
     "ImportResult",
@@ -225,7 +233,9 @@ def _import_claude(
     main_path: str | None = None
     for conv in convs:
         main = conv.key == "main"
-        target = _target(result, f"{key_base}" if main else f"{key_base}:{conv.key}", work, session_dir, scratch)
+        target = _target(
+            result, f"{key_base}" if main else f"{key_base}:{conv.key}", work, session_dir, scratch
+        )
         if target.existing is not None:
             if main:
                 main_path = target.existing
@@ -257,7 +267,9 @@ def _write_claude(
 ) -> str | None:
     written: list[str] = []
     start = next((ms_from_iso(r.data.get("timestamp")) for r in records if r.data.get("timestamp")), 0)
-    with writing(target.folder, target.session_id, cwd, start, parent_session=parent, on_done=written.append) as out:
+    with writing(
+        target.folder, target.session_id, cwd, start, parent_session=parent, on_done=written.append
+    ) as out:
         stats = _claude.write_conversation(records, out, counted)
         if named_from is not None:
             title = _claude.session_name(read_lines(named_from).lines)

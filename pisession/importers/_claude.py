@@ -13,7 +13,7 @@ forward (a loop) fall back to the previous conversation record in the file.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -43,16 +43,27 @@ _NOT_PROMPT = (
 )
 
 _CONVERSATION = ("user", "assistant")
-_STOP = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "toolUse", "max_tokens": "length",
-         "pause_turn": "stop", "refusal": "stop"}
+_STOP = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "toolUse",
+    "max_tokens": "length",
+    "pause_turn": "stop",
+    "refusal": "stop",
+}
 
 
 def looks_like_claude(line: Mapping[str, Any]) -> bool:
     return (
         isinstance(line.get("type"), str)
         and "payload" not in line
-        and ("uuid" in line or "sessionId" in line or line.get("type") == "summary" or "leafUuid" in line
-             or line.get("type") in ("file-history-snapshot", "queue-operation", "custom-title"))
+        and (
+            "uuid" in line
+            or "sessionId" in line
+            or line.get("type") == "summary"
+            or "leafUuid" in line
+            or line.get("type") in ("file-history-snapshot", "queue-operation", "custom-title")
+        )
     )
 
 
@@ -89,7 +100,9 @@ def conversations(lines: list[Line], *, all_sidechain: bool = False) -> list[Cla
     found = [ClaudeConversation("main", main)] if main else []
     for root, records in groups.items():
         agent = records[0].data.get("agentId")
-        found.append(ClaudeConversation(f"sidechain:{root}", records, agent if isinstance(agent, str) else None))
+        found.append(
+            ClaudeConversation(f"sidechain:{root}", records, agent if isinstance(agent, str) else None)
+        )
     return found
 
 
@@ -98,7 +111,9 @@ def _text_of(content: Any) -> str:
         return content
     if isinstance(content, list):
         return "\n".join(
-            block.get("text", "") for block in content if isinstance(block, dict) and block.get("type") == "text"
+            block.get("text", "")
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text"
         )
     return ""
 
@@ -120,7 +135,11 @@ def _is_prompt(data: Mapping[str, Any]) -> bool:
 def _image(block: Mapping[str, Any]) -> dict[str, Any]:
     source = block.get("source") or {}
     if source.get("type") == "base64":
-        return {"type": "image", "data": source.get("data", ""), "mimeType": source.get("media_type", "image/png")}
+        return {
+            "type": "image",
+            "data": source.get("data", ""),
+            "mimeType": source.get("media_type", "image/png"),
+        }
     return {"type": "text", "text": f"[image: {source.get('url') or json.dumps(source)}]"}
 
 
@@ -232,8 +251,11 @@ class _Converter:
                 previous = i
         active: set[int] = set()
         last = next(
-            (i for i in range(len(records) - 1, -1, -1)
-             if records[i].data.get("type") in _CONVERSATION and i not in absorbed),
+            (
+                i
+                for i in range(len(records) - 1, -1, -1)
+                if records[i].data.get("type") in _CONVERSATION and i not in absorbed
+            ),
             None,
         )
         if last is not None:
@@ -279,9 +301,11 @@ class _Converter:
             return [self._compaction(i, ms)]
         if kind == "user" and data.get("isCompactSummary"):
             text = _text_of((data.get("message") or {}).get("content"))
-            return [self.writer.at(ms).manager.append_compaction(
-                text or "(compacted)", None, 0, {"source": "claude-code", "uuid": data.get("uuid")}
-            )]
+            return [
+                self.writer.at(ms).manager.append_compaction(
+                    text or "(compacted)", None, 0, {"source": "claude-code", "uuid": data.get("uuid")}
+                )
+            ]
         if kind == "user":
             return self._user(data, ms)
         if kind == "assistant":
@@ -291,8 +315,10 @@ class _Converter:
                     return []
                 merged.add(message_id)
                 pieces = [
-                    self.records[j].data for j in segment
-                    if j >= i and self.records[j].data.get("type") == "assistant"
+                    self.records[j].data
+                    for j in segment
+                    if j >= i
+                    and self.records[j].data.get("type") == "assistant"
                     and (self.records[j].data.get("message") or {}).get("id") == message_id
                 ]
             else:
@@ -361,7 +387,7 @@ class _Converter:
             ids.append(self.writer.message({"role": "user", "content": rest, "timestamp": ms}, ms))
         return ids
 
-    def _assistant(self, pieces: list[Mapping[str, Any]], ms: int) -> list[str]:
+    def _assistant(self, pieces: Sequence[Mapping[str, Any]], ms: int) -> list[str]:
         blocks: list[dict[str, Any]] = []
         unmapped: list[Any] = []
         for piece in pieces:
@@ -377,13 +403,25 @@ class _Converter:
                         thinking["thinkingSignature"] = block["signature"]
                     blocks.append(thinking)
                 elif kind == "redacted_thinking":
-                    blocks.append({"type": "thinking", "thinking": "", "thinkingSignature": block.get("data", ""),
-                                   "redacted": True})
+                    blocks.append(
+                        {
+                            "type": "thinking",
+                            "thinking": "",
+                            "thinkingSignature": block.get("data", ""),
+                            "redacted": True,
+                        }
+                    )
                 elif kind == "tool_use" and isinstance(block.get("id"), str):
                     name = str(block.get("name", ""))
                     self.calls[block["id"]] = name
-                    blocks.append({"type": "toolCall", "id": block["id"], "name": name,
-                                   "arguments": block.get("input") if isinstance(block.get("input"), dict) else {}})
+                    blocks.append(
+                        {
+                            "type": "toolCall",
+                            "id": block["id"],
+                            "name": name,
+                            "arguments": block.get("input") if isinstance(block.get("input"), dict) else {},
+                        }
+                    )
                 else:
                     unmapped.append(block)
         last = pieces[-1]
@@ -399,8 +437,14 @@ class _Converter:
             if key in self.counted:
                 counts = {name: 0 for name in counts}
             self.counted.add((key[0], key[1]))
-        stop = next((p.get("message", {}).get("stop_reason") for p in reversed(pieces)
-                     if (p.get("message") or {}).get("stop_reason")), None)
+        stop = next(
+            (
+                p.get("message", {}).get("stop_reason")
+                for p in reversed(pieces)
+                if (p.get("message") or {}).get("stop_reason")
+            ),
+            None,
+        )
         if any(block["type"] == "toolCall" for block in blocks):
             reason = "toolUse"
         else:
@@ -412,8 +456,12 @@ class _Converter:
             "provider": PROVIDER,
             "model": self.model,
             "usage": usage_wire(
-                PROVIDER, self.model, input=counts["input"], output=counts["output"],
-                cache_read=counts["cache_read"], cache_write=counts["cache_write"],
+                PROVIDER,
+                self.model,
+                input=counts["input"],
+                output=counts["output"],
+                cache_read=counts["cache_read"],
+                cache_write=counts["cache_write"],
                 cache_write_1h=counts["cache_write_1h"] or None,
             ),
             "stopReason": reason,

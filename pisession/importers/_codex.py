@@ -25,15 +25,25 @@ PROVIDER = "openai-codex"
 API = "openai-codex-responses"
 
 _ENVELOPES = ("session_meta", "response_item", "event_msg", "turn_context", "compacted")
-_CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<INSTRUCTIONS>")
+# Events that repeat what the response items hold, or only mark a turn's start and end.
+_ECHOES = ("agent_message", "agent_reasoning", "agent_reasoning_raw_content", "task_started", "task_complete")
+_CONTEXT_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+)
 
 
 def looks_like_codex(line: Mapping[str, Any]) -> bool:
     if line.get("type") in _ENVELOPES and "payload" in line:
         return True
     # The flat layout: a meta line with the session id and the instructions, no envelope.
-    return "type" not in line and isinstance(line.get("id"), str) and "timestamp" in line and (
-        "instructions" in line or "git" in line
+    return (
+        "type" not in line
+        and isinstance(line.get("id"), str)
+        and "timestamp" in line
+        and ("instructions" in line or "git" in line)
     )
 
 
@@ -150,10 +160,13 @@ class _Rollout:
     def _usage(self, counts: Mapping[str, int]) -> dict[str, Any]:
         cached = counts.get("cached", 0)
         return usage_wire(
-            PROVIDER, self.model,
+            PROVIDER,
+            self.model,
             # Codex's input tokens include the cached ones; Pi's input does not.
-            input=max(counts.get("input", 0) - cached, 0), output=counts.get("output", 0),
-            cache_read=cached, reasoning=counts.get("reasoning", 0) or None,
+            input=max(counts.get("input", 0) - cached, 0),
+            output=counts.get("output", 0),
+            cache_read=cached,
+            reasoning=counts.get("reasoning", 0) or None,
         )
 
     def _usage_entry(self, counts: Mapping[str, int], ms: int) -> None:
@@ -175,8 +188,12 @@ class _Rollout:
         if not isinstance(info, dict):
             return
         total, last = info.get("total_token_usage"), info.get("last_token_usage")
-        keys = {"input": "input_tokens", "cached": "cached_input_tokens", "output": "output_tokens",
-                "reasoning": "reasoning_output_tokens"}
+        keys = {
+            "input": "input_tokens",
+            "cached": "cached_input_tokens",
+            "output": "output_tokens",
+            "reasoning": "reasoning_output_tokens",
+        }
         if isinstance(total, dict):
             now = {name: _count(total, key) for name, key in keys.items()}
             before = self.total or dict.fromkeys(keys, 0)
@@ -193,7 +210,9 @@ class _Rollout:
         if self.pending_usage is None:
             self.pending_usage = delta
         else:
-            self.pending_usage = {name: self.pending_usage.get(name, 0) + value for name, value in delta.items()}
+            self.pending_usage = {
+                name: self.pending_usage.get(name, 0) + value for name, value in delta.items()
+            }
         if not self.pending:
             self.pending_ms = ms
             self.flush()
@@ -230,7 +249,7 @@ def write_rollout(lines: list[Line], writer: SessionWriter, meta: CodexMeta) -> 
             continue
         if kind == "compacted":
             rollout.flush()
-            summary = payload.get("message") if isinstance(payload.get("message"), str) else ""
+            summary = str(payload.get("message") or "")
             history = payload.get("replacement_history")
             if not summary and isinstance(history, list):
                 # Newer rollouts leave the message empty: the summary is the last user text of
@@ -243,7 +262,9 @@ def write_rollout(lines: list[Line], writer: SessionWriter, meta: CodexMeta) -> 
             details: dict[str, Any] = {"source": "codex"}
             if history is not None:
                 details["replacementHistory"] = history
-            writer.at(ms).manager.append_compaction(summary or "(compacted)", None, rollout.last_context, details)
+            writer.at(ms).manager.append_compaction(
+                summary or "(compacted)", None, rollout.last_context, details
+            )
             continue
         if kind == "event_msg":
             if item == "token_count":
@@ -252,7 +273,8 @@ def write_rollout(lines: list[Line], writer: SessionWriter, meta: CodexMeta) -> 
                 count = payload.get("num_turns")
                 rollout.rollback(int(count) if isinstance(count, (int, float)) else 1, ms)
             elif item == "user_message":
-                text = payload.get("message") if isinstance(payload.get("message"), str) else ""
+                said = payload.get("message")
+                text = said if isinstance(said, str) else ""
                 key = text.strip()
                 if item_prompts.get(key):
                     item_prompts[key] -= 1
@@ -261,7 +283,7 @@ def write_rollout(lines: list[Line], writer: SessionWriter, meta: CodexMeta) -> 
                     for url in payload.get("images") or []:
                         blocks.extend(_texts([{"type": "input_image", "image_url": url}]))
                     rollout.user(blocks, ms)
-            else:
+            elif item not in _ECHOES:
                 rollout.skip(f"event_msg:{item}")
             continue
         if kind != "response_item":
@@ -284,10 +306,10 @@ def write_rollout(lines: list[Line], writer: SessionWriter, meta: CodexMeta) -> 
                 rollout.flush()
                 writer.custom(f"codex.{role}", payload, ms)
         elif item == "reasoning":
-            summary = "\n\n".join(
+            reasoning = "\n\n".join(
                 part.get("text", "") for part in payload.get("summary") or [] if isinstance(part, dict)
             )
-            thinking: dict[str, Any] = {"type": "thinking", "thinking": summary}
+            thinking: dict[str, Any] = {"type": "thinking", "thinking": reasoning}
             if payload.get("encrypted_content"):
                 # What Pi's Codex provider keeps to replay the reasoning to the same model.
                 thinking["thinkingSignature"] = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
@@ -298,35 +320,41 @@ def write_rollout(lines: list[Line], writer: SessionWriter, meta: CodexMeta) -> 
                 rollout.skip(f"response_item:{item}")
                 continue
             name = str(payload.get("name") or ("shell" if item == "local_shell_call" else item))
+            arguments: dict[str, Any]
             if item == "function_call":
                 arguments = _arguments(payload.get("arguments"))
             elif item == "custom_tool_call":
                 arguments = {"input": payload.get("input")}
             else:
-                arguments = payload.get("action") if isinstance(payload.get("action"), dict) else {}
+                action = payload.get("action")
+                arguments = action if isinstance(action, dict) else {}
             rollout.calls[call_id] = name
-            rollout.assistant_block({"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}, ms)
+            rollout.assistant_block(
+                {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}, ms
+            )
         elif item in ("function_call_output", "custom_tool_call_output"):
             rollout.flush()
             call_id = payload.get("call_id")
             output = payload.get("output")
-            if isinstance(output, dict):
-                text = output.get("content")
-                failed = output.get("success") is False
-            else:
-                text, failed = output, False
+            shown: Any = output.get("content") if isinstance(output, dict) else output
+            failed = isinstance(output, dict) and output.get("success") is False
             if not isinstance(call_id, str) or call_id not in rollout.calls:
                 rollout.orphan_outputs += 1
                 writer.custom("codex.orphan-tool-output", payload, ms)
                 continue
-            writer.message({
-                "role": "toolResult",
-                "toolCallId": call_id,
-                "toolName": rollout.calls[call_id],
-                "content": [{"type": "text", "text": text if isinstance(text, str) else json.dumps(text)}],
-                "isError": failed,
-                "timestamp": ms,
-            }, ms)
+            writer.message(
+                {
+                    "role": "toolResult",
+                    "toolCallId": call_id,
+                    "toolName": rollout.calls[call_id],
+                    "content": [
+                        {"type": "text", "text": shown if isinstance(shown, str) else json.dumps(shown)}
+                    ],
+                    "isError": failed,
+                    "timestamp": ms,
+                },
+                ms,
+            )
         else:
             rollout.flush()
             writer.custom(f"codex.{item}", payload, ms)

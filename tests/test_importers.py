@@ -1,0 +1,280 @@
+"""pisession.importers: Claude Code and Codex CLI sessions into Pi, one test per pitfall of
+issue 32 (hand-made fixtures in tests/data/importers, written by make_fixtures.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pisession import SessionManager, SourceFormatError, to_wire
+from pisession.importers import find_sources, import_all, import_file, import_session, sniff
+from tests.conftest import ORACLE, needs_oracle
+
+DATA = Path(__file__).parent / "data" / "importers"
+CLAUDE = DATA / "claude"
+CODEX = DATA / "codex"
+ROLLOUT = CODEX / "rollout-2026-03-01T10-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl"
+SID = "11111111-2222-4333-8444-555555555555"
+
+
+def one(path: Path, tmp_path: Path) -> SessionManager:
+    paths = import_session(path, session_dir=tmp_path)
+    assert paths and paths[0].parent == tmp_path
+    return SessionManager.open(paths[0])
+
+
+def leaves(manager: SessionManager) -> list[str]:
+    entries = manager.get_entries()
+    parents = {e.parent_id for e in entries}
+    return [e.id for e in entries if e.id not in parents]
+
+
+def context(manager: SessionManager) -> list[tuple[str, str]]:
+    out = []
+    for message in manager.build_session_context().messages:
+        wire = to_wire(message)
+        content = wire.get("content") if isinstance(wire, dict) else None
+        if isinstance(content, list):
+            text = " ".join(b.get("text", b.get("name", "")) for b in content if isinstance(b, dict))
+        else:
+            text = str(content if content is not None else wire.get("summary", ""))
+        out.append((wire["role"], text))
+    return out
+
+
+def messages(manager: SessionManager, role: str) -> list[dict]:
+    found = []
+    for entry in manager.get_entries():
+        if entry.type == "message":
+            wire = to_wire(entry.message)
+            if wire["role"] == role:
+                found.append(wire)
+    return found
+
+
+# ---------------------------------------------------------------------------------- claude
+
+
+def test_sibling_tool_call_forks_are_not_branches(tmp_path: Path) -> None:
+    manager = one(CLAUDE / "forks.jsonl", tmp_path)
+    assert len(leaves(manager)) == 1
+    roles = [role for role, _ in context(manager)]
+    assert roles == [
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "assistant",
+        "user",
+        "user",
+        "assistant",
+    ]
+    calls = [b["id"] for m in messages(manager, "assistant") for b in m["content"] if b["type"] == "toolCall"]
+    results = [m["toolCallId"] for m in messages(manager, "toolResult")]
+    assert calls == ["t1", "t2"] and results == ["t1", "t2"]
+    assert manager.get_session_name() == "Listing files"
+
+
+def test_split_api_message_counts_usage_once_with_the_most_output(tmp_path: Path) -> None:
+    manager = one(CLAUDE / "forks.jsonl", tmp_path)
+    first = messages(manager, "assistant")[0]
+    assert [b["type"] for b in first["content"]] == ["thinking", "toolCall", "toolCall"]
+    assert first["usage"]["output"] == 322 and first["usage"]["cacheWrite"] == 50
+    assert first["content"][0]["thinkingSignature"] == "sig1"
+    assert first["provider"] == "anthropic" and first["api"] == "anthropic-messages"
+    assert first["model"] == "claude-sonnet-4-5-20250929" and first["stopReason"] == "toolUse"
+    total = sum(m["usage"]["output"] for m in messages(manager, "assistant"))
+    assert total == 322 + 12 + 5
+
+
+def test_rewound_prompt_is_a_branch_and_the_newest_is_active(tmp_path: Path) -> None:
+    manager = one(CLAUDE / "rewind.jsonl", tmp_path)
+    assert len(leaves(manager)) == 2
+    assert [text for _, text in context(manager)] == [
+        "write a haiku",
+        "Old pond...",
+        "make it about dogs",
+        "Dog in the sun...",
+    ]
+
+
+def test_compact_boundary_with_a_missing_logical_parent(tmp_path: Path) -> None:
+    manager = one(CLAUDE / "compact.jsonl", tmp_path)
+    assert len(leaves(manager)) == 1
+    (compaction,) = [e for e in manager.get_entries() if e.type == "compaction"]
+    assert compaction.summary.startswith("This session is being continued")
+    assert compaction.tokens_before == 12345 and compaction.first_kept_entry_id == compaction.id
+    assert compaction.parent_id is not None  # hangs from the story before it, not a second root
+    assert [role for role, _ in context(manager)] == ["compactionSummary", "user", "assistant"]
+
+
+def test_old_compaction_as_a_second_root_and_a_missing_hook_parent(tmp_path: Path) -> None:
+    manager = one(CLAUDE / "old-compact.jsonl", tmp_path)
+    assert len(leaves(manager)) == 1
+    assert [e.parent_id for e in manager.get_entries()].count(None) == 1
+    assert [e.type for e in manager.get_entries()].count("compaction") == 1
+    assert [role for role, _ in context(manager)] == ["compactionSummary", "user", "assistant"]
+    (system,) = [
+        e for e in manager.get_entries() if e.type == "custom" and e.custom_type == "claude-code.system"
+    ]
+    assert system.data["content"] == "hook ran"
+
+
+def test_a_file_starting_mid_story_has_no_unpaired_tool_result(tmp_path: Path) -> None:
+    manager = one(CLAUDE / "midstory.jsonl", tmp_path)
+    assert messages(manager, "toolResult") == []
+    orphans = [
+        e
+        for e in manager.get_entries()
+        if e.type == "custom" and e.custom_type == "claude-code.orphan-tool-result"
+    ]
+    assert len(orphans) == 1
+    assert [role for role, _ in context(manager)] == ["user", "assistant"]
+
+
+def test_sidechains_become_sessions_linked_by_parent_session(tmp_path: Path) -> None:
+    paths = import_session(CLAUDE / "sidechain.jsonl", session_dir=tmp_path)
+    assert len(paths) == 2
+    sub = SessionManager.open(paths[1])
+    assert sub.get_header().parent_session == str(paths[0])
+    assert messages(sub, "assistant")[0]["usage"]["input"] == 1000
+    main = SessionManager.open(paths[0])
+    assert context(main)[0] == ("user", "research this")
+    assert all(m["usage"]["input"] != 1000 for m in messages(main, "assistant"))
+
+
+def test_sub_agent_files_come_with_their_session(tmp_path: Path) -> None:
+    paths = import_session(CLAUDE / "agents" / f"{SID}.jsonl", session_dir=tmp_path)
+    assert len(paths) == 2
+    sub = SessionManager.open(paths[1])
+    assert sub.get_header().parent_session == str(paths[0])
+    assert messages(sub, "assistant")[0]["usage"]["output"] == 700
+    assert find_sources("claude", CLAUDE / "agents") == [CLAUDE / "agents" / f"{SID}.jsonl"]
+
+
+def test_torn_last_line_imports_what_is_readable_and_says_so(tmp_path: Path) -> None:
+    for path in (CLAUDE / "torn.jsonl", CODEX / "rollout-torn.jsonl"):
+        result = import_file(path, session_dir=tmp_path)
+        assert len(result.written) == 1
+        assert any("cut off" in note for note in result.notes)
+        assert [role for role, _ in context(SessionManager.open(result.written[0]))] == ["user", "assistant"]
+
+
+def test_a_second_import_writes_nothing(tmp_path: Path) -> None:
+    for path in (CLAUDE / "sidechain.jsonl", ROLLOUT):
+        first = import_file(path, session_dir=tmp_path)
+        before = {p: p.read_bytes() for p in tmp_path.iterdir()}
+        second = import_file(path, session_dir=tmp_path)
+        assert second.written == [] and second.existing == first.written
+        assert {p: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_foreign_files_are_clear_errors_that_write_nothing(tmp_path: Path) -> None:
+    pi = tmp_path / "src" / "pi.jsonl"
+    pi.parent.mkdir()
+    pi.write_text(
+        '{"type":"session","version":3,"id":"x","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}\n'
+    )
+    target = tmp_path / "out"
+    for path in (pi, DATA / "foreign.json"):
+        with pytest.raises(SourceFormatError):
+            import_session(path, session_dir=target)
+    with pytest.raises(SourceFormatError, match="not codex"):
+        import_session(CLAUDE / "rewind.jsonl", source="codex", session_dir=target)
+    assert not target.exists()
+
+
+def test_the_source_is_never_modified_and_dry_run_writes_nothing(tmp_path: Path) -> None:
+    copy = tmp_path / "torn.jsonl"
+    shutil.copy(CLAUDE / "torn.jsonl", copy)
+    before = copy.read_bytes()
+    result = import_file(copy, session_dir=tmp_path / "out", dry_run=True)
+    assert len(result.written) == 1 and not (tmp_path / "out").exists()
+    import_file(copy, session_dir=tmp_path / "out")
+    assert copy.read_bytes() == before
+
+
+# ----------------------------------------------------------------------------------- codex
+
+
+def test_codex_usage_deltas_and_cached_input(tmp_path: Path) -> None:
+    manager = one(ROLLOUT, tmp_path)
+    assistant = messages(manager, "assistant")
+    usage = [m["usage"] for m in assistant]
+    # Totals end at 4000 input (2600 cached) and 170 output; a repeated total adds nothing.
+    assert sum(u["input"] for u in usage) == 4000 - 2600
+    assert sum(u["cacheRead"] for u in usage) == 2600
+    assert sum(u["output"] for u in usage) == 170
+    assert usage[0] == {**usage[0], "input": 200, "cacheRead": 800, "output": 50, "reasoning": 20}
+    assert assistant[0]["provider"] == "openai-codex" and assistant[0]["model"] == "gpt-5-codex"
+
+
+def test_codex_prompt_as_event_and_item_is_taken_once(tmp_path: Path) -> None:
+    manager = one(ROLLOUT, tmp_path)
+    prompts = [m["content"] for m in messages(manager, "user")]
+    assert prompts == ["fix the test", "fix it without running tests", "thanks"]
+    (call,) = [b for m in messages(manager, "assistant") for b in m["content"] if b["type"] == "toolCall"]
+    assert call["arguments"] == {"command": ["pytest", "-q"]}
+    assert messages(manager, "toolResult")[0]["toolCallId"] == "call_1"
+
+
+def test_codex_rollback_is_a_branch_and_empty_compacted_message(tmp_path: Path) -> None:
+    manager = one(ROLLOUT, tmp_path)
+    assert len(leaves(manager)) == 2
+    (compaction,) = [e for e in manager.get_entries() if e.type == "compaction"]
+    assert compaction.summary == "Summary: the test was fixed by reading the code."
+    assert context(manager) == [
+        ("compactionSummary", "Summary: the test was fixed by reading the code."),
+        ("user", "thanks"),
+        ("assistant", "Welcome."),
+    ]
+
+
+def test_codex_flat_old_layout(tmp_path: Path) -> None:
+    assert sniff(CODEX / "rollout-2025-05-01-flat.jsonl") == "codex"
+    manager = one(CODEX / "rollout-2025-05-01-flat.jsonl", tmp_path)
+    assert context(manager) == [("user", "hello codex"), ("assistant", "hello")]
+
+
+def test_import_all_walks_the_store_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "codex-home"
+    shutil.copytree(CODEX, home / "sessions" / "2026" / "03" / "01")
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    results = import_all("codex", session_dir=tmp_path / "out")
+    assert len(results) == 3 and all(not isinstance(r, Exception) for r in results)
+    assert len(list((tmp_path / "out").glob("*.jsonl"))) == 3
+
+
+# ------------------------------------------------------------------------------ the real Pi
+
+
+@needs_oracle
+def test_every_imported_file_opens_in_pi_at_every_leaf(tmp_path: Path) -> None:
+    sources = [
+        *sorted(CLAUDE.glob("*.jsonl")),
+        CLAUDE / "agents" / f"{SID}.jsonl",
+        *sorted(CODEX.glob("*.jsonl")),
+    ]
+    for source in sources:
+        for path in import_session(source, session_dir=tmp_path):
+            out = subprocess.run(
+                ["node", str(ORACLE), "read", str(path), "--all-leaves"],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            dump = json.loads(out.stdout)
+            assert dump["ok"], (source, dump)
+            ours = SessionManager.open(path)
+            assert dump["dump"]["leafId"] == ours.get_leaf_id()
+            entries = dump["dump"]["entries"]
+            parents = {e.get("parentId") for e in entries}
+            assert len([e for e in entries if e["id"] not in parents]) == len(leaves(ours))
+            assert os.path.getsize(path) > 0
