@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pisession import SessionManager, SourceFormatError, to_wire
+from pisession.cli.main import main
 from pisession.importers import find_sources, import_all, import_file, import_session, sniff
 from tests.conftest import ORACLE, needs_oracle
 
@@ -250,6 +251,36 @@ def test_import_all_walks_the_store_from_the_environment(
     results = import_all("codex", session_dir=tmp_path / "out")
     assert len(results) == 3 and all(not isinstance(r, Exception) for r in results)
     assert len(list((tmp_path / "out").glob("*.jsonl"))) == 3
+
+
+# -------------------------------------------------------------------------------- the CLI
+
+
+def test_cli_imports_reports_and_writes_nothing_the_second_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main(["import", "claude", str(CLAUDE), "--session-dir", str(out), "--dry-run"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("would write") == 10 and not out.exists()
+    assert "10 session(s) would be written" in captured.err
+    assert main(["import", "claude", str(CLAUDE), "--session-dir", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("wrote") == 10 and len(list(out.glob("*.jsonl"))) == 10
+    assert "torn.jsonl: the last line is cut off" in captured.err
+    assert main(["import", "claude", str(CLAUDE), "--session-dir", str(out)]) == 0
+    assert "0 session(s) written, 10 already imported" in capsys.readouterr().err
+
+
+def test_cli_foreign_file_is_an_error_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["import", "codex", str(DATA / "foreign.json"), "--session-dir", str(tmp_path / "o")]) == 1
+    captured = capsys.readouterr()
+    assert "not a Claude Code or Codex CLI session" in captured.err and "Traceback" not in captured.err
+    assert main(["import", "codex", str(tmp_path / "missing.jsonl")]) == 1
+    assert "no such file" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
 
 
 # ------------------------------------------------------------------------------ the real Pi

@@ -1,0 +1,71 @@
+"""The ``import`` command: Claude Code and Codex CLI sessions into Pi session files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .commands import Commands
+from .output import CliError, emit, home_short, note, progress_line
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from pisession import SourceFormatError
+    from pisession.importers import ImportResult, find_sources, import_file
+
+    files: list[Path] = []
+    for given in args.paths or [None]:
+        if given is not None and not Path(given).expanduser().exists():
+            raise CliError(f"{given}: no such file or folder")
+        files.extend(find_sources(args.source, Path(given).expanduser() if given else None))
+    if not files:
+        raise CliError(f"no {args.source} sessions found (give a file or folder)")
+    show = progress_line(sys.stderr, "pisession: import: {done}/{total} files", after=0.5, every=0.1)
+    written = existing = failed = 0
+    for number, path in enumerate(files, 1):
+        if show is not None:
+            show(number - 1, len(files))
+        try:
+            result: ImportResult = import_file(
+                path, source=args.source, session_dir=args.session_dir, dry_run=args.dry_run
+            )
+        except SourceFormatError as error:
+            failed += 1
+            note(f"skipped {error}")
+            continue
+        written += len(result.written)
+        existing += len(result.existing)
+        verb = "would write" if args.dry_run else "wrote"
+        for made in result.written:
+            emit(f"{verb} {home_short(str(made))}  (from {home_short(str(path))})")
+        for note_text in result.notes:
+            note(f"{home_short(str(path))}: {note_text}")
+    if show is not None:
+        show(len(files), len(files))
+    verb = "would be written" if args.dry_run else "written"
+    note(
+        f"{len(files)} file(s): {written} session(s) {verb}, {existing} already imported, "
+        f"{failed} skipped (not a {args.source} session)"
+    )
+    return 1 if failed and not written and not existing else 0
+
+
+def register(commands: Commands) -> None:
+    sub = commands.add(
+        "import",
+        cmd_import,
+        "bring Claude Code or Codex CLI sessions into Pi",
+        "Import Claude Code sessions (default: every file under $CLAUDE_CONFIG_DIR/projects, "
+        "~/.claude/projects) or Codex CLI rollouts (default: $CODEX_HOME/sessions, ~/.codex/sessions) "
+        "as Pi session files in the folder Pi uses for each session's cwd (or --session-dir). The whole "
+        "tree is kept; a file imported before writes nothing. "
+        "Python: pisession.importers.import_session(path) / import_all(source).",
+        [commands.where],
+        session=False,
+    )
+    sub.add_argument("source", choices=("claude", "codex"), help="which agent wrote the sessions")
+    sub.add_argument(
+        "paths", nargs="*", metavar="PATH", help="session files or folders (default: the whole store)"
+    )
+    sub.add_argument("--dry-run", action="store_true", help="convert and report, write nothing")
