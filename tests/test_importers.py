@@ -309,3 +309,36 @@ def test_every_imported_file_opens_in_pi_at_every_leaf(tmp_path: Path) -> None:
             parents = {e.get("parentId") for e in entries}
             assert len([e for e in entries if e["id"] not in parents]) == len(leaves(ours))
             assert os.path.getsize(path) > 0
+
+
+def _real_pi_missing() -> str | None:
+    home = Path.home() / ".cache" / "pi-oracle"
+    if not (ORACLE.parent / "pi.sh").exists() or not list(
+        home.glob("node22/node_modules/node-linux-*/bin/node")
+    ):
+        return "the real Pi CLI (../shared/pi-oracle/pi.sh, Node 22) is not installed"
+    return None
+
+
+@pytest.mark.skipif(_real_pi_missing() is not None, reason=_real_pi_missing() or "")
+@pytest.mark.parametrize("source", [CLAUDE / "rewind.jsonl", ROLLOUT])
+def test_the_real_pi_resumes_an_import_with_the_same_branches(tmp_path: Path, source: Path) -> None:
+    project = tmp_path / "project"  # Pi refuses a session whose cwd does not exist
+    project.mkdir()
+    (path,) = import_session(source, session_dir=tmp_path / "sessions", cwd=str(project))
+    done = subprocess.run(
+        [str(ORACLE.parent / "pi.sh"), "--mode", "rpc", "--session", str(path)],
+        input='{"type":"get_tree","id":"1"}\n',
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env={**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")},
+        timeout=120,
+    )
+    (response,) = [json.loads(line) for line in done.stdout.splitlines() if '"response"' in line]
+    assert response["success"], response
+
+    def count(node: dict) -> int:
+        return sum(count(child) for child in node["children"]) if node["children"] else 1
+
+    assert sum(count(root) for root in response["data"]["tree"]) == 2
