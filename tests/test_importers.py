@@ -253,6 +253,28 @@ def test_import_all_walks_the_store_from_the_environment(
     assert len(list((tmp_path / "out").glob("*.jsonl"))) == 3
 
 
+@pytest.mark.parametrize(
+    "path", sorted((DATA / "public" / "codex").glob("*.jsonl")), ids=lambda p: p.name[:30]
+)
+def test_public_codex_rollouts_keep_every_token(tmp_path: Path, path: Path) -> None:
+    """Real (sanitized) Codex 0.104 rollouts: the imported usage adds up to the last cumulative
+    total, as ccusage counts it; every call pairs with its output."""
+    total = None
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        info = record.get("payload", {}).get("info") if record.get("type") == "event_msg" else None
+        if info:
+            total = info["total_token_usage"]
+    manager = one(path, tmp_path)
+    usage = [m["usage"] for m in messages(manager, "assistant")]
+    assert sum(u["input"] + u["cacheRead"] for u in usage) == total["input_tokens"]
+    assert sum(u["cacheRead"] for u in usage) == total["cached_input_tokens"]
+    assert sum(u["output"] for u in usage) == total["output_tokens"]
+    calls = {b["id"] for m in messages(manager, "assistant") for b in m["content"] if b["type"] == "toolCall"}
+    assert {m["toolCallId"] for m in messages(manager, "toolResult")} <= calls
+    assert {m["model"] for m in messages(manager, "assistant")} == {"gpt-5.3-codex"}
+
+
 # -------------------------------------------------------------------------------- the CLI
 
 
@@ -292,6 +314,7 @@ def test_every_imported_file_opens_in_pi_at_every_leaf(tmp_path: Path) -> None:
         *sorted(CLAUDE.glob("*.jsonl")),
         CLAUDE / "agents" / f"{SID}.jsonl",
         *sorted(CODEX.glob("*.jsonl")),
+        *sorted((DATA / "public" / "codex").glob("*.jsonl")),
     ]
     for source in sources:
         for path in import_session(source, session_dir=tmp_path):
