@@ -12,7 +12,7 @@ from .output import CliError, emit, home_short, note, progress_line
 
 def cmd_import(args: argparse.Namespace) -> int:
     from pisession import SourceFormatError
-    from pisession.importers import ImportResult, find_sources, import_file
+    from pisession.importers import ImportResult, default_root, find_sources, import_file
 
     files: list[Path] = []
     for given in args.paths or [None]:
@@ -20,7 +20,9 @@ def cmd_import(args: argparse.Namespace) -> int:
             raise CliError(f"{given}: no such file or folder")
         files.extend(find_sources(args.source, Path(given).expanduser() if given else None))
     if not files:
-        raise CliError(f"no {args.source} sessions found (give a file or folder)")
+        where = ", ".join(args.paths) if args.paths else str(default_root(args.source))
+        note(f"no {args.source} sessions found under {home_short(where)}: nothing to import")
+        return 0
     show = progress_line(sys.stderr, "pisession: import: {done}/{total} files", after=0.5, every=0.1)
     written = existing = failed = 0
     for number, path in enumerate(files, 1):
