@@ -284,14 +284,14 @@ def test_cli_imports_reports_and_writes_nothing_the_second_time(
     out = tmp_path / "out"
     assert main(["import", "claude", str(CLAUDE), "--session-dir", str(out), "--dry-run"]) == 0
     captured = capsys.readouterr()
-    assert captured.out.count("would write") == 10 and not out.exists()
-    assert "10 session(s) would be written" in captured.err
+    assert captured.out.count("would write") == 12 and not out.exists()
+    assert "12 session(s) would be written" in captured.err
     assert main(["import", "claude", str(CLAUDE), "--session-dir", str(out)]) == 0
     captured = capsys.readouterr()
-    assert captured.out.count("wrote") == 10 and len(list(out.glob("*.jsonl"))) == 10
+    assert captured.out.count("wrote") == 12 and len(list(out.glob("*.jsonl"))) == 12
     assert "torn.jsonl: the last line is cut off" in captured.err
     assert main(["import", "claude", str(CLAUDE), "--session-dir", str(out)]) == 0
-    assert "0 session(s) written, 10 already imported" in capsys.readouterr().err
+    assert "0 session(s) written, 12 already imported" in capsys.readouterr().err
 
 
 def test_cli_foreign_file_is_an_error_without_a_traceback(
@@ -365,3 +365,36 @@ def test_the_real_pi_resumes_an_import_with_the_same_branches(tmp_path: Path, so
         return sum(count(child) for child in node["children"]) if node["children"] else 1
 
     assert sum(count(root) for root in response["data"]["tree"]) == 2
+
+
+def test_a_looping_logical_parent_and_a_compact_summary_root(tmp_path: Path) -> None:
+    manager = one(CLAUDE / "loop.jsonl", tmp_path)
+    assert len(leaves(manager)) == 1
+    compactions = [e for e in manager.get_entries() if e.type == "compaction"]
+    assert [c.summary for c in compactions] == ["Summary: an earlier file.", "Summary: we started."]
+    assert compactions[0].parent_id is None and compactions[1].tokens_before == 900
+    assert context(manager) == [
+        ("compactionSummary", "Summary: we started."),
+        ("user", "kept prompt"),
+        ("assistant", "kept reply"),
+    ]
+
+
+def test_images_redacted_thinking_errors_and_unknown_blocks(tmp_path: Path) -> None:
+    manager = one(CLAUDE / "blocks.jsonl", tmp_path)
+    first = messages(manager, "user")[0]["content"]
+    assert first[1] == {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    reply, error = messages(manager, "assistant")
+    assert reply["content"][0] == {
+        "type": "thinking",
+        "thinking": "",
+        "thinkingSignature": "opaque",
+        "redacted": True,
+    }
+    assert [b["type"] for b in reply["content"]] == ["thinking", "text"]
+    (kept,) = [
+        e for e in manager.get_entries() if e.type == "custom" and e.custom_type == "claude-code.content"
+    ]
+    assert kept.data["type"] == "server_tool_use"
+    assert error["stopReason"] == "error" and error["errorMessage"].startswith("API Error")
+    assert error["model"] == "claude-sonnet-4-5-20250929"  # <synthetic> names no model Pi knows

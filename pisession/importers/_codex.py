@@ -309,6 +309,10 @@ def write_rollout(lines: list[Line], writer: SessionWriter, meta: CodexMeta) -> 
             reasoning = "\n\n".join(
                 part.get("text", "") for part in payload.get("summary") or [] if isinstance(part, dict)
             )
+            if not reasoning:  # open models write the reasoning text itself, no summary
+                reasoning = "\n\n".join(
+                    part.get("text", "") for part in payload.get("content") or [] if isinstance(part, dict)
+                )
             thinking: dict[str, Any] = {"type": "thinking", "thinking": reasoning}
             if payload.get("encrypted_content"):
                 # What Pi's Codex provider keeps to replay the reasoning to the same model.

@@ -253,6 +253,75 @@ write(
     ],
 )
 
+# Newer partial compaction: the preserved segment's logical parent loops back under the
+# boundary (it names a record written after it); the file also starts with a compact summary.
+write(
+    "claude/loop.jsonl",
+    [
+        user("s0", None, 0, "Summary: an earlier file.", isCompactSummary=True),
+        user("u1", "s0", 1, "start"),
+        assistant("a1", "u1", 2, "msg_1", [text("started")], usage(5, 10), stop="end_turn"),
+        rec(
+            "system",
+            "b1",
+            None,
+            3,
+            subtype="compact_boundary",
+            content="Conversation compacted",
+            logicalParentUuid="k1",
+            compactMetadata={"trigger": "auto", "preTokens": 900},
+        ),
+        user("s1", "b1", 4, "Summary: we started.", isCompactSummary=True),
+        user("k1", "s1", 5, "kept prompt"),
+        assistant("a2", "k1", 6, "msg_2", [text("kept reply")], usage(7, 9), req="req_2", stop="end_turn"),
+    ],
+)
+
+# Images, redacted thinking, an API error message and a content block Pi has no type for.
+write(
+    "claude/blocks.jsonl",
+    [
+        user(
+            "u1",
+            None,
+            0,
+            [
+                text("what is in this picture?"),
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+                },
+            ],
+        ),
+        assistant(
+            "a1",
+            "u1",
+            1,
+            "msg_1",
+            [
+                {"type": "redacted_thinking", "data": "opaque"},
+                {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"q": "x"}},
+                text("A cat."),
+            ],
+            usage(50, 4),
+            stop="end_turn",
+        ),
+        user("u2", "a1", 2, "and now?"),
+        assistant(
+            "a2",
+            "u2",
+            3,
+            "msg_2",
+            [text("API Error: 529 overloaded")],
+            usage(0, 0),
+            req="req_2",
+            model="<synthetic>",
+            stop="stop_sequence",
+            isApiErrorMessage=True,
+        ),
+    ],
+)
+
 # A live file cut mid-record.
 write(
     "claude/torn.jsonl",
