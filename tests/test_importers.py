@@ -398,3 +398,19 @@ def test_images_redacted_thinking_errors_and_unknown_blocks(tmp_path: Path) -> N
     assert kept.data["type"] == "server_tool_use"
     assert error["stopReason"] == "error" and error["errorMessage"].startswith("API Error")
     assert error["model"] == "claude-sonnet-4-5-20250929"  # <synthetic> names no model Pi knows
+
+
+def test_import_all_counts_a_resumed_sessions_copied_usage_once(tmp_path: Path) -> None:
+    store = tmp_path / "projects" / "-work-demo"
+    store.mkdir(parents=True)
+    shutil.copy(CLAUDE / "rewind.jsonl", store / "a.jsonl")
+    shutil.copy(CLAUDE / "rewind.jsonl", store / "b.jsonl")  # a resumed copy: same message ids
+    results = import_all("claude", tmp_path / "projects", session_dir=tmp_path / "out")
+    totals = []
+    for result in results:
+        assert not isinstance(result, Exception)
+        manager = SessionManager.open(result.written[0])
+        totals.append(sum(m["usage"]["output"] for m in messages(manager, "assistant")))
+    assert totals == [10 + 11 + 12, 0]
+    alone = one(store / "b.jsonl", tmp_path / "alone")  # one file alone counts everything
+    assert sum(m["usage"]["output"] for m in messages(alone, "assistant")) == 33

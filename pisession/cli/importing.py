@@ -12,42 +12,46 @@ from .output import CliError, emit, home_short, note, progress_line
 
 def cmd_import(args: argparse.Namespace) -> int:
     from pisession import SourceFormatError
-    from pisession.importers import ImportResult, default_root, find_sources, import_file
+    from pisession.importers import default_root, find_sources, import_all
 
-    files: list[Path] = []
+    roots: list[Path | None] = []
     for given in args.paths or [None]:
         if given is not None and not Path(given).expanduser().exists():
             raise CliError(f"{given}: no such file or folder")
-        files.extend(find_sources(args.source, Path(given).expanduser() if given else None))
-    if not files:
+        roots.append(Path(given).expanduser() if given is not None else None)
+    total = sum(len(find_sources(args.source, root)) for root in roots)
+    if not total:
         where = ", ".join(args.paths) if args.paths else str(default_root(args.source))
         note(f"no {args.source} sessions found under {home_short(where)}: nothing to import")
         return 0
     show = progress_line(sys.stderr, "pisession: import: {done}/{total} files", after=0.5, every=0.1)
-    written = existing = failed = 0
-    for number, path in enumerate(files, 1):
-        if show is not None:
-            show(number - 1, len(files))
-        try:
-            result: ImportResult = import_file(
-                path, source=args.source, session_dir=args.session_dir, dry_run=args.dry_run
-            )
-        except SourceFormatError as error:
-            failed += 1
-            note(f"skipped {error}")
-            continue
-        written += len(result.written)
-        existing += len(result.existing)
-        verb = "would write" if args.dry_run else "wrote"
-        for made in result.written:
-            emit(f"{verb} {home_short(str(made))}  (from {home_short(str(path))})")
-        for note_text in result.notes:
-            note(f"{home_short(str(path))}: {note_text}")
+    done = written = existing = failed = 0
+    verb = "would write" if args.dry_run else "wrote"
+    for root in roots:
+
+        def on_file(number: int, count: int, path: Path, before: int = done) -> None:
+            if show is not None:
+                show(before + number - 1, total)
+
+        for result in import_all(
+            args.source, root, session_dir=args.session_dir, dry_run=args.dry_run, on_file=on_file
+        ):
+            done += 1
+            if isinstance(result, SourceFormatError):
+                failed += 1
+                note(f"skipped {result}")
+                continue
+            written += len(result.written)
+            existing += len(result.existing)
+            for made in result.written:
+                emit(f"{verb} {home_short(str(made))}  (from {home_short(str(result.source))})")
+            for note_text in result.notes:
+                note(f"{home_short(str(result.source))}: {note_text}")
     if show is not None:
-        show(len(files), len(files))
-    verb = "would be written" if args.dry_run else "written"
+        show(total, total)
+    outcome = "would be written" if args.dry_run else "written"
     note(
-        f"{len(files)} file(s): {written} session(s) {verb}, {existing} already imported, "
+        f"{total} file(s): {written} session(s) {outcome}, {existing} already imported, "
         f"{failed} skipped (not a {args.source} session)"
     )
     return 1 if failed and not written and not existing else 0

@@ -141,14 +141,19 @@ def import_all(
 ) -> list[ImportResult | SourceFormatError]:
     """Import every session of ``source`` under ``root`` (default ``~/.claude/projects`` or
     ``~/.codex/sessions``, their environment variables honoured). A file that fails gives its
-    error in the list, and the others are still imported."""
+    error in the list, and the others are still imported.
+
+    A Claude API message found in several files (a resumed session starts with a copy of the
+    one it resumes) has its usage counted in the first file only, as ccusage counts it; files
+    are taken in name order."""
     files = find_sources(source, root)
     results: list[ImportResult | SourceFormatError] = []
+    counted: set[tuple[str, str]] = set()
     for number, path in enumerate(files, 1):
         if on_file is not None:
             on_file(number, len(files), path)
         try:
-            results.append(import_file(path, source=source, session_dir=session_dir, dry_run=dry_run))
+            results.append(_import(path, source, session_dir, None, dry_run, counted))
         except SourceFormatError as error:
             results.append(error)
     return results
@@ -164,6 +169,17 @@ def import_file(
 ) -> ImportResult:
     """:func:`import_session` with the full account: what was written, what existed already, and
     what was skipped. ``dry_run`` converts the file in a temporary folder and writes nothing."""
+    return _import(path, source, session_dir, cwd, dry_run, set())
+
+
+def _import(
+    path: str | os.PathLike[str],
+    source: Source | None,
+    session_dir: str | os.PathLike[str] | None,
+    cwd: str | None,
+    dry_run: bool,
+    counted: set[tuple[str, str]],
+) -> ImportResult:
     name = os.path.abspath(os.path.expanduser(os.fspath(path)))
     lines = read_lines(name)
     found = _sniff_lines(name, lines.lines)
@@ -178,7 +194,7 @@ def import_file(
     scratch = tempfile.mkdtemp(prefix="pisession-dry-run-") if dry_run else None
     try:
         if found == "claude":
-            _import_claude(name, lines.lines, result, session_dir, cwd, scratch)
+            _import_claude(name, lines.lines, result, session_dir, cwd, scratch, counted)
         else:
             _import_codex(name, lines.lines, result, session_dir, cwd, scratch)
     finally:
@@ -218,13 +234,18 @@ def _claude_cwd(lines: list[Any]) -> str:
 
 
 def _import_claude(
-    name: str, lines: list[Any], result: ImportResult, session_dir: Any, cwd: str | None, scratch: str | None
+    name: str,
+    lines: list[Any],
+    result: ImportResult,
+    session_dir: Any,
+    cwd: str | None,
+    scratch: str | None,
+    counted: set[tuple[str, str]],
 ) -> None:
     stem = Path(name).stem
     is_agent = Path(name).parent.name == "subagents"
     key_base = f"{Path(name).parent.parent.name}/{stem}" if is_agent else stem
     work = cwd or _claude_cwd(lines)
-    counted: set[tuple[str, str]] = set()
     convs = _claude.conversations(lines, all_sidechain=is_agent)
     if not convs:
         result.notes.append("no conversation records: nothing to import")
