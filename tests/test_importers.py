@@ -3,6 +3,7 @@ issue 32 (hand-made fixtures in tests/data/importers, written by make_fixtures.p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -414,3 +415,38 @@ def test_import_all_counts_a_resumed_sessions_copied_usage_once(tmp_path: Path) 
     assert totals == [10 + 11 + 12, 0]
     alone = one(store / "b.jsonl", tmp_path / "alone")  # one file alone counts everything
     assert sum(m["usage"]["output"] for m in messages(alone, "assistant")) == 33
+
+
+def _field_paths(value: object, prefix: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    found: list[tuple[object, ...]] = []
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else []
+    for key, inner in items:
+        found.append((*prefix, key))
+        found.extend(_field_paths(inner, (*prefix, key)))
+    return found
+
+
+def test_records_of_unexpected_shapes_never_crash(tmp_path: Path) -> None:
+    """Any field of any record replaced by a value of another JSON type: the import succeeds or
+    raises a PisessionError, never anything else (seeded, so a failure repeats)."""
+    import random
+
+    from pisession import PisessionError
+
+    rng = random.Random(32)
+    sources = [*CLAUDE.glob("*.jsonl"), *CODEX.glob("rollout-2026*.jsonl")]
+    values: list[object] = [None, "x", 1, 2.5, True, [], {}, [1, "a", None], {"a": 1}]
+    for number in range(120):
+        source = rng.choice(sorted(sources))
+        records = [json.loads(line) for line in source.read_text().splitlines() if line.endswith("}")]
+        record = rng.choice(records)
+        path = rng.choice(_field_paths(record))
+        holder = record
+        for key in path[:-1]:
+            holder = holder[key]
+        holder[path[-1]] = rng.choice(values)
+        mutated = tmp_path / f"src{number}" / source.name
+        mutated.parent.mkdir()
+        mutated.write_text("".join(json.dumps(r) + "\n" for r in records))
+        with contextlib.suppress(PisessionError):
+            import_file(mutated, session_dir=tmp_path / "out", dry_run=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -336,7 +336,3 @@ def _import_codex(
         stats = _codex.write_rollout(lines, out, meta)
         _finish(out, result, stats, lines[-1].data.get("timestamp"))
     _record(result, written, target)
-
-
-def _iter_results(results: list[ImportResult | SourceFormatError]) -> Iterator[ImportResult]:
-    return (r for r in results if isinstance(r, ImportResult))

@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from ._common import Line, SessionWriter, ms_from_iso, usage_wire
+from ._common import Line, SessionWriter, as_dict, as_list, as_str, ms_from_iso, usage_wire
 
 __all__ = ["ClaudeConversation", "conversations", "looks_like_claude", "write_conversation"]
 
@@ -111,7 +111,7 @@ def _text_of(content: Any) -> str:
         return content
     if isinstance(content, list):
         return "\n".join(
-            block.get("text", "")
+            as_str(block.get("text"))
             for block in content
             if isinstance(block, dict) and block.get("type") == "text"
         )
@@ -121,7 +121,7 @@ def _text_of(content: Any) -> str:
 def _is_prompt(data: Mapping[str, Any]) -> bool:
     if data.get("type") != "user" or data.get("isMeta") or data.get("isCompactSummary"):
         return False
-    content = (data.get("message") or {}).get("content")
+    content = _message(data).get("content")
     if isinstance(content, list) and any(
         isinstance(block, dict) and block.get("type") == "tool_result" for block in content
     ):
@@ -133,7 +133,7 @@ def _is_prompt(data: Mapping[str, Any]) -> bool:
 
 
 def _image(block: Mapping[str, Any]) -> dict[str, Any]:
-    source = block.get("source") or {}
+    source = as_dict(block.get("source"))
     if source.get("type") == "base64":
         return {
             "type": "image",
@@ -150,7 +150,7 @@ def _result_content(content: Any) -> list[dict[str, Any]]:
     if isinstance(content, list):
         for block in content:
             if isinstance(block, dict) and block.get("type") == "text":
-                blocks.append({"type": "text", "text": block.get("text", "")})
+                blocks.append({"type": "text", "text": as_str(block.get("text"))})
             elif isinstance(block, dict) and block.get("type") == "image":
                 blocks.append(_image(block))
             else:
@@ -300,7 +300,7 @@ class _Converter:
         if kind == "system" and _subtype(data) == "compact_boundary":
             return [self._compaction(i, ms)]
         if kind == "user" and data.get("isCompactSummary"):
-            text = _text_of((data.get("message") or {}).get("content"))
+            text = _text_of(_message(data).get("content"))
             return [
                 self.writer.at(ms).manager.append_compaction(
                     text or "(compacted)", None, 0, {"source": "claude-code", "uuid": data.get("uuid")}
@@ -309,7 +309,7 @@ class _Converter:
         if kind == "user":
             return self._user(data, ms)
         if kind == "assistant":
-            message_id = (data.get("message") or {}).get("id")
+            message_id = _message(data).get("id")
             if isinstance(message_id, str):
                 if message_id in merged:
                     return []
@@ -319,7 +319,7 @@ class _Converter:
                     for j in segment
                     if j >= i
                     and self.records[j].data.get("type") == "assistant"
-                    and (self.records[j].data.get("message") or {}).get("id") == message_id
+                    and _message(self.records[j].data).get("id") == message_id
                 ]
             else:
                 pieces = [data]
@@ -335,7 +335,7 @@ class _Converter:
         for j in range(i + 1, len(self.records)):
             other = self.records[j].data
             if other.get("isCompactSummary") and other.get("parentUuid") == data.get("uuid"):
-                summary = _text_of((other.get("message") or {}).get("content"))
+                summary = _text_of(_message(other).get("content"))
                 break
         meta = data.get("compactMetadata") or {}
         tokens = meta.get("preTokens") if isinstance(meta, dict) else None
@@ -348,7 +348,7 @@ class _Converter:
         )
 
     def _user(self, data: Mapping[str, Any], ms: int) -> list[str]:
-        content = (data.get("message") or {}).get("content")
+        content = _message(data).get("content")
         ids: list[str] = []
         if isinstance(content, str):
             return [self.writer.message({"role": "user", "content": content, "timestamp": ms}, ms)]
@@ -378,7 +378,7 @@ class _Converter:
                     result["details"] = data.get("toolUseResult")
                 ids.append(self.writer.message(result, ms))
             elif block.get("type") == "text":
-                rest.append({"type": "text", "text": block.get("text", "")})
+                rest.append({"type": "text", "text": as_str(block.get("text"))})
             elif block.get("type") == "image":
                 rest.append(_image(block))
             else:
@@ -391,12 +391,12 @@ class _Converter:
         blocks: list[dict[str, Any]] = []
         unmapped: list[Any] = []
         for piece in pieces:
-            for block in (piece.get("message") or {}).get("content") or []:
+            for block in as_list(_message(piece).get("content")):
                 if not isinstance(block, dict):
                     continue
                 kind = block.get("type")
                 if kind == "text":
-                    blocks.append({"type": "text", "text": block.get("text", "")})
+                    blocks.append({"type": "text", "text": as_str(block.get("text"))})
                 elif kind == "thinking":
                     thinking: dict[str, Any] = {"type": "thinking", "thinking": block.get("thinking", "")}
                     if block.get("signature"):
@@ -425,24 +425,20 @@ class _Converter:
                 else:
                     unmapped.append(block)
         last = pieces[-1]
-        message = last.get("message") or {}
+        message = _message(last)
         model = message.get("model")
         if isinstance(model, str) and model and model != "<synthetic>":
             self.model = model
-        best = max(pieces, key=lambda p: _usage_counts((p.get("message") or {}).get("usage") or {})["output"])
-        best_message = best.get("message") or {}
+        best = max(pieces, key=lambda p: _usage_counts(as_dict(_message(p).get("usage")))["output"])
+        best_message = _message(best)
         key = (best_message.get("id"), best.get("requestId"))
-        counts = _usage_counts(best_message.get("usage") or {})
+        counts = _usage_counts(as_dict(best_message.get("usage")))
         if isinstance(key[0], str) and isinstance(key[1], str):
             if key in self.counted:
                 counts = {name: 0 for name in counts}
             self.counted.add((key[0], key[1]))
         stop = next(
-            (
-                p.get("message", {}).get("stop_reason")
-                for p in reversed(pieces)
-                if (p.get("message") or {}).get("stop_reason")
-            ),
+            (_message(p).get("stop_reason") for p in reversed(pieces) if _message(p).get("stop_reason")),
             None,
         )
         if any(block["type"] == "toolCall" for block in blocks):
@@ -476,6 +472,10 @@ class _Converter:
         for block in unmapped:
             ids.append(self.writer.custom("claude-code.content", block, ms))
         return ids
+
+
+def _message(data: Mapping[str, Any]) -> dict[str, Any]:
+    return as_dict(data.get("message"))
 
 
 def _subtype(data: Mapping[str, Any]) -> str | None:

@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ._common import Line, SessionWriter, ms_from_iso, usage_wire
+from ._common import Line, SessionWriter, as_list, as_str, ms_from_iso, usage_wire
 
 __all__ = ["CodexMeta", "looks_like_codex", "meta_of", "write_rollout"]
 
@@ -86,7 +86,7 @@ def _texts(content: Any) -> list[dict[str, Any]]:
         if not isinstance(part, dict):
             continue
         if part.get("type") in ("input_text", "output_text", "text"):
-            blocks.append({"type": "text", "text": part.get("text", "")})
+            blocks.append({"type": "text", "text": as_str(part.get("text"))})
         elif part.get("type") == "input_image":
             url = part.get("image_url", "")
             if isinstance(url, str) and url.startswith("data:") and ";base64," in url:
@@ -98,7 +98,7 @@ def _texts(content: Any) -> list[dict[str, Any]]:
 
 
 def _plain(blocks: list[dict[str, Any]]) -> str:
-    return "\n".join(block.get("text", "") for block in blocks if block["type"] == "text").strip()
+    return "\n".join(as_str(block.get("text")) for block in blocks if block["type"] == "text").strip()
 
 
 def _arguments(text: Any) -> dict[str, Any]:
@@ -280,7 +280,7 @@ def write_rollout(lines: list[Line], writer: SessionWriter, meta: CodexMeta) -> 
                     item_prompts[key] -= 1
                 elif text:
                     blocks = [{"type": "text", "text": text}]
-                    for url in payload.get("images") or []:
+                    for url in as_list(payload.get("images")):
                         blocks.extend(_texts([{"type": "input_image", "image_url": url}]))
                     rollout.user(blocks, ms)
             elif item not in _ECHOES:
@@ -307,11 +307,13 @@ def write_rollout(lines: list[Line], writer: SessionWriter, meta: CodexMeta) -> 
                 writer.custom(f"codex.{role}", payload, ms)
         elif item == "reasoning":
             reasoning = "\n\n".join(
-                part.get("text", "") for part in payload.get("summary") or [] if isinstance(part, dict)
+                as_str(part.get("text")) for part in as_list(payload.get("summary")) if isinstance(part, dict)
             )
             if not reasoning:  # open models write the reasoning text itself, no summary
                 reasoning = "\n\n".join(
-                    part.get("text", "") for part in payload.get("content") or [] if isinstance(part, dict)
+                    as_str(part.get("text"))
+                    for part in as_list(payload.get("content"))
+                    if isinstance(part, dict)
                 )
             thinking: dict[str, Any] = {"type": "thinking", "thinking": reasoning}
             if payload.get("encrypted_content"):

@@ -17,7 +17,6 @@ from typing import Any
 import attrs
 
 from .._errors import SourceFormatError
-from .._ids import iso_from_ms
 from .._manager import SessionManager
 from .._paths import default_session_dir_path, normalize_path
 from ._pricing import usage_cost
@@ -26,12 +25,16 @@ __all__ = [
     "Line",
     "SessionWriter",
     "SourceLines",
+    "as_dict",
+    "as_list",
+    "as_str",
     "find_imported",
     "ms_from_iso",
     "read_lines",
     "session_id_for",
     "target_folder",
     "usage_wire",
+    "writing",
 ]
 
 # The namespace of the stable session ids: uuid5(namespace, "<source>:<key>"), so importing one
@@ -246,5 +249,17 @@ def writing(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def iso(ms: int) -> str:
-    return iso_from_ms(ms)
+def as_dict(value: object) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else empty: a record of an unexpected shape is
+    read as far as it goes, never a crash."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def as_str(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    return "" if value is None else json.dumps(value, ensure_ascii=False)
