@@ -279,8 +279,15 @@ class _Converter:
             self.writer.move_to(attach)
             written: list[tuple[int, str]] = []
             merged: set[str] = set()
+            # The records of each API message in this segment (Claude writes one per block).
+            pieces: dict[str, list[Mapping[str, Any]]] = {}
             for i in members[start]:
-                for entry_id in self._emit(i, members[start], merged):
+                data = self.records[i].data
+                message_id = _message(data).get("id")
+                if data.get("type") == "assistant" and isinstance(message_id, str):
+                    pieces.setdefault(message_id, []).append(data)
+            for i in members[start]:
+                for entry_id in self._emit(i, pieces, merged):
                     written.append((i, entry_id))
             kids = sorted(children.get(start, ()), key=lambda s: (s in active, s))
             for child in reversed(kids):
@@ -291,7 +298,7 @@ class _Converter:
                 stack.append((child, hang))
 
     # ------------------------------------------------------------------ records to entries
-    def _emit(self, i: int, segment: list[int], merged: set[str]) -> list[str]:
+    def _emit(self, i: int, pieces: Mapping[str, list[Mapping[str, Any]]], merged: set[str]) -> list[str]:
         data = self.records[i].data
         kind = data.get("type")
         ms = ms_from_iso(data.get("timestamp"))
@@ -314,16 +321,8 @@ class _Converter:
                 if message_id in merged:
                     return []
                 merged.add(message_id)
-                pieces = [
-                    self.records[j].data
-                    for j in segment
-                    if j >= i
-                    and self.records[j].data.get("type") == "assistant"
-                    and _message(self.records[j].data).get("id") == message_id
-                ]
-            else:
-                pieces = [data]
-            return self._assistant(pieces, ms)
+                return self._assistant(pieces[message_id], ms)
+            return self._assistant([data], ms)
         if kind == "system":
             return [self.writer.custom("claude-code.system", data, ms)]
         self.stats.skip(str(kind))
