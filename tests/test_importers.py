@@ -450,3 +450,28 @@ def test_records_of_unexpected_shapes_never_crash(tmp_path: Path) -> None:
         mutated.write_text("".join(json.dumps(r) + "\n" for r in records))
         with contextlib.suppress(PisessionError):
             import_file(mutated, session_dir=tmp_path / "out", dry_run=True)
+
+
+def test_sessions_go_to_pis_folder_for_the_sources_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
+    (path,) = import_session(CLAUDE / "rewind.jsonl")
+    assert path.parent == tmp_path / "agent" / "sessions" / "--work-demo--"
+    monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", str(tmp_path / "env"))
+    (path,) = import_session(ROLLOUT, cwd=str(tmp_path))
+    assert path.parent == tmp_path / "env"
+    assert SessionManager.open(path).get_cwd() == str(tmp_path)
+
+
+def test_a_failed_import_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pisession.importers import _claude
+
+    def broken(*args: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(_claude, "write_conversation", broken)
+    with pytest.raises(OSError, match="disk full"):
+        import_session(CLAUDE / "rewind.jsonl", session_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()

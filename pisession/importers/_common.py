@@ -4,6 +4,7 @@ folder inside the target folder, renamed into place only when complete)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from .._errors import SourceFormatError
+from .._errors import SessionExistsError, SourceFormatError
 from .._manager import SessionManager
 from .._paths import default_session_dir_path, normalize_path
 from ._pricing import usage_cost
@@ -228,6 +229,7 @@ def writing(
     ``folder`` and moved into ``folder`` when the block ends without an error (``on_done`` gets
     the final path; a session with no user or assistant message is not written at all). An
     error leaves nothing behind."""
+    created = not os.path.isdir(folder)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     scratch = tempfile.mkdtemp(prefix=".pisession-import-", dir=folder)
     try:
@@ -241,12 +243,23 @@ def writing(
             written = manager.get_session_file()
             if written and os.path.exists(written):
                 final = os.path.join(folder, os.path.basename(written))
-                if os.path.exists(final):
-                    raise FileExistsError(final)
-                os.replace(written, final)
+                try:
+                    # A link never replaces: two imports of one source at once make one file.
+                    os.link(written, final)
+                except FileExistsError:
+                    raise SessionExistsError(f"{final}: already exists (imported meanwhile?)") from None
+                except OSError:  # a file system without hard links
+                    if os.path.exists(final):
+                        raise SessionExistsError(f"{final}: already exists (imported meanwhile?)") from None
+                    os.replace(written, final)
                 on_done(final)
-    finally:
+    except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
+        if created:
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)  # only if still empty: nothing is left of a failed import
+        raise
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def as_dict(value: object) -> dict[str, Any]:
