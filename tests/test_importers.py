@@ -97,6 +97,8 @@ def test_split_api_message_counts_usage_once_with_the_most_output(tmp_path: Path
 def test_rewound_prompt_is_a_branch_and_the_newest_is_active(tmp_path: Path) -> None:
     manager = one(CLAUDE / "rewind.jsonl", tmp_path)
     assert len(leaves(manager)) == 2
+    # Claude Code 1.0.x recorded the dollars: without a price table, that is the cost.
+    assert messages(manager, "assistant")[0]["usage"]["cost"]["total"] == 0.0125
     assert [text for _, text in context(manager)] == [
         "write a haiku",
         "Old pond...",

@@ -432,9 +432,12 @@ class _Converter:
         best_message = _message(best)
         key = (best_message.get("id"), best.get("requestId"))
         counts = _usage_counts(as_dict(best_message.get("usage")))
+        cost = best.get("costUSD")
+        recorded = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
         if isinstance(key[0], str) and isinstance(key[1], str):
             if key in self.counted:
                 counts = {name: 0 for name in counts}
+                recorded = None
             self.counted.add((key[0], key[1]))
         stop = next(
             (_message(p).get("stop_reason") for p in reversed(pieces) if _message(p).get("stop_reason")),
@@ -458,6 +461,7 @@ class _Converter:
                 cache_read=counts["cache_read"],
                 cache_write=counts["cache_write"],
                 cache_write_1h=counts["cache_write_1h"] or None,
+                recorded_cost=recorded,
             ),
             "stopReason": reason,
             "timestamp": ms,

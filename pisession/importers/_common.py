@@ -141,15 +141,21 @@ def usage_wire(
     cache_write: int = 0,
     cache_write_1h: int | None = None,
     reasoning: int | None = None,
+    recorded_cost: float | None = None,
 ) -> dict[str, Any]:
-    """Pi's ``usage`` object; the cost comes from a price table when one knows the model."""
+    """Pi's ``usage`` object; the cost comes from a price table when one knows the model, else
+    from the dollars the source recorded (old Claude Code's ``costUSD``, as ccusage takes it),
+    else zero."""
+    cost = usage_cost(provider, model, input, output, cache_read, cache_write)
+    if not cost["total"] and recorded_cost:
+        cost = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": recorded_cost}
     usage: dict[str, Any] = {
         "input": input,
         "output": output,
         "cacheRead": cache_read,
         "cacheWrite": cache_write,
         "totalTokens": input + output + cache_read + cache_write,
-        "cost": usage_cost(provider, model, input, output, cache_read, cache_write),
+        "cost": cost,
     }
     if cache_write_1h:
         usage["cacheWrite1h"] = cache_write_1h
