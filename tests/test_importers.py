@@ -80,6 +80,12 @@ def test_sibling_tool_call_forks_are_not_branches(tmp_path: Path) -> None:
     results = [m["toolCallId"] for m in messages(manager, "toolResult")]
     assert calls == ["t1", "t2"] and results == ["t1", "t2"]
     assert manager.get_session_name() == "Listing files"
+    (attachment,) = [
+        e for e in manager.get_entries() if e.type == "custom" and e.custom_type == "claude-code.attachment"
+    ]
+    assert attachment.data["attachment"]["type"] == "todo_reminder"
+    notes = import_file(CLAUDE / "forks.jsonl", session_dir=tmp_path).notes
+    assert "records outside the conversation tree, not copied: 1 file-history-snapshot" in notes
 
 
 def test_split_api_message_counts_usage_once_with_the_most_output(tmp_path: Path) -> None:

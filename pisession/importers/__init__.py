@@ -250,6 +250,14 @@ def _import_claude(
     if not convs:
         result.notes.append("no conversation records: nothing to import")
         return
+    unplaced: dict[str, int] = {}
+    for line in lines:
+        kind = line.data.get("type")
+        if not isinstance(line.data.get("uuid"), str) and kind not in ("summary", "custom-title"):
+            unplaced[str(kind)] = unplaced.get(str(kind), 0) + 1
+    if unplaced:
+        listed = ", ".join(f"{count} {kind}" for kind, count in sorted(unplaced.items()))
+        result.notes.append(f"records outside the conversation tree, not copied: {listed}")
     sub_files = [] if is_agent else sorted((Path(name).parent / stem / "subagents").glob("agent-*.jsonl"))
     main_path: str | None = None
     for conv in convs:

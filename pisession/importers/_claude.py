@@ -323,8 +323,9 @@ class _Converter:
                 merged.add(message_id)
                 return self._assistant(pieces[message_id], ms)
             return self._assistant([data], ms)
-        if kind == "system":
-            return [self.writer.custom("claude-code.system", data, ms)]
+        if kind in ("system", "attachment"):
+            # Outside Pi's context: Claude's notes, command output, hook and file attachments.
+            return [self.writer.custom(f"claude-code.{kind}", data, ms)]
         self.stats.skip(str(kind))
         return []
 

@@ -105,6 +105,7 @@ write(
     "claude/forks.jsonl",
     [
         {"type": "summary", "summary": "Listing files", "leafUuid": "a5"},
+        {"type": "file-history-snapshot", "messageId": "u1", "snapshot": {"trackedFileBackups": {}}},
         user("u1", None, 0, "list the files and the date"),
         assistant(
             "a1",
@@ -132,6 +133,7 @@ write(
             stop="end_turn",
         ),
         user("c1", "a4", 8, "<command-name>/doctor</command-name>"),
+        rec("attachment", "at1", "a4", 8, attachment={"type": "todo_reminder", "content": []}),
         user("u2", "a4", 9, "thanks"),
         assistant(
             "a5", "u2", 10, "msg_3", [text("You are welcome.")], usage(3, 5), req="req_3", stop="end_turn"
