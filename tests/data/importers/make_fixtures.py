@@ -146,7 +146,9 @@ write(
     "claude/rewind.jsonl",
     [
         user("u1", None, 0, "write a haiku"),
-        assistant("a1", "u1", 1, "msg_1", [text("Old pond...")], usage(5, 10), stop="end_turn", costUSD=0.0125),
+        assistant(
+            "a1", "u1", 1, "msg_1", [text("Old pond...")], usage(5, 10), stop="end_turn", costUSD=0.0125
+        ),
         user("u2", "a1", 2, "make it about cats"),
         assistant(
             "a2", "u2", 3, "msg_2", [text("Cat on the mat...")], usage(6, 11), req="req_2", stop="end_turn"
