@@ -30,6 +30,7 @@ __all__ = [
     "ModelRequestError",
     "SettingsError",
     "UsageQueryError",
+    "SourceFormatError",
 ]
 
 
@@ -201,6 +202,11 @@ class SettingsError(PisessionError, ValueError):
 class UsageQueryError(PisessionError, ValueError):
     """A usage report was asked for with a bad argument: an unknown grouping, a date that is not
     ``YYYY-MM-DD``, a time zone that is not a known IANA name (or no time zone data installed)."""
+
+
+class SourceFormatError(PisessionError, ValueError):
+    """A file given to ``pisession.importers`` is not a Claude Code or Codex CLI session (a Pi
+    session, other JSON, a file with no readable record): nothing was written."""
 
 
 class LineTooLongWarning(UserWarning):

@@ -132,6 +132,7 @@ COMMANDS = [
     "extract",
     "migrate",
     "export",
+    "import",
     "usage",
 ]
 

@@ -388,13 +388,14 @@ def _argv(command: str, tmp_path: Path, session: str, entry: str) -> list[str]:
         "usage": ["usage"],
         "dataset": ["dataset", str(tmp_path / "out")],
         "models": ["models", "claude"],
+        "import": ["import", "codex", str(CODEX_ROLLOUT)],
     }[command]
 
 
 EVERY_COMMAND = [
     "demo", "ls", "tree", "context", "tail", "search", "stats", "validate", "name", "label", "edit",
     "fork", "extract", "migrate", "branch", "compact", "export", "settings", "usage", "dataset",
-    "models",
+    "models", "import",
 ]  # fmt: skip
 
 
@@ -404,6 +405,10 @@ def test_every_command_is_tested() -> None:
     assert sorted(EVERY_COMMAND) == sorted(COMMANDS)
 
 
+CODEX_ROLLOUT = (
+    Path(__file__).parent
+    / "data/importers/codex/rollout-2026-03-01T10-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl"
+)
 CHILD_PATH = {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
 
 

@@ -22,6 +22,7 @@ put into a message.
 from __future__ import annotations
 
 from .._errors import CredentialsError, ModelError
+from ._cost import calculate_cost
 from ._credentials import Credentials, config_value_env_names, has_configured_auth, resolve_credentials
 from ._listing import filter_models, format_model_table, fuzzy_match
 from ._registry import THINKING_LEVELS, Model, ModelRegistry, builtin_env_vars
@@ -33,6 +34,7 @@ __all__ = [
     "ModelChoice",
     "choose_model",
     "available_models",
+    "calculate_cost",
     "Credentials",
     "resolve_credentials",
     "has_configured_auth",

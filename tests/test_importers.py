@@ -1,0 +1,485 @@
+"""pisession.importers: Claude Code and Codex CLI sessions into Pi, one test per pitfall of
+issue 32 (hand-made fixtures in tests/data/importers, written by make_fixtures.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pisession import SessionManager, SourceFormatError, to_wire
+from pisession.cli.main import main
+from pisession.importers import find_sources, import_all, import_file, import_session, sniff
+from tests.conftest import ORACLE, needs_oracle
+
+DATA = Path(__file__).parent / "data" / "importers"
+CLAUDE = DATA / "claude"
+CODEX = DATA / "codex"
+ROLLOUT = CODEX / "rollout-2026-03-01T10-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl"
+SID = "11111111-2222-4333-8444-555555555555"
+
+
+def one(path: Path, tmp_path: Path) -> SessionManager:
+    paths = import_session(path, session_dir=tmp_path)
+    assert paths and paths[0].parent == tmp_path
+    return SessionManager.open(paths[0])
+
+
+def leaves(manager: SessionManager) -> list[str]:
+    entries = manager.get_entries()
+    parents = {e.parent_id for e in entries}
+    return [e.id for e in entries if e.id not in parents]
+
+
+def context(manager: SessionManager) -> list[tuple[str, str]]:
+    out = []
+    for message in manager.build_session_context().messages:
+        wire = to_wire(message)
+        content = wire.get("content") if isinstance(wire, dict) else None
+        if isinstance(content, list):
+            text = " ".join(b.get("text", b.get("name", "")) for b in content if isinstance(b, dict))
+        else:
+            text = str(content if content is not None else wire.get("summary", ""))
+        out.append((wire["role"], text))
+    return out
+
+
+def messages(manager: SessionManager, role: str) -> list[dict]:
+    found = []
+    for entry in manager.get_entries():
+        if entry.type == "message":
+            wire = to_wire(entry.message)
+            if wire["role"] == role:
+                found.append(wire)
+    return found
+
+
+# ---------------------------------------------------------------------------------- claude
+
+
+def test_sibling_tool_call_forks_are_not_branches(tmp_path: Path) -> None:
+    manager = one(CLAUDE / "forks.jsonl", tmp_path)
+    assert len(leaves(manager)) == 1
+    roles = [role for role, _ in context(manager)]
+    assert roles == [
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "assistant",
+        "user",
+        "user",
+        "assistant",
+    ]
+    calls = [b["id"] for m in messages(manager, "assistant") for b in m["content"] if b["type"] == "toolCall"]
+    results = [m["toolCallId"] for m in messages(manager, "toolResult")]
+    assert calls == ["t1", "t2"] and results == ["t1", "t2"]
+    assert manager.get_session_name() == "Listing files"
+    (attachment,) = [
+        e for e in manager.get_entries() if e.type == "custom" and e.custom_type == "claude-code.attachment"
+    ]
+    assert attachment.data["attachment"]["type"] == "todo_reminder"
+    notes = import_file(CLAUDE / "forks.jsonl", session_dir=tmp_path).notes
+    assert "records outside the conversation tree, not copied: 1 file-history-snapshot" in notes
+
+
+def test_split_api_message_counts_usage_once_with_the_most_output(tmp_path: Path) -> None:
+    manager = one(CLAUDE / "forks.jsonl", tmp_path)
+    first = messages(manager, "assistant")[0]
+    assert [b["type"] for b in first["content"]] == ["thinking", "toolCall", "toolCall"]
+    assert first["usage"]["output"] == 322 and first["usage"]["cacheWrite"] == 50
+    assert first["content"][0]["thinkingSignature"] == "sig1"
+    assert first["provider"] == "anthropic" and first["api"] == "anthropic-messages"
+    assert first["model"] == "claude-sonnet-4-5-20250929" and first["stopReason"] == "toolUse"
+    total = sum(m["usage"]["output"] for m in messages(manager, "assistant"))
+    assert total == 322 + 12 + 5
+
+
+def test_rewound_prompt_is_a_branch_and_the_newest_is_active(tmp_path: Path) -> None:
+    manager = one(CLAUDE / "rewind.jsonl", tmp_path)
+    assert len(leaves(manager)) == 2
+    # Claude Code 1.0.x recorded the dollars: without a price table, that is the cost.
+    assert messages(manager, "assistant")[0]["usage"]["cost"]["total"] == 0.0125
+    assert [text for _, text in context(manager)] == [
+        "write a haiku",
+        "Old pond...",
+        "make it about dogs",
+        "Dog in the sun...",
+    ]
+
+
+def test_compact_boundary_with_a_missing_logical_parent(tmp_path: Path) -> None:
+    manager = one(CLAUDE / "compact.jsonl", tmp_path)
+    assert len(leaves(manager)) == 1
+    (compaction,) = [e for e in manager.get_entries() if e.type == "compaction"]
+    assert compaction.summary.startswith("This session is being continued")
+    assert compaction.tokens_before == 12345 and compaction.first_kept_entry_id == compaction.id
+    assert compaction.parent_id is not None  # hangs from the story before it, not a second root
+    assert [role for role, _ in context(manager)] == ["compactionSummary", "user", "assistant"]
+
+
+def test_old_compaction_as_a_second_root_and_a_missing_hook_parent(tmp_path: Path) -> None:
+    manager = one(CLAUDE / "old-compact.jsonl", tmp_path)
+    assert len(leaves(manager)) == 1
+    assert [e.parent_id for e in manager.get_entries()].count(None) == 1
+    assert [e.type for e in manager.get_entries()].count("compaction") == 1
+    assert [role for role, _ in context(manager)] == ["compactionSummary", "user", "assistant"]
+    (system,) = [
+        e for e in manager.get_entries() if e.type == "custom" and e.custom_type == "claude-code.system"
+    ]
+    assert system.data["content"] == "hook ran"
+
+
+def test_a_file_starting_mid_story_has_no_unpaired_tool_result(tmp_path: Path) -> None:
+    manager = one(CLAUDE / "midstory.jsonl", tmp_path)
+    assert messages(manager, "toolResult") == []
+    orphans = [
+        e
+        for e in manager.get_entries()
+        if e.type == "custom" and e.custom_type == "claude-code.orphan-tool-result"
+    ]
+    assert len(orphans) == 1
+    assert [role for role, _ in context(manager)] == ["user", "assistant"]
+
+
+def test_sidechains_become_sessions_linked_by_parent_session(tmp_path: Path) -> None:
+    paths = import_session(CLAUDE / "sidechain.jsonl", session_dir=tmp_path)
+    assert len(paths) == 2
+    sub = SessionManager.open(paths[1])
+    assert sub.get_header().parent_session == str(paths[0])
+    assert messages(sub, "assistant")[0]["usage"]["input"] == 1000
+    main = SessionManager.open(paths[0])
+    assert context(main)[0] == ("user", "research this")
+    assert all(m["usage"]["input"] != 1000 for m in messages(main, "assistant"))
+
+
+def test_sub_agent_files_come_with_their_session(tmp_path: Path) -> None:
+    paths = import_session(CLAUDE / "agents" / f"{SID}.jsonl", session_dir=tmp_path)
+    assert len(paths) == 2
+    sub = SessionManager.open(paths[1])
+    assert sub.get_header().parent_session == str(paths[0])
+    assert messages(sub, "assistant")[0]["usage"]["output"] == 700
+    assert find_sources("claude", CLAUDE / "agents") == [CLAUDE / "agents" / f"{SID}.jsonl"]
+
+
+def test_torn_last_line_imports_what_is_readable_and_says_so(tmp_path: Path) -> None:
+    for path in (CLAUDE / "torn.jsonl", CODEX / "rollout-torn.jsonl"):
+        result = import_file(path, session_dir=tmp_path)
+        assert len(result.written) == 1
+        assert any("cut off" in note for note in result.notes)
+        assert [role for role, _ in context(SessionManager.open(result.written[0]))] == ["user", "assistant"]
+
+
+def test_a_second_import_writes_nothing(tmp_path: Path) -> None:
+    for path in (CLAUDE / "sidechain.jsonl", ROLLOUT):
+        first = import_file(path, session_dir=tmp_path)
+        before = {p: p.read_bytes() for p in tmp_path.iterdir()}
+        second = import_file(path, session_dir=tmp_path)
+        assert second.written == [] and second.existing == first.written
+        assert {p: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_foreign_files_are_clear_errors_that_write_nothing(tmp_path: Path) -> None:
+    pi = tmp_path / "src" / "pi.jsonl"
+    pi.parent.mkdir()
+    pi.write_text(
+        '{"type":"session","version":3,"id":"x","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}\n'
+    )
+    target = tmp_path / "out"
+    for path in (pi, DATA / "foreign.json"):
+        with pytest.raises(SourceFormatError):
+            import_session(path, session_dir=target)
+    with pytest.raises(SourceFormatError, match="not codex"):
+        import_session(CLAUDE / "rewind.jsonl", source="codex", session_dir=target)
+    assert not target.exists()
+
+
+def test_the_source_is_never_modified_and_dry_run_writes_nothing(tmp_path: Path) -> None:
+    copy = tmp_path / "torn.jsonl"
+    shutil.copy(CLAUDE / "torn.jsonl", copy)
+    before = copy.read_bytes()
+    result = import_file(copy, session_dir=tmp_path / "out", dry_run=True)
+    assert len(result.written) == 1 and not (tmp_path / "out").exists()
+    import_file(copy, session_dir=tmp_path / "out")
+    assert copy.read_bytes() == before
+
+
+# ----------------------------------------------------------------------------------- codex
+
+
+def test_codex_usage_deltas_and_cached_input(tmp_path: Path) -> None:
+    manager = one(ROLLOUT, tmp_path)
+    assistant = messages(manager, "assistant")
+    usage = [m["usage"] for m in assistant]
+    # Totals end at 4000 input (2600 cached) and 170 output; a repeated total adds nothing.
+    assert sum(u["input"] for u in usage) == 4000 - 2600
+    assert sum(u["cacheRead"] for u in usage) == 2600
+    assert sum(u["output"] for u in usage) == 170
+    assert usage[0] == {**usage[0], "input": 200, "cacheRead": 800, "output": 50, "reasoning": 20}
+    assert assistant[0]["provider"] == "openai-codex" and assistant[0]["model"] == "gpt-5-codex"
+
+
+def test_codex_prompt_as_event_and_item_is_taken_once(tmp_path: Path) -> None:
+    manager = one(ROLLOUT, tmp_path)
+    prompts = [m["content"] for m in messages(manager, "user")]
+    assert prompts == ["fix the test", "fix it without running tests", "thanks"]
+    (call,) = [b for m in messages(manager, "assistant") for b in m["content"] if b["type"] == "toolCall"]
+    assert call["arguments"] == {"command": ["pytest", "-q"]}
+    assert messages(manager, "toolResult")[0]["toolCallId"] == "call_1"
+
+
+def test_codex_rollback_is_a_branch_and_empty_compacted_message(tmp_path: Path) -> None:
+    manager = one(ROLLOUT, tmp_path)
+    assert len(leaves(manager)) == 2
+    (compaction,) = [e for e in manager.get_entries() if e.type == "compaction"]
+    assert compaction.summary == "Summary: the test was fixed by reading the code."
+    assert context(manager) == [
+        ("compactionSummary", "Summary: the test was fixed by reading the code."),
+        ("user", "thanks"),
+        ("assistant", "Welcome."),
+    ]
+
+
+def test_codex_flat_old_layout(tmp_path: Path) -> None:
+    assert sniff(CODEX / "rollout-2025-05-01-flat.jsonl") == "codex"
+    manager = one(CODEX / "rollout-2025-05-01-flat.jsonl", tmp_path)
+    assert context(manager) == [("user", "hello codex"), ("assistant", "hello")]
+
+
+def test_import_all_walks_the_store_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "codex-home"
+    shutil.copytree(CODEX, home / "sessions" / "2026" / "03" / "01")
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    results = import_all("codex", session_dir=tmp_path / "out")
+    assert len(results) == 3 and all(not isinstance(r, Exception) for r in results)
+    assert len(list((tmp_path / "out").glob("*.jsonl"))) == 3
+
+
+@pytest.mark.parametrize(
+    "path", sorted((DATA / "public" / "codex").glob("*.jsonl")), ids=lambda p: p.name[:30]
+)
+def test_public_codex_rollouts_keep_every_token(tmp_path: Path, path: Path) -> None:
+    """Real (sanitized) Codex 0.104 rollouts: the imported usage adds up to the last cumulative
+    total, as ccusage counts it; every call pairs with its output."""
+    total = None
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        info = record.get("payload", {}).get("info") if record.get("type") == "event_msg" else None
+        if info:
+            total = info["total_token_usage"]
+    manager = one(path, tmp_path)
+    usage = [m["usage"] for m in messages(manager, "assistant")]
+    assert sum(u["input"] + u["cacheRead"] for u in usage) == total["input_tokens"]
+    assert sum(u["cacheRead"] for u in usage) == total["cached_input_tokens"]
+    assert sum(u["output"] for u in usage) == total["output_tokens"]
+    calls = {b["id"] for m in messages(manager, "assistant") for b in m["content"] if b["type"] == "toolCall"}
+    assert {m["toolCallId"] for m in messages(manager, "toolResult")} <= calls
+    assert {m["model"] for m in messages(manager, "assistant")} == {"gpt-5.3-codex"}
+
+
+# -------------------------------------------------------------------------------- the CLI
+
+
+def test_cli_imports_reports_and_writes_nothing_the_second_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert main(["import", "claude", str(CLAUDE), "--session-dir", str(out), "--dry-run"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("would write") == 12 and not out.exists()
+    assert "12 session(s) would be written" in captured.err
+    assert main(["import", "claude", str(CLAUDE), "--session-dir", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("wrote") == 12 and len(list(out.glob("*.jsonl"))) == 12
+    assert "torn.jsonl: the last line is cut off" in captured.err
+    assert main(["import", "claude", str(CLAUDE), "--session-dir", str(out)]) == 0
+    assert "0 session(s) written, 12 already imported" in capsys.readouterr().err
+
+
+def test_cli_foreign_file_is_an_error_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["import", "codex", str(DATA / "foreign.json"), "--session-dir", str(tmp_path / "o")]) == 1
+    captured = capsys.readouterr()
+    assert "not a Claude Code or Codex CLI session" in captured.err and "Traceback" not in captured.err
+    assert main(["import", "codex", str(tmp_path / "missing.jsonl")]) == 1
+    assert "no such file" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+# ------------------------------------------------------------------------------ the real Pi
+
+
+@needs_oracle
+def test_every_imported_file_opens_in_pi_at_every_leaf(tmp_path: Path) -> None:
+    sources = [
+        *sorted(CLAUDE.glob("*.jsonl")),
+        CLAUDE / "agents" / f"{SID}.jsonl",
+        *sorted(CODEX.glob("*.jsonl")),
+        *sorted((DATA / "public" / "codex").glob("*.jsonl")),
+    ]
+    for source in sources:
+        for path in import_session(source, session_dir=tmp_path):
+            out = subprocess.run(
+                ["node", str(ORACLE), "read", str(path), "--all-leaves"],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            dump = json.loads(out.stdout)
+            assert dump["ok"], (source, dump)
+            ours = SessionManager.open(path)
+            assert dump["dump"]["leafId"] == ours.get_leaf_id()
+            entries = dump["dump"]["entries"]
+            parents = {e.get("parentId") for e in entries}
+            assert len([e for e in entries if e["id"] not in parents]) == len(leaves(ours))
+            assert os.path.getsize(path) > 0
+
+
+def _real_pi_missing() -> str | None:
+    home = Path.home() / ".cache" / "pi-oracle"
+    if not (ORACLE.parent / "pi.sh").exists() or not list(
+        home.glob("node22/node_modules/node-linux-*/bin/node")
+    ):
+        return "the real Pi CLI (../shared/pi-oracle/pi.sh, Node 22) is not installed"
+    return None
+
+
+@pytest.mark.skipif(_real_pi_missing() is not None, reason=_real_pi_missing() or "")
+@pytest.mark.parametrize("source", [CLAUDE / "rewind.jsonl", ROLLOUT])
+def test_the_real_pi_resumes_an_import_with_the_same_branches(tmp_path: Path, source: Path) -> None:
+    project = tmp_path / "project"  # Pi refuses a session whose cwd does not exist
+    project.mkdir()
+    (path,) = import_session(source, session_dir=tmp_path / "sessions", cwd=str(project))
+    done = subprocess.run(
+        [str(ORACLE.parent / "pi.sh"), "--mode", "rpc", "--session", str(path)],
+        input='{"type":"get_tree","id":"1"}\n',
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env={**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")},
+        timeout=120,
+    )
+    (response,) = [json.loads(line) for line in done.stdout.splitlines() if '"response"' in line]
+    assert response["success"], response
+
+    def count(node: dict) -> int:
+        return sum(count(child) for child in node["children"]) if node["children"] else 1
+
+    assert sum(count(root) for root in response["data"]["tree"]) == 2
+
+
+def test_a_looping_logical_parent_and_a_compact_summary_root(tmp_path: Path) -> None:
+    manager = one(CLAUDE / "loop.jsonl", tmp_path)
+    assert len(leaves(manager)) == 1
+    compactions = [e for e in manager.get_entries() if e.type == "compaction"]
+    assert [c.summary for c in compactions] == ["Summary: an earlier file.", "Summary: we started."]
+    assert compactions[0].parent_id is None and compactions[1].tokens_before == 900
+    assert context(manager) == [
+        ("compactionSummary", "Summary: we started."),
+        ("user", "kept prompt"),
+        ("assistant", "kept reply"),
+    ]
+
+
+def test_images_redacted_thinking_errors_and_unknown_blocks(tmp_path: Path) -> None:
+    manager = one(CLAUDE / "blocks.jsonl", tmp_path)
+    first = messages(manager, "user")[0]["content"]
+    assert first[1] == {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    reply, error = messages(manager, "assistant")
+    assert reply["content"][0] == {
+        "type": "thinking",
+        "thinking": "",
+        "thinkingSignature": "opaque",
+        "redacted": True,
+    }
+    assert [b["type"] for b in reply["content"]] == ["thinking", "text"]
+    (kept,) = [
+        e for e in manager.get_entries() if e.type == "custom" and e.custom_type == "claude-code.content"
+    ]
+    assert kept.data["type"] == "server_tool_use"
+    assert error["stopReason"] == "error" and error["errorMessage"].startswith("API Error")
+    assert error["model"] == "claude-sonnet-4-5-20250929"  # <synthetic> names no model Pi knows
+
+
+def test_import_all_counts_a_resumed_sessions_copied_usage_once(tmp_path: Path) -> None:
+    store = tmp_path / "projects" / "-work-demo"
+    store.mkdir(parents=True)
+    shutil.copy(CLAUDE / "rewind.jsonl", store / "a.jsonl")
+    shutil.copy(CLAUDE / "rewind.jsonl", store / "b.jsonl")  # a resumed copy: same message ids
+    results = import_all("claude", tmp_path / "projects", session_dir=tmp_path / "out")
+    totals = []
+    for result in results:
+        assert not isinstance(result, Exception)
+        manager = SessionManager.open(result.written[0])
+        totals.append(sum(m["usage"]["output"] for m in messages(manager, "assistant")))
+    assert totals == [10 + 11 + 12, 0]
+    alone = one(store / "b.jsonl", tmp_path / "alone")  # one file alone counts everything
+    assert sum(m["usage"]["output"] for m in messages(alone, "assistant")) == 33
+
+
+def _field_paths(value: object, prefix: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    found: list[tuple[object, ...]] = []
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else []
+    for key, inner in items:
+        found.append((*prefix, key))
+        found.extend(_field_paths(inner, (*prefix, key)))
+    return found
+
+
+def test_records_of_unexpected_shapes_never_crash(tmp_path: Path) -> None:
+    """Any field of any record replaced by a value of another JSON type: the import succeeds or
+    raises a PisessionError, never anything else (seeded, so a failure repeats)."""
+    import random
+
+    from pisession import PisessionError
+
+    rng = random.Random(32)
+    sources = [*CLAUDE.glob("*.jsonl"), *CODEX.glob("rollout-2026*.jsonl")]
+    values: list[object] = [None, "x", 1, 2.5, True, [], {}, [1, "a", None], {"a": 1}]
+    for number in range(120):
+        source = rng.choice(sorted(sources))
+        records = [json.loads(line) for line in source.read_text().splitlines() if line.endswith("}")]
+        record = rng.choice(records)
+        path = rng.choice(_field_paths(record))
+        holder = record
+        for key in path[:-1]:
+            holder = holder[key]
+        holder[path[-1]] = rng.choice(values)
+        mutated = tmp_path / f"src{number}" / source.name
+        mutated.parent.mkdir()
+        mutated.write_text("".join(json.dumps(r) + "\n" for r in records))
+        with contextlib.suppress(PisessionError):
+            import_file(mutated, session_dir=tmp_path / "out", dry_run=True)
+
+
+def test_sessions_go_to_pis_folder_for_the_sources_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR", raising=False)
+    (path,) = import_session(CLAUDE / "rewind.jsonl")
+    assert path.parent == tmp_path / "agent" / "sessions" / "--work-demo--"
+    monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", str(tmp_path / "env"))
+    (path,) = import_session(ROLLOUT, cwd=str(tmp_path))
+    assert path.parent == tmp_path / "env"
+    assert SessionManager.open(path).get_cwd() == str(tmp_path)
+
+
+def test_a_failed_import_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pisession.importers import _claude
+
+    def broken(*args: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(_claude, "write_conversation", broken)
+    with pytest.raises(OSError, match="disk full"):
+        import_session(CLAUDE / "rewind.jsonl", session_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
