@@ -35,6 +35,7 @@ import attrs
 from ._errors import CatalogError, UsageQueryError
 from ._js import iso_from_ms
 from ._paths import cwd_matches, resolve_path
+from ._settings_files import pi_session_dir
 
 if TYPE_CHECKING:
     from .catalog import Catalog
@@ -325,7 +326,8 @@ def usage_report(
     last = _date(until, "until")
     zone_name, zone = _zone(timezone)
     local_day = _day_function(zone)
-    folder = os.fspath(session_dir) if session_dir is not None else None
+    # no folder given: where `pisession usage` and Pi look (one rule, pisession._settings_files)
+    folder = os.fspath(session_dir) if session_dir is not None else pi_session_dir()
     project = resolve_path(os.fspath(cwd)) if cwd is not None else None
 
     from .catalog import Catalog

@@ -36,6 +36,7 @@ from .._discovery import is_sessions_root, jsonl_names, project_folders
 from .._errors import PisessionError
 from .._load import open_regular
 from .._paths import cwd_matches, default_session_dir_path, get_sessions_dir, normalize_path, resolve_path
+from .._settings_files import pi_session_dir
 from ..catalog._refresh import file_crc, same_file
 from ._rows import Fingerprint, NotASession, SessionRows, read_identities, read_rows
 from ._schema import SCHEMAS, to_table
@@ -165,6 +166,8 @@ def select_sources(
     keeping those whose header names ``cwd``, as Pi's ``list`` does); else ``session_dir``'s
     files; else every project folder of Pi's sessions folder. A file reached twice (a link
     beside its target) is read once, under its first spelling. Nothing is created."""
+    if paths is None and session_dir is None:
+        session_dir = pi_session_dir()  # where `pisession dataset` and Pi look: one rule
     found, scope = _select(cwd, session_dir, paths)
     resolve = _Resolver()
     sources: dict[str, Source] = {}
