@@ -157,3 +157,50 @@ def test_a_session_dir_that_is_not_a_string_is_a_typed_error(
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
     with pytest.raises(SettingsError, match="Invalid sessionDir setting: 42"):
         usage_report("daily", catalog=False)
+
+
+def test_the_datasets_project_is_the_sessions_cwd_not_its_folder(flat_home: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    duckdb = pytest.importorskip("duckdb")
+    from pisession.dataset import tables, write_parquet
+
+    cwds = {json.loads(p.read_text().splitlines()[0])["cwd"] for p in flat_home.glob("*.jsonl")}
+    assert len(cwds) == 3  # three projects in one flat folder
+    sessions = tables()["sessions"]
+    assert set(sessions.column("project").to_pylist()) == cwds
+    assert set(sessions.column("folder").to_pylist()) == {"pi-sessions"}
+    assert sessions.column("project").to_pylist() == sessions.column("cwd").to_pylist()
+    out = tmp_path / "out"
+    write_parquet(out)
+    assert len(list((out / "usage").iterdir())) == 3
+    read = duckdb.sql(
+        f"SELECT DISTINCT project FROM read_parquet('{out}/usage/**/*.parquet', hive_partitioning = true, "
+        "hive_types = {'project': VARCHAR})"
+    ).fetchall()
+    assert {project for (project,) in read} == cwds  # the partition reads back as the cwd
+
+
+def test_a_dataset_written_by_folder_name_is_refiled_by_project(flat_home: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    from pisession.dataset import _export, write_parquet
+
+    out = tmp_path / "out"
+    write_parquet(out)
+    manifest_path = out / _export.MANIFEST
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    # what the format-1 export wrote: every file under the folder's name
+    manifest["format"] = 1
+    for row in manifest["sessions"].values():
+        for table in _export.TABLES:
+            old = out / table / _export.partition_name("pi-sessions")
+            old.mkdir(exist_ok=True)
+            (out / table / _export.partition_name(row["project"]) / f"{row['stem']}.parquet").rename(
+                old / f"{row['stem']}.parquet"
+            )
+        row["project"] = "pi-sessions"
+        del row["folder"]
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    report = write_parquet(out)
+    assert report.written == report.sessions
+    assert not (out / "usage" / _export.partition_name("pi-sessions")).exists()
+    assert len(list((out / "usage").iterdir())) == 3
