@@ -98,8 +98,12 @@ def main(folder: str) -> None:
     path = manager.get_session_file()
     assert path is not None
     tokens = sum(estimate_tokens(m) for m in manager.build_session_context().messages)
-    print(users_compaction_settings(manager))
+    budget: int = tokens  # token counts are ints for a type checker (issue 31)
+    print(users_compaction_settings(manager), budget)
     plan = manager.plan_compaction(CompactionSettings(keep_recent_tokens=300))
+    if plan is not None:
+        before: int = plan.tokens_before
+        print(before + budget)
     print(tokens, format_plan(plan))
     if plan is not None:
         entry = manager.compact(summarize, settings=CompactionSettings(keep_recent_tokens=300))
