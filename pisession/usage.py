@@ -44,9 +44,9 @@ if TYPE_CHECKING:
 __all__ = [
     "usage_report",
     "UsageReport",
-    "UsageRow",
+    "ReportRow",
     "ModelUsage",
-    "UsageTotals",
+    "ReportTotals",
     "SkippedSource",
     "GroupBy",
     "GROUPINGS",
@@ -110,7 +110,7 @@ class ModelUsage:
 
 @final
 @attrs.frozen
-class UsageTotals:
+class ReportTotals:
     """Token counts and cost summed over rows (or over one row's models)."""
 
     input_tokens: Number = 0
@@ -138,7 +138,7 @@ class UsageTotals:
 
 @final
 @attrs.frozen
-class UsageRow:
+class ReportRow:
     """One day, week (its Monday), month, session or project.
 
     ``key`` is the date (``YYYY-MM-DD``), the week's Monday, the month (``YYYY-MM``), the session
@@ -148,7 +148,7 @@ class UsageRow:
     """
 
     key: str
-    totals: UsageTotals
+    totals: ReportTotals
     models: tuple[ModelUsage, ...]
     session_id: str | None = None
     session_file: str | None = None
@@ -207,8 +207,8 @@ class UsageReport:
 
     group_by: GroupBy
     timezone: str
-    rows: tuple[UsageRow, ...]
-    totals: UsageTotals
+    rows: tuple[ReportRow, ...]
+    totals: ReportTotals
     skipped: tuple[SkippedSource, ...] = ()
     catalog_error: str | None = None
 
@@ -378,7 +378,7 @@ def usage_report(
     ``on_progress(done, total)`` follows the files read. ``since`` also takes a period ending
     today in ``timezone``: ``"7d"`` (the last 7 days, today included), ``"2w"``, ``"3m"`` (this
     month and the two before), ``"this-month"``, ``"this-week"``, ``"today"``. ``by_project``
-    splits each day, week or month by project (``UsageRow.project_path``), as ccusage's
+    splits each day, week or month by project (``ReportRow.project_path``), as ccusage's
     ``daily --instances``. ``merge_models`` maps model names to the name to count them under,
     e.g. ``{"openai/gpt-5-2025-08-07": "openai/gpt-5"}`` for a model whose provider answered
     with a dated ``responseModel``. Raises :class:`UsageQueryError` for a bad argument (``since``
@@ -465,7 +465,7 @@ def _rows(
     project: str | None,
     by_project: bool = False,
     merge_models: Mapping[str, str] | None = None,
-) -> list[UsageRow]:
+) -> list[ReportRow]:
     sessions: dict[int, tuple[str, dict[str, Any]]] = scan.sessions
     keep: dict[int, bool] = {}
     rows: dict[str, dict[str, _Sums]] = {}
@@ -512,7 +512,7 @@ def _counts(value: float) -> bool:
 
 def _row(
     group_by: GroupBy, key: str, models: dict[str, _Sums], sessions: dict[int, tuple[str, dict[str, Any]]]
-) -> UsageRow:
+) -> ReportRow:
     breakdown: list[ModelUsage] = []
     firsts: list[int] = []
     lasts: list[int] = []
@@ -527,16 +527,16 @@ def _row(
                 lasts.append(sums.last)
     breakdown.sort(key=lambda m: (-m.cost if not math.isnan(m.cost) else math.inf, m.model_name))
     totals = _sum_totals(
-        UsageTotals(m.input_tokens, m.output_tokens, m.cache_creation_tokens, m.cache_read_tokens, m.cost)
+        ReportTotals(m.input_tokens, m.output_tokens, m.cache_creation_tokens, m.cache_read_tokens, m.cost)
         for m in breakdown
     )
     if group_by != "session":
         period, split, project = key.partition("\0")
-        return UsageRow(period, totals, tuple(breakdown), project_path=project if split else None)
+        return ReportRow(period, totals, tuple(breakdown), project_path=project if split else None)
     path, header = sessions[int(key)]
     session_id = header.get("id")
     cwd = header.get("cwd")
-    return UsageRow(
+    return ReportRow(
         path,
         totals,
         tuple(breakdown),
@@ -548,7 +548,7 @@ def _row(
     )
 
 
-def _sum_totals(parts: Any) -> UsageTotals:
+def _sum_totals(parts: Any) -> ReportTotals:
     values: list[Number] = [0, 0, 0, 0, 0.0]
     for part in parts:
         values[0] += part.input_tokens
@@ -556,4 +556,28 @@ def _sum_totals(parts: Any) -> UsageTotals:
         values[2] += part.cache_creation_tokens
         values[3] += part.cache_read_tokens
         values[4] += part.total_cost
-    return UsageTotals(values[0], values[1], values[2], values[3], float(values[4]))
+    return ReportTotals(values[0], values[1], values[2], values[3], float(values[4]))
+
+
+# The names these classes had until pisession.stats' were told apart from them: still
+# importable, with a DeprecationWarning.
+_DEPRECATED = {"UsageRow": "ReportRow", "UsageTotals": "ReportTotals"}
+
+if TYPE_CHECKING:  # what a type checker sees of them
+    UsageRow = ReportRow
+    UsageTotals = ReportTotals
+
+
+def __getattr__(name: str) -> Any:
+    new = _DEPRECATED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import warnings
+
+    warnings.warn(
+        f"pisession.usage.{name} is deprecated: use pisession.usage.{new} "
+        f"(pisession.stats' per-session figures are StatsRow and StatsTotals)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[new]

@@ -16,7 +16,7 @@ from .commands import Commands
 from .output import CliError, emit, emit_json, note, progress_line, terminal_columns
 
 if TYPE_CHECKING:
-    from pisession.usage import ModelUsage, UsageReport, UsageRow, UsageTotals
+    from pisession.usage import ModelUsage, ReportRow, ReportTotals, UsageReport
 
 _HEADINGS = {
     "daily": "Date",
@@ -67,7 +67,7 @@ def _cut(text: str, room: int, *, keep_end: bool) -> str:
     return "…" + text[len(text) - room + 1 :] if keep_end else text[: room - 1] + "…"
 
 
-def _cells(totals: UsageTotals | ModelUsage, cost: float) -> list[str]:
+def _cells(totals: ReportTotals | ModelUsage, cost: float) -> list[str]:
     return [
         _tokens(totals.input_tokens),
         _tokens(totals.output_tokens),
@@ -78,7 +78,7 @@ def _cells(totals: UsageTotals | ModelUsage, cost: float) -> list[str]:
     ]
 
 
-def _label(report: UsageReport, row: UsageRow) -> str:
+def _label(report: UsageReport, row: ReportRow) -> str:
     if report.group_by == "session":
         day = (row.last_activity or "")[:10]
         return f"{(row.session_id or '?')[:13]} {day}".rstrip()  # a UUIDv7's time: unique, a usable prefix

@@ -30,7 +30,7 @@ from pisession.settings import (
     session_model,
 )
 from pisession.stats import session_stats
-from pisession.usage import UsageReport, UsageRow, usage_report
+from pisession.usage import ReportRow, UsageReport, usage_report
 from pisession.validate import validate_file
 
 
@@ -123,7 +123,7 @@ def main(folder: str) -> None:
             "daily", session_dir=os.path.join(folder, "sessions"), timezone="UTC", catalog=catalog
         )
         for row in daily.rows:
-            day: UsageRow = row
+            day: ReportRow = row
             print(day.key, day.total_cost, day.models_used, [m.model_name for m in day.models])
         print(daily.totals.total_tokens, daily.to_wire()["totals"], [s.reason for s in daily.skipped])
         by_session = usage_report(
