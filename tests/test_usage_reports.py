@@ -126,3 +126,13 @@ def test_piped_output_keeps_whole_project_paths(
     monkeypatch.setenv("COLUMNS", "80")  # asked for: the table fits it
     code, out, _ = run_cli(["usage", "project", "--timezone", "UTC"], capsys)
     assert long_cwd not in out and "…" in out
+
+
+def test_the_ccusage_comparisons_pisession_figures(agent: Path) -> None:
+    # docs/usage-and-cost.md, "Beside ccusage": the pisession column of the measured table
+    report = usage_report("daily", timezone="UTC", catalog=False)
+    assert round(report.totals.total_cost, 4) == 0.7418
+    sessions = {row.session_id: row for row in usage_report("session", timezone="UTC", catalog=False).rows}
+    assert round(sessions["01a1b15f-ad80-70c2-998f-3ab5b551e0cb"].total_cost, 4) == 0.0107
+    assert round(sessions["01a1aaef-ba80-70c2-998f-3ab26ddc53b7"].total_cost, 4) == 0.0160
+    assert {row.project_path for row in sessions.values()} == {"/work/proj-a", "/work/proj-b", "/work/proj-c"}
