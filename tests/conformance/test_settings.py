@@ -30,10 +30,14 @@ def _setup(tmp_path: Path, case: dict[str, Any]) -> tuple[Path, Path]:
     return agent, cwd
 
 
-def _resolved(tmp_path: Path, case: dict[str, Any]) -> dict[str, Any]:
-    """What pisession resolves, in the shape of the oracle's answer (paths written $ROOT)."""
+def _resolved(tmp_path: Path, case: dict[str, Any], *, default_trust: bool = False) -> dict[str, Any]:
+    """What pisession resolves, in the shape of the oracle's answer (paths written $ROOT);
+    ``default_trust``: as ``PiSettings.load`` decides trust by itself (Pi's rule)."""
     agent, cwd = _setup(tmp_path, case)
-    settings = PiSettings.load(str(cwd), str(agent), project_trusted=not case.get("untrusted"))
+    if default_trust:
+        settings = PiSettings.load(str(cwd), str(agent))
+    else:
+        settings = PiSettings.load(str(cwd), str(agent), project_trusted=not case.get("untrusted"))
     compaction: dict[str, Any] | None = None
     error = None
     try:
@@ -87,6 +91,19 @@ def fake_home(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("case", GOLDEN, ids=[case["name"] for case in GOLDEN])
 def test_resolves_as_pi(tmp_path: Path, case: dict[str, Any]) -> None:
     assert _resolved(tmp_path, case) == _expected(case)
+
+
+UNTRUSTED = [case for case in GOLDEN if case.get("untrusted")]
+
+
+@pytest.mark.usefixtures("fake_home")
+@pytest.mark.parametrize("case", UNTRUSTED, ids=[case["name"] for case in UNTRUSTED])
+def test_load_by_default_is_pis_untrusted_answer_for_a_project_with_no_decision(
+    tmp_path: Path, case: dict[str, Any]
+) -> None:
+    # the oracle's `settings --untrusted` (Pi's SettingsManager with projectTrusted false) is what
+    # Pi's non-interactive modes use for a project with .pi/settings.json and no trust.json entry
+    assert _resolved(tmp_path, case, default_trust=True) == _expected(case)
 
 
 def test_golden_covers_every_generator_case() -> None:
