@@ -69,7 +69,7 @@ if TYPE_CHECKING:
         migrate_session_entries,
         parse_session_entries,
     )
-    from ._lock import LockTimeout
+    from ._lock import LockTimeout, remove_unused_locks
     from ._manager import SessionManager
     from ._model import (
         UNSET,
@@ -157,6 +157,7 @@ _LAZY: dict[str, str] = {
         "._load",
     ),
     "LockTimeout": "._lock",
+    "remove_unused_locks": "._lock",
     "SessionManager": "._manager",
     **dict.fromkeys(
         ("default_session_dir", "find_most_recent_session", "get_default_session_dir"), "._paths"
@@ -249,6 +250,7 @@ __all__ = [
     "UsageQueryError",
     "SourceFormatError",
     "LockTimeout",
+    "remove_unused_locks",
     "LockFileAccessError",
     "SessionClosedError",
     "SessionReadOnlyError",

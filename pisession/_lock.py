@@ -28,7 +28,14 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     import threading
 
-__all__ = ["SessionLock", "LockTimeout", "SymlinkRefusedError", "LockFileAccessError", "session_lock"]
+__all__ = [
+    "SessionLock",
+    "LockTimeout",
+    "SymlinkRefusedError",
+    "LockFileAccessError",
+    "session_lock",
+    "remove_unused_locks",
+]
 
 try:
     import fcntl
@@ -451,3 +458,64 @@ def session_lock(session_path: str) -> SessionLock:
         for key in keys:
             _BY_SESSION[key] = lock
         return lock
+
+
+def remove_unused_locks(folder: str | os.PathLike[str]) -> list[str]:
+    """Delete the ``*.jsonl.lock`` files nobody holds in ``folder`` (and, for a sessions root
+    such as ``~/.pi/agent/sessions``, in each project folder in it); returns their paths.
+
+    A lock file stays beside its session after every write (see ``docs/troubleshooting.md``).
+    Each one is removed only while this call holds its ``flock`` (taken without waiting: a lock
+    someone holds is left alone), and only if the path still names the file locked: a writer
+    that opened it meanwhile finds, once it gets the lock, that the file is gone (its link count
+    is 0) and locks the new one the next write creates, as every pisession writer checks. Pi
+    takes no lock on session files, so nothing of Pi's is affected. Symbolic links, non-empty
+    files and anything not named ``*.jsonl.lock`` are never touched. POSIX only (elsewhere:
+    nothing is removed)."""
+    if fcntl is None:  # pragma: no cover - Windows: filelock's own protocol, left to it
+        return []
+    top = os.fspath(folder)
+    folders = [top]
+    with contextlib.suppress(OSError), os.scandir(top) as entries:
+        folders += [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)]
+    removed: list[str] = []
+    for where in folders:
+        try:
+            with os.scandir(where) as entries:
+                names = [
+                    e.path
+                    for e in entries
+                    if e.name.endswith(".jsonl.lock") and e.is_file(follow_symlinks=False)
+                ]
+        except OSError:
+            continue
+        removed += [path for path in sorted(names) if _remove_if_unused(path)]
+    return removed
+
+
+def _remove_if_unused(path: str) -> bool:
+    assert fcntl is not None
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if info.st_size != 0 or info.st_nlink == 0:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # held: in use
+        try:
+            now = os.lstat(path)
+            if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):
+                return False  # replaced meanwhile: not the file locked
+            os.unlink(path)
+            return True
+        except OSError:
+            return False
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -136,14 +136,13 @@ class _Constructor(Generic[_P]):
 
     def __init__(self, make: Callable[_P, SessionManager]) -> None:
         self._make = make
-        self.__doc__ = make.__doc__
+        self.__doc__ = _async_doc(make, "an :class:`AsyncSessionManager` (built on its own thread)")
 
     def __get__(
         self, obj: object, owner: type[AsyncSessionManager]
     ) -> Callable[_P, Coroutine[Any, Any, AsyncSessionManager]]:
         make = self._make
 
-        @functools.wraps(make)
         async def construct(*args: _P.args, **kwargs: _P.kwargs) -> AsyncSessionManager:
             executor = _new_executor()
             try:
@@ -156,6 +155,9 @@ class _Constructor(Generic[_P]):
             wrapped._executor = executor  # the thread that made the manager goes on serving it
             return wrapped
 
+        # help() and inspect.signature(): the parameters of the sync constructor, but this
+        # docstring and an AsyncSessionManager, not the SessionManager functools.wraps would show
+        _describe(construct, make, owner, self.__doc__, owner.__name__)
         return construct
 
 
@@ -164,16 +166,47 @@ class _Static(Generic[_P, _R]):
 
     def __init__(self, function: Callable[_P, _R]) -> None:
         self._function = function
-        self.__doc__ = function.__doc__
+        self.__doc__ = _async_doc(function, "what it returns, read in a worker thread")
 
     def __get__(self, obj: object, owner: type[Any]) -> Callable[_P, Coroutine[Any, Any, _R]]:
         function = self._function
 
-        @functools.wraps(function)
         async def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
             return await asyncio.to_thread(function, *args, **kwargs)
 
+        _describe(call, function, owner, self.__doc__, None)
         return call
+
+
+def _async_doc(function: Callable[..., Any], returns: str) -> str:
+    name = getattr(function, "__name__", "?")
+    return (
+        f"Awaitable :meth:`SessionManager.{name} <pisession.SessionManager.{name}>`: "
+        f"``await AsyncSessionManager.{name}(...)`` gives {returns}.\n\n"
+        f"{inspect.cleandoc(function.__doc__ or '')}"
+    )
+
+
+def _describe(
+    wrapper: Callable[..., Any],
+    function: Callable[..., Any],
+    owner: type[Any],
+    doc: str | None,
+    returns: str | None,
+) -> None:
+    """Name, docstring and signature of an async stand-in for a sync ``SessionManager`` call."""
+    name = getattr(function, "__name__", "?")
+    wrapper.__name__ = name
+    wrapper.__qualname__ = f"{owner.__name__}.{name}"
+    wrapper.__module__ = owner.__module__
+    wrapper.__doc__ = doc
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return
+    if returns is not None:
+        signature = signature.replace(return_annotation=returns)
+    wrapper.__signature__ = signature  # type: ignore[attr-defined]
 
 
 class _Transaction:

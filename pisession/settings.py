@@ -20,17 +20,25 @@ contributes nothing; one that cannot be read or parsed contributes nothing and i
 
 from __future__ import annotations
 
-import errno
 import math
 import os
-import stat
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, BinaryIO, Literal
+from typing import TYPE_CHECKING, Literal
 
 from ._errors import SettingsError
-from ._js import MISSING, js_join_item, js_truthy
-from ._paths import ENV_SESSION_DIR, get_agent_dir, node_resolve, normalize_path_from, resolve_path
+from ._js import MISSING, js_truthy
+from ._paths import get_agent_dir, node_resolve, normalize_path_from, resolve_path
 from ._record import Record
+from ._settings_files import (
+    SessionDirSource,
+    SettingsFileError,
+    SettingsScope,
+    configured_session_dir,
+    session_dir_value,
+)
+from ._settings_files import js_string as _js_string
+from ._settings_files import open_settings_file as _open_settings_file
+from ._settings_files import read_layer as _read_layer
 
 if TYPE_CHECKING:
     from ._session import HasBranch
@@ -49,13 +57,6 @@ __all__ = [
     "settings_agent_dir",
 ]
 
-SettingsScope = Literal["global", "project"]
-"""Which settings file a value or an error comes from."""
-
-SessionDirSource = Literal["explicit", "variable", "global", "project", "default"]
-"""Where Pi's command line takes its session folder from: ``--session-dir``,
-``$PI_CODING_AGENT_SESSION_DIR``, the ``sessionDir`` setting of either file, or Pi's default."""
-
 # Pi's SETTINGS_DEFAULTS (core/settings-defaults.js).
 _DEFAULT_RESERVE = 16384
 _DEFAULT_KEEP_RECENT = 20000
@@ -68,26 +69,9 @@ _MAX_SAFE_INTEGER = 2**53 - 1
 _PROJECT_CONFIG_DIR = ".pi"
 
 
-class SettingsFileError(Record):
-    """A settings file Pi would skip (it exists but cannot be read or is not a JSON object Pi
-    accepts); ``str()`` names the file and the reason."""
-
-    scope: SettingsScope
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
-
-
 def settings_agent_dir() -> str:
     """Pi's agent folder: ``$PI_CODING_AGENT_DIR`` (``~`` expanded), else ``~/.pi/agent``."""
     return get_agent_dir()
-
-
-def _js_string(value: object) -> str:
-    """JavaScript's ``String(value)``, as Pi's messages print a setting's value."""
-    return "null" if value is None else js_join_item(value)
 
 
 def _safe_integer(value: object) -> int | None:
@@ -101,50 +85,6 @@ def _safe_integer(value: object) -> int | None:
     return int(value)
 
 
-def _open_settings_file(path: str) -> BinaryIO:
-    """Open a settings file for reading, without waiting on it: a FIFO (or socket, or device
-    other than ``/dev/null``) is an OSError, where Pi's ``readFileSync`` would block until a
-    writer comes, forever; a directory is Pi's EISDIR."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-        if not stat.S_ISREG(mode) and not (stat.S_ISCHR(mode) and os.path.samefile(path, os.devnull)):
-            raise OSError(errno.EINVAL, "not a regular file", path)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _read_layer(scope: SettingsScope, path: str) -> tuple[dict[str, object], SettingsFileError | None]:
-    from ._json import decode_utf8, loads_deep
-
-    try:
-        with _open_settings_file(path) as file:
-            data = file.read()
-    except (FileNotFoundError, ValueError):  # ValueError: a NUL byte, a path Node's existsSync calls absent
-        return {}, None
-    except OSError as error:
-        return {}, SettingsFileError(scope, path, error.strerror or str(error))
-    text = decode_utf8(data)
-    if not text:
-        return {}, None  # Pi reads an empty file as no settings, without an error
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    try:
-        value = loads_deep(text)
-    except ValueError as error:
-        return {}, SettingsFileError(scope, path, f"not valid JSON ({error})")
-    if isinstance(value, dict):
-        return value, None
-    if isinstance(value, list):
-        return {}, None  # Pi spreads an array into an object: index keys, none of them a setting
-    # Pi's migration step asks `"queueMode" in settings`, which throws for a JSON primitive.
-    return {}, SettingsFileError(
-        scope, path, f"Cannot use 'in' operator to search for 'queueMode' in {_js_string(value)}"
-    )
 
 
 class ResolvedSetting(Record):
@@ -195,22 +135,30 @@ class PiSettings(Record):
         self._project: Mapping[str, object]
 
     @classmethod
-    def load(cls, cwd: str, agent_dir: str | None = None, *, project_trusted: bool = True) -> PiSettings:
+    def load(
+        cls, cwd: str, agent_dir: str | None = None, *, project_trusted: bool | None = None
+    ) -> PiSettings:
         """Read ``AGENT_DIR/settings.json`` and ``CWD/.pi/settings.json`` (the latter only when
-        ``project_trusted``)::
+        the project is trusted)::
 
             settings = PiSettings.load(os.getcwd())
             for error in settings.errors:
                 print("ignored:", error)
 
         :param cwd: the project folder whose ``.pi/settings.json`` is read.
-        :param agent_dir: Pi's agent folder holding the global ``settings.json`` (default:
-            ``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent``).
-        :param project_trusted: whether the project's settings count; Pi reads them only for a folder it
-            trusts (see :func:`is_project_trusted`).
+        :param agent_dir: Pi's agent folder holding the global ``settings.json`` and
+            ``trust.json`` (default: ``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent``).
+        :param project_trusted: whether the project's settings count. None (the default): Pi's
+            rule in its non-interactive modes, :func:`is_project_trusted` (a project whose folder
+            has no decision in ``trust.json`` is not trusted unless ``defaultProjectTrust`` is
+            ``"always"``). True or False decides it here, as a user's answer to Pi's prompt would.
+
+        Raises :class:`~pisession.SettingsError` when ``trust.json`` must be read and cannot be.
         """
         resolved_cwd = resolve_path(cwd)
         resolved_agent_dir = resolve_path(agent_dir if agent_dir is not None else settings_agent_dir())
+        if project_trusted is None:
+            project_trusted = is_project_trusted(resolved_cwd, resolved_agent_dir)
         global_path = os.path.join(resolved_agent_dir, "settings.json")
         project_path = os.path.join(resolved_cwd, _PROJECT_CONFIG_DIR, "settings.json")
         global_values, global_error = _read_layer("global", global_path)
@@ -276,13 +224,8 @@ class PiSettings(Record):
             SessionManager.list(cwd, PiSettings.load(cwd).session_dir)
 
         Raises :class:`~pisession.SettingsError` for a value that is not a string."""
-        raw = self.value("sessionDir")
-        if not js_truthy(raw):
-            return None
-        if not isinstance(raw, str):
-            raise SettingsError(f"Invalid sessionDir setting: {_js_string(raw)}. Expected a string.")
         path = self.global_path if self.source("sessionDir") == "global" else self.project_path
-        return normalize_path_from(raw, f"the sessionDir setting of {path}")
+        return session_dir_value(self.value("sessionDir"), f"the sessionDir setting of {path}")
 
     @property
     def compaction_enabled(self) -> bool:
@@ -438,17 +381,13 @@ def choose_session_dir(
     refuses."""
     if explicit:
         return SessionDirChoice(normalize_path_from(explicit, "--session-dir"), "explicit", None)
-    variable = os.environ.get(ENV_SESSION_DIR)
-    if variable:
-        return SessionDirChoice(normalize_path_from(variable, f"${ENV_SESSION_DIR}"), "variable", None)
-    settings = PiSettings.load(cwd if cwd is not None else os.getcwd(), agent_dir)
-    folder = settings.session_dir
-    if folder is None:
-        return SessionDirChoice(None, "default", settings)
-    # Pi started in `cwd` hands a relative folder to the file system as it is: relative to
-    # its own working folder, `cwd`, not to the settings file's folder nor to ours.
-    folder = os.path.join(settings.cwd, folder)
-    return SessionDirChoice(folder, settings.source("sessionDir") or "default", settings)
+    # One rule with the library's calls that take no folder (pisession._settings_files).
+    folder, source, _ = configured_session_dir(cwd, agent_dir)
+    if source == "variable":
+        return SessionDirChoice(folder, source, None)
+    # Pi reads sessionDir from a project's file whether or not it trusts the project.
+    settings = PiSettings.load(cwd if cwd is not None else os.getcwd(), agent_dir, project_trusted=True)
+    return SessionDirChoice(folder, source, settings)
 
 
 # Pi's `api` of a virtual model's messages: they do not name the model the user selected.

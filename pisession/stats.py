@@ -17,20 +17,22 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._arguments import session_manager
 from ._errors import _warn_to_json
 from ._manager import SessionManager
 from .describe import _blocks, _num
 
-__all__ = ["UsageTotals", "UsageRow", "MessageCounts", "SessionStats", "session_stats"]
+__all__ = ["StatsTotals", "StatsRow", "MessageCounts", "SessionStats", "session_stats"]
+
+
 
 _TOKEN_KEYS = ("input", "output", "cacheRead", "cacheWrite")
 
 
 @dataclass(frozen=True)
-class UsageTotals:
+class StatsTotals:
     """Summed usage: calls counted, tokens by kind, their sum and the cost in dollars."""
 
     calls: int = 0
@@ -60,11 +62,11 @@ class UsageTotals:
 
 
 @dataclass(frozen=True)
-class UsageRow:
+class StatsRow:
     """One row of a breakdown: a model (``provider/model``) or a source (``assistant messages``)."""
 
     name: str
-    usage: UsageTotals
+    usage: StatsTotals
 
 
 @dataclass(frozen=True)
@@ -99,11 +101,11 @@ class SessionStats:
     session_id: str | None
     entries: int
     messages: MessageCounts
-    by_model: tuple[UsageRow, ...]
+    by_model: tuple[StatsRow, ...]
     """Models with tokens or cost, most expensive first."""
-    by_source: tuple[UsageRow, ...]
+    by_source: tuple[StatsRow, ...]
     """Where usage was recorded, in order of first appearance."""
-    total: UsageTotals
+    total: StatsTotals
 
     def to_json(self) -> dict[str, Any]:
         """Deprecated name of :meth:`to_wire`."""
@@ -139,8 +141,8 @@ class _Sum:
     def tokens(self) -> float:
         return self.input + self.output + self.cacheRead + self.cacheWrite
 
-    def frozen(self) -> UsageTotals:
-        return UsageTotals(
+    def frozen(self) -> StatsTotals:
+        return StatsTotals(
             calls=int(self.calls),
             input=int(self.input),
             output=int(self.output),
@@ -216,7 +218,31 @@ def session_stats(manager: SessionManager | str | os.PathLike[str]) -> SessionSt
             tool_calls=counts["toolCalls"],
             total=counts["total"],
         ),
-        by_model=tuple(UsageRow(key, row.frozen()) for key, row in models),
-        by_source=tuple(UsageRow(key, row.frozen()) for key, row in by_source.items()),
+        by_model=tuple(StatsRow(key, row.frozen()) for key, row in models),
+        by_source=tuple(StatsRow(key, row.frozen()) for key, row in by_source.items()),
         total=total.frozen(),
     )
+
+
+# The names these classes had until pisession.usage's report rows took the same ones (with other
+# fields): still importable, with a DeprecationWarning.
+_DEPRECATED = {"UsageTotals": "StatsTotals", "UsageRow": "StatsRow"}
+
+if TYPE_CHECKING:  # what a type checker sees of them
+    UsageTotals = StatsTotals
+    UsageRow = StatsRow
+
+
+def __getattr__(name: str) -> Any:
+    new = _DEPRECATED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import warnings
+
+    warnings.warn(
+        f"pisession.stats.{name} is deprecated: use pisession.stats.{new} "
+        f"(pisession.usage's report rows are ReportRow and ReportTotals)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[new]

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import date, datetime, timedelta, tzinfo
 from datetime import timezone as dt_timezone
 from typing import TYPE_CHECKING, Any, Final, Literal, final
@@ -35,6 +36,7 @@ import attrs
 from ._errors import CatalogError, UsageQueryError
 from ._js import iso_from_ms
 from ._paths import cwd_matches, resolve_path
+from ._settings_files import pi_session_dir
 
 if TYPE_CHECKING:
     from .catalog import Catalog
@@ -42,9 +44,9 @@ if TYPE_CHECKING:
 __all__ = [
     "usage_report",
     "UsageReport",
-    "UsageRow",
+    "ReportRow",
     "ModelUsage",
-    "UsageTotals",
+    "ReportTotals",
     "SkippedSource",
     "GroupBy",
     "GROUPINGS",
@@ -108,7 +110,7 @@ class ModelUsage:
 
 @final
 @attrs.frozen
-class UsageTotals:
+class ReportTotals:
     """Token counts and cost summed over rows (or over one row's models)."""
 
     input_tokens: Number = 0
@@ -136,16 +138,17 @@ class UsageTotals:
 
 @final
 @attrs.frozen
-class UsageRow:
+class ReportRow:
     """One day, week (its Monday), month, session or project.
 
     ``key`` is the date (``YYYY-MM-DD``), the week's Monday, the month (``YYYY-MM``), the session
     file's path or the project's path (the sessions' cwd). Session rows also carry the session's
-    id, its project and the times of its first and last counted usage (ISO, UTC).
+    id, its project and the times of its first and last counted usage (ISO, UTC); the rows of a
+    ``by_project`` report carry their project.
     """
 
     key: str
-    totals: UsageTotals
+    totals: ReportTotals
     models: tuple[ModelUsage, ...]
     session_id: str | None = None
     session_file: str | None = None
@@ -177,6 +180,8 @@ class UsageRow:
             out["lastActivity"] = self.last_activity
         else:
             out[_WIRE_KEY[group_by]] = self.key
+            if self.project_path is not None and group_by != "project":  # a by_project report
+                out["projectPath"] = self.project_path
         out.update(self.totals.to_wire())
         out["modelsUsed"] = list(self.models_used)
         out["modelBreakdowns"] = [model.to_wire() for model in self.models]
@@ -202,8 +207,8 @@ class UsageReport:
 
     group_by: GroupBy
     timezone: str
-    rows: tuple[UsageRow, ...]
-    totals: UsageTotals
+    rows: tuple[ReportRow, ...]
+    totals: ReportTotals
     skipped: tuple[SkippedSource, ...] = ()
     catalog_error: str | None = None
 
@@ -219,9 +224,39 @@ class UsageReport:
 # ----------------------------------------------------------------------------------- arguments
 
 
-def _date(value: date | str | None, what: str) -> str | None:
+_RELATIVE = re.compile(r"(\d{1,5})([dwm])")
+
+
+def _relative(text: str, today: date) -> str | None:
+    """``today``, ``this-month``, ``Nd`` / ``Nw`` (the last N days or weeks, today included) or
+    ``Nm`` (the last N calendar months, this one included), as the first day they cover."""
+    lowered = text.lower()
+    if lowered == "today":
+        return today.isoformat()
+    if lowered in ("this-month", "month"):
+        return today.replace(day=1).isoformat()
+    if lowered in ("this-week", "week"):
+        return (today - timedelta(days=today.weekday())).isoformat()
+    found = _RELATIVE.fullmatch(lowered)
+    if found is None:
+        return None
+    count, unit = int(found.group(1)), found.group(2)
+    if count < 1:
+        raise UsageQueryError(f"a relative period counts at least 1: {text!r}")
+    if unit == "m":
+        month = today.year * 12 + today.month - 1 - (count - 1)
+        return date(month // 12, month % 12 + 1, 1).isoformat()
+    days = count * (7 if unit == "w" else 1)
+    return (today - timedelta(days=days - 1)).isoformat()
+
+
+def _date(value: date | str | None, what: str, today: date | None = None) -> str | None:
     if value is None:
         return None
+    if isinstance(value, str) and today is not None:
+        relative = _relative(value.strip(), today)
+        if relative is not None:
+            return relative
     if isinstance(value, datetime):
         raise UsageQueryError(f"{what} must be a date, not a datetime: {value!r}")
     if isinstance(value, date):
@@ -235,7 +270,8 @@ def _date(value: date | str | None, what: str) -> str | None:
                 return date.fromisoformat(text).isoformat()
         except ValueError:
             pass
-    raise UsageQueryError(f"{what} is not a date (YYYY-MM-DD or YYYYMMDD): {value!r}")
+    relative = " or a period (7d, 2w, 3m, this-month, today)" if today is not None else ""
+    raise UsageQueryError(f"{what} is not a date (YYYY-MM-DD or YYYYMMDD){relative}: {value!r}")
 
 
 def _zone(name: str | None) -> tuple[str, tzinfo | None]:
@@ -249,8 +285,31 @@ def _zone(name: str | None) -> tuple[str, tzinfo | None]:
     try:
         return name, ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError) as error:
-        hint = "" if _has_zone_data() else " (no time zone data found: install the tzdata package)"
+        hint = (
+            _zone_hint(name) if _has_zone_data() else " (no time zone data found: install the tzdata package)"
+        )
         raise UsageQueryError(f"unknown time zone {name!r}{hint}") from error
+
+
+def _zone_hint(name: str) -> str:
+    """``: did you mean 'Europe/Berlin'?`` for the closest IANA names, or nothing."""
+    import difflib
+    import zoneinfo
+
+    zones = sorted(zoneinfo.available_timezones())
+    by_folded = {zone.casefold(): zone for zone in zones}
+    if name.casefold() in by_folded:  # a file system that is case-sensitive: only the case is wrong
+        return f": did you mean {by_folded[name.casefold()]!r}?"
+    close = difflib.get_close_matches(name.casefold(), list(by_folded), n=3, cutoff=0.6)
+    if not close:  # the city alone ("Berlin"), or a city misspelt
+        cities = {zone.rsplit("/", 1)[-1].casefold(): zone for zone in zones}
+        close = [
+            z.casefold()
+            for z in (cities[c] for c in difflib.get_close_matches(name.casefold(), list(cities), n=3))
+        ]
+    if not close:
+        return ""
+    return ": did you mean " + " or ".join(repr(by_folded[c]) for c in close) + "?"
 
 
 def _has_zone_data() -> bool:
@@ -306,6 +365,8 @@ def usage_report(
     session_dir: str | os.PathLike[str] | None = None,
     catalog: bool | Catalog = True,
     on_progress: ProgressCallback | None = None,
+    by_project: bool = False,
+    merge_models: Mapping[str, str] | None = None,
 ) -> UsageReport:
     """Usage and cost of every project's sessions (``cwd``: one project's), grouped by
     ``"daily"``, ``"weekly"``, ``"monthly"``, ``"session"`` or ``"project"``.
@@ -314,18 +375,32 @@ def usage_report(
     (an IANA name; default the local zone). ``session_dir``: one folder of sessions instead of
     Pi's per-project folders. ``catalog``: True (the default catalog), a
     :class:`~pisession.catalog.Catalog`, or False to read every file without one.
-    ``on_progress(done, total)`` follows the files read. Raises :class:`UsageQueryError` for a
-    bad argument; unreadable files never raise (see :attr:`UsageReport.skipped`)::
+    ``on_progress(done, total)`` follows the files read. ``since`` also takes a period ending
+    today in ``timezone``: ``"7d"`` (the last 7 days, today included), ``"2w"``, ``"3m"`` (this
+    month and the two before), ``"this-month"``, ``"this-week"``, ``"today"``. ``by_project``
+    splits each day, week or month by project (``ReportRow.project_path``), as ccusage's
+    ``daily --instances``. ``merge_models`` maps model names to the name to count them under,
+    e.g. ``{"openai/gpt-5-2025-08-07": "openai/gpt-5"}`` for a model whose provider answered
+    with a dated ``responseModel``. Raises :class:`UsageQueryError` for a bad argument (``since``
+    after ``until``, an unknown time zone, with the closest names); unreadable files never raise
+    (see :attr:`UsageReport.skipped`)::
 
         usage_report("monthly", cwd="/home/me/project").totals.total_cost
+        usage_report("daily", since="this-month", by_project=True)
     """
     if group_by not in GROUPINGS:
         raise UsageQueryError(f"unknown grouping {group_by!r}: use one of {', '.join(GROUPINGS)}")
-    first = _date(since, "since")
-    last = _date(until, "until")
+    if by_project and group_by not in ("daily", "weekly", "monthly"):
+        raise UsageQueryError(f"by_project splits daily, weekly or monthly rows, not {group_by!r} ones")
     zone_name, zone = _zone(timezone)
+    today = datetime.now(zone).date()
+    first = _date(since, "since", today)
+    last = _date(until, "until", today)
+    if first is not None and last is not None and first > last:
+        raise UsageQueryError(f"since ({first}) is after until ({last}): nothing could be counted")
     local_day = _day_function(zone)
-    folder = os.fspath(session_dir) if session_dir is not None else None
+    # no folder given: where `pisession usage` and Pi look (one rule, pisession._settings_files)
+    folder = os.fspath(session_dir) if session_dir is not None else pi_session_dir()
     project = resolve_path(os.fspath(cwd)) if cwd is not None else None
 
     from .catalog import Catalog
@@ -346,7 +421,7 @@ def usage_report(
             catalog_error = f"{own.path}: {error}"
             with Catalog(":memory:") as scratch:
                 scan, skipped = _scan(scratch, folder, on_progress)
-    rows = _rows(group_by, scan, local_day, first, last, project)
+    rows = _rows(group_by, scan, local_day, first, last, project, by_project, merge_models or {})
     total = _sum_totals(row.totals for row in rows)
     return UsageReport(group_by, zone_name, tuple(rows), total, tuple(skipped), catalog_error)
 
@@ -388,7 +463,9 @@ def _rows(
     first: str | None,
     last: str | None,
     project: str | None,
-) -> list[UsageRow]:
+    by_project: bool = False,
+    merge_models: Mapping[str, str] | None = None,
+) -> list[ReportRow]:
     sessions: dict[int, tuple[str, dict[str, Any]]] = scan.sessions
     keep: dict[int, bool] = {}
     rows: dict[str, dict[str, _Sums]] = {}
@@ -414,13 +491,18 @@ def _rows(
         else:
             cwd = sessions[file_id][1].get("cwd")
             key = cwd if isinstance(cwd, str) else ""
+        if by_project:
+            cwd = sessions[file_id][1].get("cwd")
+            key += "\0" + (cwd if isinstance(cwd, str) else "")
+        if merge_models:
+            model_key = merge_models.get(model_key, model_key)
         rows.setdefault(key, {}).setdefault(model_key, _Sums()).add(group)
     out = [_row(group_by, key, models, sessions) for key, models in rows.items()]
     kept_rows = [row for row in out if row.models]
     if group_by == "session":
         kept_rows.sort(key=lambda row: (row.last_activity or "", row.key))
     else:
-        kept_rows.sort(key=lambda row: row.key)
+        kept_rows.sort(key=lambda row: (row.key, row.project_path or ""))
     return kept_rows
 
 
@@ -430,7 +512,7 @@ def _counts(value: float) -> bool:
 
 def _row(
     group_by: GroupBy, key: str, models: dict[str, _Sums], sessions: dict[int, tuple[str, dict[str, Any]]]
-) -> UsageRow:
+) -> ReportRow:
     breakdown: list[ModelUsage] = []
     firsts: list[int] = []
     lasts: list[int] = []
@@ -445,15 +527,16 @@ def _row(
                 lasts.append(sums.last)
     breakdown.sort(key=lambda m: (-m.cost if not math.isnan(m.cost) else math.inf, m.model_name))
     totals = _sum_totals(
-        UsageTotals(m.input_tokens, m.output_tokens, m.cache_creation_tokens, m.cache_read_tokens, m.cost)
+        ReportTotals(m.input_tokens, m.output_tokens, m.cache_creation_tokens, m.cache_read_tokens, m.cost)
         for m in breakdown
     )
     if group_by != "session":
-        return UsageRow(key, totals, tuple(breakdown))
+        period, split, project = key.partition("\0")
+        return ReportRow(period, totals, tuple(breakdown), project_path=project if split else None)
     path, header = sessions[int(key)]
     session_id = header.get("id")
     cwd = header.get("cwd")
-    return UsageRow(
+    return ReportRow(
         path,
         totals,
         tuple(breakdown),
@@ -465,7 +548,7 @@ def _row(
     )
 
 
-def _sum_totals(parts: Any) -> UsageTotals:
+def _sum_totals(parts: Any) -> ReportTotals:
     values: list[Number] = [0, 0, 0, 0, 0.0]
     for part in parts:
         values[0] += part.input_tokens
@@ -473,4 +556,28 @@ def _sum_totals(parts: Any) -> UsageTotals:
         values[2] += part.cache_creation_tokens
         values[3] += part.cache_read_tokens
         values[4] += part.total_cost
-    return UsageTotals(values[0], values[1], values[2], values[3], float(values[4]))
+    return ReportTotals(values[0], values[1], values[2], values[3], float(values[4]))
+
+
+# The names these classes had until pisession.stats' were told apart from them: still
+# importable, with a DeprecationWarning.
+_DEPRECATED = {"UsageRow": "ReportRow", "UsageTotals": "ReportTotals"}
+
+if TYPE_CHECKING:  # what a type checker sees of them
+    UsageRow = ReportRow
+    UsageTotals = ReportTotals
+
+
+def __getattr__(name: str) -> Any:
+    new = _DEPRECATED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import warnings
+
+    warnings.warn(
+        f"pisession.usage.{name} is deprecated: use pisession.usage.{new} "
+        f"(pisession.stats' per-session figures are StatsRow and StatsTotals)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[new]

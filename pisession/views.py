@@ -248,7 +248,7 @@ def context_data(manager: SessionManager | str | os.PathLike[str]) -> dict[str, 
     replayed = get_current_system_message(messages)
     system = to_wire(replayed) if replayed is not None else None
     chars = 0
-    from .compaction import estimate_tokens  # the compaction machinery only for context sizes
+    from .compaction import estimate_tokens_js  # the compaction machinery only for context sizes
 
     images = 0
     tokens: float = 0  # NaN where Pi cannot count the text (estimate_tokens)
@@ -258,10 +258,10 @@ def context_data(manager: SessionManager | str | os.PathLike[str]) -> dict[str, 
         c, i = message_size(message)
         chars += c
         images += i
-        tokens += estimate_tokens(message)
+        tokens += estimate_tokens_js(message)  # type: ignore[operator]  # NaN where Pi cannot count
     chars += _system_size(system)
     if system is not None:
-        tokens += estimate_tokens(system)  # the replayed system message, counted once
+        tokens += estimate_tokens_js(system)  # type: ignore[operator]  # the replayed system message, once
     return {
         "leafId": manager.get_leaf_id(),
         "model": to_wire(context.model) if context.model is not None else None,

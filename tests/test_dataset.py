@@ -27,6 +27,10 @@ pq = pytest.importorskip("pyarrow.parquet")
 import pisession  # noqa: E402
 from pisession.cli.main import main as cli_main  # noqa: E402
 from pisession.dataset import SCHEMAS, TABLES, DatasetError, tables, write_parquet  # noqa: E402
+from pisession.dataset._export import partition_name  # noqa: E402
+
+SAMPLE_PROJECT = "/home/dev/todo-app"  # the sample session's cwd: its project
+PROJECTS = {"/project", SAMPLE_PROJECT}  # the corpus's three folders hold two projects
 
 HERE = Path(__file__).parent
 CONFORMANCE = HERE / "conformance"
@@ -331,7 +335,7 @@ def test_a_call_id_reused_every_turn_is_matched_in_linear_steps(
     monkeypatch.setattr(_rows, "ResultMatcher", Counted)
     out = tmp_path / "out"
     assert write_parquet(out, session_dir=folder).written == 1
-    calls = pq.read_table(out / "tool_calls" / "project=s" / "reuse.parquet").to_pylist()
+    calls = pq.read_table(out / "tool_calls" / partition_name("/w") / "reuse.parquet").to_pylist()
     assert [c["result_entry_id"] for c in calls] == [f"r{turn:05d}" for turn in range(turns)]
     assert [c["result_text"] for c in calls[:2]] == ["out 0", "out 1"]
     (matcher,) = matchers
@@ -446,10 +450,10 @@ def test_every_file_has_its_table_schema_and_the_hive_layout(agent: Path, tmp_pa
         assert len(files) == 9
         for path in files:
             assert pq.read_schema(path).remove_metadata() == SCHEMAS[table].remove_metadata()
+    assert {p.name for p in (out / "usage").iterdir()} == {partition_name(p) for p in PROJECTS}
     assert {p.name for p in (out / "usage").iterdir()} == {
-        "project=--project--",
-        "project=--sample--",
-        "project=--cases--",
+        "project=%2Fproject",
+        "project=%2Fhome%2Fdev%2Ftodo-app",
     }
 
 
@@ -541,7 +545,7 @@ def test_spark_reads_the_folder_and_sums_the_usage(agent: Path, tmp_path: Path) 
     finally:
         spark.stop()
     assert got == pytest.approx(want)
-    assert projects == {"--project--", "--sample--", "--cases--"}
+    assert projects == PROJECTS
     assert entries == tables()["entries"].num_rows
     for name, values in read_back.items():
         partitions = json.loads((typed[name] / MANIFEST).read_text(encoding="utf-8")).get("partitions", {})
@@ -577,9 +581,10 @@ def test_re_export_rewrites_only_changed_sessions_and_removes_deleted_ones(
     assert (report.written, report.unchanged, report.files_written) == (1, 8, 5)
     now = _files(out)
     changed = {name for name in first if now.get(name) != first[name]}
-    assert changed == {name for name in first if name.startswith(tuple(TABLES)) and "--sample--" in name}
+    sample_part = partition_name(SAMPLE_PROJECT)
+    assert changed == {name for name in first if name.startswith(tuple(TABLES)) and sample_part in name}
     assert len(changed) == 5
-    entries = pq.read_table(next((out / "entries" / "project=--sample--").glob("*.parquet")))
+    entries = pq.read_table(next((out / "entries" / partition_name(SAMPLE_PROJECT)).glob("*.parquet")))
     assert "feedf00d" in entries.column("entry_id").to_pylist()
     (agent / "sessions" / "--cases--" / "context_edits.jsonl").unlink()
     report = write_parquet(out)
@@ -707,7 +712,8 @@ def test_a_session_rewritten_in_place_with_its_size_and_mtime_put_back_is_writte
     )
     report = write_parquet(out, session_dir=folder)
     assert (report.written, report.unchanged) == (1, 0)
-    texts = pq.read_table(out / "messages" / "project=s" / "a1.parquet").column("text").to_pylist()
+    messages = pq.read_table(out / "messages" / partition_name("/work") / "a1.parquet")
+    texts = messages.column("text").to_pylist()
     assert "my password is [redac]" in texts
     assert not [p for p in out.rglob("*.parquet") if b"hunter2" in p.read_bytes()]
     assert write_parquet(out, session_dir=folder).unchanged == 1
@@ -803,7 +809,7 @@ def test_a_session_file_linked_beside_itself_is_exported_once(tmp_path: Path) ->
     out = tmp_path / "out"
     report = write_parquet(out, session_dir=folder)
     assert (report.sessions, report.written) == (1, 1)
-    assert sorted(p.name for p in (out / "sessions" / "project=s").iterdir()) == ["a1.parquet"]
+    assert sorted(p.name for p in (out / "sessions" / partition_name("/work")).iterdir()) == ["a1.parquet"]
     assert write_parquet(out, session_dir=folder).unchanged == 1
 
 
@@ -838,11 +844,11 @@ def test_a_dataset_exported_twice_through_two_spellings_is_mended(
 def test_leftover_temporaries_are_removed(agent: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     write_parquet(out)
-    stale = out / "usage" / "project=--sample--" / ".session.parquet.123.0123456789ab.tmp"
+    stale = out / "usage" / partition_name(SAMPLE_PROJECT) / ".session.parquet.123.0123456789ab.tmp"
     stale.write_bytes(b"PAR1 partial")
     manifest_tmp = out / "..pisession-dataset.json.123.0123456789ab.tmp"
     manifest_tmp.write_text("{", encoding="utf-8")
-    mine = out / "usage" / "project=--sample--" / ".notes.tmp"  # not pisession's name: kept
+    mine = out / "usage" / partition_name(SAMPLE_PROJECT) / ".notes.tmp"  # not pisession's name: kept
     mine.write_text("mine", encoding="utf-8")
     write_parquet(out)
     assert not stale.exists() and not manifest_tmp.exists()
@@ -876,11 +882,12 @@ def test_hostile_session_ids_and_folder_names_stay_inside_the_output(tmp_path: P
     root = tmp_path / "agent" / "sessions"
     odd = root / "--a=b%2F c#d--"
     odd.mkdir(parents=True)
-    _session(odd / "1.jsonl", "../../../escape")
-    _session(odd / "2.jsonl", "same-id")
-    _session(odd / "3.jsonl", "same-id")  # a copied file: two sessions, one id
-    _session(odd / "4.jsonl", "SAME-ID")  # equal but for case
-    _session(odd / "5.jsonl", "")
+    project = "/a=b%2F c#d/../x"  # the project is the cwd: escaped, never a path
+    _session(odd / "1.jsonl", "../../../escape", project)
+    _session(odd / "2.jsonl", "same-id", project)
+    _session(odd / "3.jsonl", "same-id", project)  # a copied file: two sessions, one id
+    _session(odd / "4.jsonl", "SAME-ID", project)  # equal but for case
+    _session(odd / "5.jsonl", "", project)
     (odd / "6.jsonl").write_text('{"type":"message"}\nnot json\n', encoding="utf-8")
     out = tmp_path / "out"
     os.environ["PI_CODING_AGENT_DIR"] = str(tmp_path / "agent")
@@ -898,7 +905,7 @@ def test_hostile_session_ids_and_folder_names_stay_inside_the_output(tmp_path: P
     projects = duckdb.sql(
         f"SELECT DISTINCT project FROM read_parquet('{out}/sessions/**/*.parquet', hive_partitioning = true)"
     ).fetchall()
-    assert projects == [("--a=b%2F c#d--",)]
+    assert projects == [(project,)]
     ids = pl.scan_parquet(f"{out}/sessions/", hive_partitioning=True).collect()["session_id"].to_list()
     assert sorted(ids) == sorted(["../../../escape", "same-id", "same-id", "SAME-ID", ""])
 
@@ -911,7 +918,7 @@ def test_a_project_folder_name_too_long_for_a_partition_is_cut_and_mapped_back(t
     names = ["a" * 255, "é" * 127, "=" * 250, "b" * 192, "--short--"]  # 255 bytes, 254, 750 escaped, fits
     for number, name in enumerate(names):
         (root / name).mkdir(parents=True)
-        _session(root / name / "s.jsonl", f"s{number}")
+        _session(root / name / "s.jsonl", f"s{number}", name)  # a project (cwd) of that name
     _settle(tmp_path)
     out = tmp_path / "out"
     report = write_parquet(out, session_dir=root)
@@ -934,10 +941,10 @@ def test_a_project_folder_name_too_long_for_a_partition_is_cut_and_mapped_back(t
 def _typed_looking(root: Path, names: list[str]) -> None:
     for number, name in enumerate(names):
         (root / name).mkdir(parents=True)
-        _session(root / name / "s.jsonl", f"s{number}")
+        _session(root / name / "s.jsonl", f"s{number}", name)
 
 
-# Folder names an engine would read as a number, a boolean, a date, or null: each its own dataset,
+# Project names an engine would read as a number, a boolean, a date, or null: each its own dataset,
 # since one folder name that is plain text makes the whole column text.
 TYPED_LOOKING = ["0123", "12", "true", "1e5", "2024-01-01", "__HIVE_DEFAULT_PARTITION__"]
 
@@ -1002,7 +1009,7 @@ def test_file_and_folder_names_that_are_not_utf8_are_skipped(tmp_path: Path) -> 
     out = tmp_path / "out"
     report = write_parquet(out, session_dir=folder)
     assert (report.sessions, report.written) == (1, 1)
-    assert (out / "sessions" / "project=s" / "ok.parquet").exists()
+    assert (out / "sessions" / partition_name("/work") / "ok.parquet").exists()
 
 
 def test_a_path_that_is_not_a_session_raises_a_typed_error(tmp_path: Path) -> None:
@@ -1021,7 +1028,7 @@ def test_a_session_with_no_entries_writes_typed_empty_tables(tmp_path: Path) -> 
     out = tmp_path / "out"
     write_parquet(out, session_dir=folder)
     for table in TABLES:
-        read = pq.read_table(out / table / "project=s" / "h1.parquet")
+        read = pq.read_table(out / table / partition_name("/w") / "h1.parquet")
         assert read.schema.remove_metadata() == SCHEMAS[table].remove_metadata()
         assert read.num_rows == (1 if table == "sessions" else 0)
 
@@ -1029,7 +1036,8 @@ def test_a_session_with_no_entries_writes_typed_empty_tables(tmp_path: Path) -> 
 def test_a_session_dir_holding_project_folders_is_read_as_a_sessions_root(agent: Path) -> None:
     by_root = tables(session_dir=agent / "sessions")["sessions"]
     assert by_root.num_rows == 9
-    assert set(by_root.column("project").to_pylist()) == {"--project--", "--sample--", "--cases--"}
+    assert set(by_root.column("project").to_pylist()) == PROJECTS
+    assert set(by_root.column("folder").to_pylist()) == {"--project--", "--sample--", "--cases--"}
 
 
 def test_cwd_selects_one_project(agent: Path) -> None:

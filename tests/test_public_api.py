@@ -27,8 +27,14 @@ def test_the_snapshot_is_whole() -> None:
 
 @pytest.mark.parametrize("module", sorted(SNAPSHOT))
 def test_every_public_name_is_still_exported(module: str) -> None:
-    exported = set(importlib.import_module(module).__all__)
-    assert set(SNAPSHOT[module]) <= exported
+    # a name renamed since is still exported, as a deprecated alias the module resolves (with a
+    # DeprecationWarning) and its __all__ leaves out, so that `import *` stays quiet
+    loaded = importlib.import_module(module)
+    deprecated = set(getattr(loaded, "_DEPRECATED", {}))
+    assert set(SNAPSHOT[module]) - deprecated <= set(loaded.__all__)
+    for name in set(SNAPSHOT[module]) & deprecated:
+        with pytest.warns(DeprecationWarning):
+            getattr(loaded, name)
 
 
 @pytest.mark.parametrize(("module", "name"), PAIRS)

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here
 LOAD = """
 import json, sys
 from pisession.settings import PiSettings, is_project_trusted
-settings = PiSettings.load(sys.argv[1], sys.argv[2])
+settings = PiSettings.load(sys.argv[1], sys.argv[2], project_trusted=True)
 print(json.dumps([[e.scope, e.message] for e in settings.errors]))
 try:
     print(json.dumps(is_project_trusted(sys.argv[1], sys.argv[2])))

@@ -194,12 +194,12 @@ def test_the_table_shows_infinity_as_inf() -> None:
 @pytest.mark.parametrize("cost", [12_345.67, 999_999.49, 24_691_357.82, 5.2e12])
 def test_a_dear_row_still_fits_80_columns(cost: float) -> None:
     from pisession.cli.usage import format_table
-    from pisession.usage import ModelUsage, UsageReport, UsageRow, UsageTotals
+    from pisession.usage import ModelUsage, ReportRow, ReportTotals, UsageReport
 
     name = "openrouter/anthropic/claude-sonnet-4-5-20250929-thinking-extended-context"
     model = ModelUsage(name, 123_456_789, 98_765_432, 5, 1_234_567_890_123, cost)
-    totals = UsageTotals(123_456_789, 98_765_432, 5, 1_234_567_890_123, cost)
-    report = UsageReport("monthly", "UTC", (UsageRow("2026-02", totals, (model,)),), totals)
+    totals = ReportTotals(123_456_789, 98_765_432, 5, 1_234_567_890_123, cost)
+    report = UsageReport("monthly", "UTC", (ReportRow("2026-02", totals, (model,)),), totals)
     lines = format_table(report, breakdown=True, columns=80)
     assert all(len(line) <= 80 for line in lines), lines
     assert lines[-1].startswith("Total")

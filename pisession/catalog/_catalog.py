@@ -11,6 +11,7 @@ from .._discovery import SessionInfo, _sorted, all_of, rows_json
 from .._errors import CatalogError
 from .._paths import cwd_matches, list_folder, normalize_path
 from .._record import replace
+from .._settings_files import pi_session_dir
 from ._list import infos, listed_json
 from ._location import keep_old, move_aside, refuse_pi_data, tidy, wipe
 from ._refresh import Candidate, RefreshReport, current, finish
@@ -304,6 +305,7 @@ class Catalog:
         terms = self._checked(query, role)
         if limit is not None and limit < 1:
             raise CatalogError(f"limit must be at least 1, not {limit}")
+        cwd, session_dir = _where(cwd, all, session_dir)
         found, self.last_total = self._fall_back(
             lambda catalog: catalog._search(terms, cwd, all, role, limit, session_dir, on_progress)
         )
@@ -327,6 +329,7 @@ class Catalog:
         [('0197ab12-...', 4), ('0196f0c3-...', 1)]
         """
         terms = self._checked(query, role)
+        cwd, session_dir = _where(cwd, all, session_dir)
 
         from ._search import scope, session_matches
 
@@ -394,6 +397,18 @@ def _tie_mtimes(found: builtins.list[tuple[Candidate, Row]], root: str | None) -
     """For a sessions root, path → mtime: its ties are broken by mtime first, as Pi's listAll
     reads them (see :func:`pisession._discovery.newest_first`)."""
     return None if root is None else {c.path: c.stat.st_mtime for c, _ in found if c.stat is not None}
+
+
+def _where(cwd: str | None, all: bool, session_dir: str | None) -> tuple[str | None, str | None]:
+    """A search given no folder looks where ``pisession search`` and Pi look
+    (``$PI_CODING_AGENT_SESSION_DIR``, then ``sessionDir``, then Pi's default), and in a folder
+    found that way keeps to ``cwd``'s sessions (default: the current folder's) unless ``all``."""
+    if session_dir is not None:
+        return cwd, session_dir
+    folder = pi_session_dir(cwd)
+    if folder is not None and cwd is None and not all:
+        cwd = os.getcwd()
+    return cwd, folder
 
 
 # ----------------------------------------------------------------------------------- module API

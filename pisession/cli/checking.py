@@ -12,19 +12,19 @@ from .commands import Commands
 from .output import CliError, Style, cost_text, emit, emit_json, int_text
 
 if TYPE_CHECKING:
-    from pisession.stats import SessionStats, UsageTotals
+    from pisession.stats import SessionStats, StatsTotals
     from pisession.validate import ValidationReport
 
 _COLUMNS = ("calls", "input", "output", "cache read", "cache write", "tokens", "cost")
 
 
-def _cells(usage: UsageTotals) -> list[str]:
+def _cells(usage: StatsTotals) -> list[str]:
     numbers = (usage.calls, usage.input, usage.output, usage.cache_read, usage.cache_write, usage.tokens)
     return [int_text(n) for n in numbers] + [cost_text(usage.cost)]
 
 
 def print_stats(stats: SessionStats, style: Style) -> None:
-    def table(title: str, rows: list[tuple[str, UsageTotals]]) -> None:
+    def table(title: str, rows: list[tuple[str, StatsTotals]]) -> None:
         name_width = max([len(title), *(len(name) for name, _ in rows)])
         cells = [_cells(usage) for _, usage in rows]
         widths = [max([len(t), *(len(c[i]) for c in cells)]) for i, t in enumerate(_COLUMNS)]

@@ -161,8 +161,8 @@ def register(commands: Commands) -> None:
         "Settings files Pi would ignore are named; a project's file counts only when Pi trusts the "
         'folder (AGENT_DIR/trust.json, or defaultProjectTrust "always"), except for sessionDir. '
         "Exit status 1 when a value is invalid. "
-        "Nothing is written. Python: PiSettings.load(cwd, project_trusted=is_project_trusted(cwd))"
-        ".resolved(model), choose_session_dir(cwd).",
+        "Nothing is written. Python: PiSettings.load(cwd).resolved(model) (Pi's trust rule by "
+        "default), choose_session_dir(cwd).",
         [commands.where, commands.as_json],
         session=False,
     )

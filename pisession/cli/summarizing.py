@@ -194,7 +194,7 @@ def _plan_data(plan: CompactionPreparation | None) -> dict[str, Any] | None:
     read_files, modified_files = compute_file_lists(plan.file_ops)
     return {
         "firstKeptEntryId": plan.first_kept_entry_id,
-        "tokensBefore": plan.tokens_before,
+        "tokensBefore": plan.tokens_before_wire,  # as the entry would be written
         "isSplitTurn": plan.is_split_turn,
         "messagesToSummarize": len(plan.messages_to_summarize),
         "turnPrefixMessages": len(plan.turn_prefix_messages),

@@ -16,7 +16,7 @@ from .commands import Commands
 from .output import CliError, emit, emit_json, note, progress_line, terminal_columns
 
 if TYPE_CHECKING:
-    from pisession.usage import ModelUsage, UsageReport, UsageRow, UsageTotals
+    from pisession.usage import ModelUsage, ReportRow, ReportTotals, UsageReport
 
 _HEADINGS = {
     "daily": "Date",
@@ -67,7 +67,7 @@ def _cut(text: str, room: int, *, keep_end: bool) -> str:
     return "…" + text[len(text) - room + 1 :] if keep_end else text[: room - 1] + "…"
 
 
-def _cells(totals: UsageTotals | ModelUsage, cost: float) -> list[str]:
+def _cells(totals: ReportTotals | ModelUsage, cost: float) -> list[str]:
     return [
         _tokens(totals.input_tokens),
         _tokens(totals.output_tokens),
@@ -78,10 +78,12 @@ def _cells(totals: UsageTotals | ModelUsage, cost: float) -> list[str]:
     ]
 
 
-def _label(report: UsageReport, row: UsageRow) -> str:
+def _label(report: UsageReport, row: ReportRow) -> str:
     if report.group_by == "session":
         day = (row.last_activity or "")[:10]
         return f"{(row.session_id or '?')[:13]} {day}".rstrip()  # a UUIDv7's time: unique, a usable prefix
+    if row.project_path is not None and report.group_by != "project":  # --instances
+        return f"{row.key} {row.project_path}"
     return row.key
 
 
@@ -90,7 +92,7 @@ def format_table(report: UsageReport, *, breakdown: bool = False, columns: int =
     totals row, and with ``breakdown`` one line per model under each row."""
     numbers_width = len(_NUMBERS) * (_NUMBER_WIDTH + 2) + 2 + _COST_WIDTH
     # a path keeps its end (the project's name), a model name its start (provider and family)
-    keep_end = report.group_by == "project"
+    keep_end = report.group_by == "project" or any(row.project_path is not None for row in report.rows)
     lines_in: list[tuple[str, list[str], bool]] = []
     for row in report.rows:
         lines_in.append((_label(report, row), _cells(row.totals, row.total_cost), keep_end))
@@ -139,15 +141,29 @@ def cmd_usage(args: argparse.Namespace) -> int:
     # the project's own settings choose the folder, as Pi started in that project would read them
     project = os.path.abspath(os.path.expanduser(args.cwd)) if args.cwd else None
     session_dir = sessions.session_dir(args, cwd=project)
+    since = args.since
+    for flag, value in (("--last", args.last), ("--this-month", "this-month" if args.this_month else None)):
+        if value is not None:
+            if since is not None:
+                raise CliError(f"{flag} and --since, --last or --this-month name the same thing: give one", 2)
+            since = value
+    merge: dict[str, str] = {}
+    for pair in args.merge_model or ():
+        source, equals, target = pair.partition("=")
+        if not equals or not source or not target:
+            raise CliError(f"--merge-model takes FROM=TO (two model names), not {pair!r}", 2)
+        merge[source] = target
     try:
         report = usage_report(
             args.group_by,
             cwd=args.cwd,
-            since=args.since,
+            since=since,
             until=args.until,
             timezone=args.timezone,
             session_dir=session_dir,
             on_progress=_progress(sys.stderr),
+            by_project=args.instances,
+            merge_models=merge,
         )
     except UsageQueryError as error:
         raise CliError(str(error), 2) from None
@@ -161,13 +177,25 @@ def cmd_usage(args: argparse.Namespace) -> int:
     if not report.rows:
         emit(
             "No usage recorded"
-            + (" in that period" if args.since or args.until else "")
+            + (" in that period" if since or args.until else "")
             + f" in {_searched(args.cwd, session_dir)}."
         )
         return 0
-    for text in format_table(report, breakdown=args.breakdown, columns=terminal_columns(80)):
+    # piped or redirected: whole paths and model names, never cut with "…" (unless $COLUMNS asks)
+    columns = terminal_columns(80) if _stdout_is_terminal() or os.environ.get("COLUMNS") else _UNCUT
+    for text in format_table(report, breakdown=args.breakdown, columns=columns):
         emit(text)
     return 0
+
+
+_UNCUT = 1 << 20
+
+
+def _stdout_is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def register(commands: Commands) -> None:
@@ -193,7 +221,28 @@ def register(commands: Commands) -> None:
         help="daily (default), weekly, monthly, session or project",
     )
     sub.add_argument("--cwd", metavar="DIR", help="only the sessions of project DIR")
-    sub.add_argument("--since", metavar="DATE", help="from this day on (YYYY-MM-DD, inclusive)")
+    sub.add_argument(
+        "--since",
+        metavar="DATE",
+        help="from this day on (YYYY-MM-DD or YYYYMMDD, inclusive), or a period ending today: "
+        "7d, 2w, 3m, this-week, this-month, today",
+    )
+    sub.add_argument(
+        "--last", metavar="PERIOD", help="the last PERIOD, today included (7d, 2w, 3m): --since PERIOD"
+    )
+    sub.add_argument("--this-month", action="store_true", help="this calendar month: --since this-month")
     sub.add_argument("--until", metavar="DATE", help="up to this day (YYYY-MM-DD, inclusive)")
     sub.add_argument("--timezone", metavar="TZ", help="IANA time zone of the days (default: the local zone)")
     sub.add_argument("--breakdown", action="store_true", help="one line per model under each row")
+    sub.add_argument(
+        "--instances",
+        "--by-project",
+        action="store_true",
+        help="split each day, week or month by project (as ccusage's daily --instances)",
+    )
+    sub.add_argument(
+        "--merge-model",
+        metavar="FROM=TO",
+        action="append",
+        help="count model FROM as TO (e.g. a dated responseModel under its model); repeatable",
+    )

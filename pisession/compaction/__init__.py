@@ -66,19 +66,27 @@ from ._tokens import (
     DEFAULT_COMPACTION_SETTINGS,
     CompactionSettings,
     ContextTokenEstimate,
+    JsNumber,
     calculate_context_tokens,
+    calculate_context_tokens_js,
     estimate_context_tokens,
     estimate_tokens,
+    estimate_tokens_js,
     get_last_assistant_usage,
     should_compact,
+    token_count,
 )
 
 __all__ = [
     # token accounting
     "estimate_tokens",
+    "estimate_tokens_js",
     "estimate_context_tokens",
     "ContextTokenEstimate",
     "calculate_context_tokens",
+    "calculate_context_tokens_js",
+    "JsNumber",
+    "token_count",
     "get_last_assistant_usage",
     "should_compact",
     "CompactionCheck",

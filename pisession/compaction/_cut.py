@@ -21,7 +21,13 @@ from .._js import MISSING, hashable, js_string, js_truthy
 from .._model import Entry, Message
 from ._common import WireMessage, messages_out, wire_list
 from ._files import FileOperations, add_details_wire, extract_file_ops_wire
-from ._tokens import CompactionSettings, estimate_projected_context_tokens_wire, sum_tokens_wire
+from ._tokens import (
+    CompactionSettings,
+    JsNumber,
+    estimate_projected_context_tokens_wire,
+    sum_tokens_wire,
+    token_count,
+)
 
 __all__ = [
     "CutPoint",
@@ -204,6 +210,7 @@ class CompactionPreparation:
         "first_kept_entry_id",
         "is_split_turn",
         "tokens_before",
+        "tokens_before_wire",
         "previous_summary",
         "file_ops",
         "settings",
@@ -217,9 +224,12 @@ class CompactionPreparation:
 
     first_kept_entry_id: str
     is_split_turn: bool
-    tokens_before: float | str
-    """Pi's estimate of the context before compacting: an int, except where Pi's JavaScript
-    arithmetic on odd usage values makes NaN or a string (written to the entry as Pi writes it)."""
+    tokens_before: int
+    """Pi's estimate of the context before compacting (the entry's ``tokensBefore``)."""
+    tokens_before_wire: JsNumber
+    """``tokens_before`` exactly as Pi's JavaScript computes it, and as the entry is written:
+    the same int for any session Pi writes; NaN or a string where its arithmetic meets odd usage
+    values (``tokens_before`` is then its integer reading, :func:`token_count`)."""
     previous_summary: str | None
     file_ops: FileOperations
     settings: CompactionSettings
@@ -231,7 +241,7 @@ class CompactionPreparation:
         messages_to_summarize: Sequence[WireMessage],
         turn_prefix_messages: Sequence[WireMessage],
         is_split_turn: bool,
-        tokens_before: float | str,
+        tokens_before: JsNumber,
         previous_summary: Any,
         file_ops: FileOperations,
         settings: CompactionSettings,
@@ -239,7 +249,8 @@ class CompactionPreparation:
     ) -> None:
         self.first_kept_entry_id = first_kept_entry_id
         self.is_split_turn = is_split_turn
-        self.tokens_before = tokens_before
+        self.tokens_before = token_count(tokens_before)
+        self.tokens_before_wire = tokens_before
         # The previous compaction's summary as the file holds it (MISSING: no previous
         # compaction): Pi's prompts test it for truth and write it with String().
         self._previous_summary_wire = previous_summary

@@ -352,7 +352,7 @@ def plan(
 def _plan_key(preparation: CompactionPreparation) -> tuple[Any, ...]:
     """Everything of a plan that reaches the summarizer or the entry: two plans with equal keys
     make the same requests and the same compaction."""
-    tokens = preparation.tokens_before
+    tokens = preparation.tokens_before_wire
     return (
         preparation.first_kept_entry_id,
         ("NaN",) if tokens != tokens else tokens,  # NaN (Pi's count of odd text) equals no NaN
@@ -387,7 +387,7 @@ def compaction_steps(
                 entry_id = manager.append_compaction(
                     summary,
                     preparation.first_kept_entry_id,
-                    preparation.tokens_before,  # type: ignore[arg-type]  # NaN or a string as Pi writes them
+                    preparation.tokens_before_wire,  # type: ignore[arg-type]  # NaN or a string as Pi writes them
                     {"readFiles": read_files, "modifiedFiles": modified_files},
                     False,
                     UNSET if usage is MISSING else usage,

@@ -34,9 +34,13 @@ __all__ = [
     "CompactionSettings",
     "DEFAULT_COMPACTION_SETTINGS",
     "ContextTokenEstimate",
+    "JsNumber",
+    "token_count",
     "estimate_tokens",
+    "estimate_tokens_js",
     "estimate_context_tokens",
     "calculate_context_tokens",
+    "calculate_context_tokens_js",
     "get_last_assistant_usage",
     "should_compact",
 ]
@@ -69,19 +73,40 @@ class CompactionSettings:
 DEFAULT_COMPACTION_SETTINGS = CompactionSettings()
 
 
+JsNumber = int | float | str
+"""A count as Pi's JavaScript computes it: an int for any session Pi writes; NaN, a float past
+2**53, or a string (``"500" + 3`` is ``"5003"``) where a file holds odd values."""
+
+
+def token_count(value: object) -> int:
+    """The integer reading of a count Pi computed (:data:`JsNumber`): the value itself when it is
+    an int; JavaScript's ``Number(value)`` truncated when that is finite; else (NaN, Infinity) 0."""
+    if type(value) is int:
+        return value
+    number = js_to_number(value)
+    return int(number) if math.isfinite(number) else 0
+
+
 @attrs.frozen
 class ContextTokenEstimate:
     """Context size from the last usable usage plus the estimate of what came after it.
 
-    Ints for any session Pi writes. Pi does this arithmetic in JavaScript and checks no types, so
-    a usage count that is a string concatenates (``"500" + 3`` is ``"5003"``) and text that is
-    not a string can make NaN; these fields then hold what Pi computes."""
+    The counts are ints. Pi does this arithmetic in JavaScript and checks no types, so a usage
+    count that is a string concatenates (``"500" + 3`` is ``"5003"``) and text that is not a
+    string can make NaN: ``tokens_wire`` and ``usage_tokens_wire`` keep what Pi computes, and
+    the int fields its integer reading (:func:`token_count`)."""
 
-    tokens: float | str
-    usage_tokens: float | str
-    trailing_tokens: float
+    tokens: int
+    usage_tokens: int
+    trailing_tokens: int
     last_usage_index: int | None
     """Index of the message whose usage was used, or None when everything was estimated."""
+    tokens_wire: JsNumber | None = attrs.field(default=None, eq=False, repr=False)
+    """``tokens`` exactly as Pi computes it (None in an estimate built by hand)."""
+    usage_tokens_wire: JsNumber | None = attrs.field(default=None, eq=False, repr=False)
+    """``usage_tokens`` exactly as Pi computes it (None in an estimate built by hand)."""
+    trailing_tokens_wire: JsNumber | None = attrs.field(default=None, eq=False, repr=False)
+    """``trailing_tokens`` exactly as Pi computes it (None in an estimate built by hand)."""
 
 
 def _ceil4(chars: Any) -> Any:
@@ -268,15 +293,20 @@ def sum_tokens_wire(messages: Iterable[Mapping[str, Any]]) -> Any:
 # -- public ---------------------------------------------------------------------------------------
 
 
-def estimate_tokens(message: Message | Mapping[str, Any]) -> float:
+def estimate_tokens(message: Message | Mapping[str, Any]) -> int:
     """Pi's estimate of one message's tokens (characters / 4, rounded up; an image counts 4,800
-    characters; thinking and tool-call arguments count, tool-result images too). An int, except
-    that text which is not a string gives what Pi's JavaScript makes of it (NaN, or the size of
-    an array)::
+    characters; thinking and tool-call arguments count, tool-result images too)::
 
         tokens = sum(estimate_tokens(m) for m in manager.build_session_context().messages)
-    """
-    tokens: float = estimate_tokens_wire(wire(message))
+
+    Always an int. Text that is not a string makes Pi's JavaScript compute NaN or the size of an
+    array: :func:`estimate_tokens_js` gives that value, this its integer reading (NaN: 0)."""
+    return token_count(estimate_tokens_wire(wire(message)))
+
+
+def estimate_tokens_js(message: Message | Mapping[str, Any]) -> JsNumber:
+    """:func:`estimate_tokens` exactly as Pi's JavaScript computes it, NaN and strings included."""
+    tokens: JsNumber = estimate_tokens_wire(wire(message))
     return tokens
 
 
@@ -288,15 +318,26 @@ def estimate_context_tokens(messages: Iterable[Message | Mapping[str, Any]]) -> 
     """
     raw = estimate_context_tokens_wire(wire_list(messages))
     return ContextTokenEstimate(
-        raw["tokens"], raw["usageTokens"], raw["trailingTokens"], raw["lastUsageIndex"]
+        token_count(raw["tokens"]),
+        token_count(raw["usageTokens"]),
+        token_count(raw["trailingTokens"]),
+        raw["lastUsageIndex"],
+        tokens_wire=raw["tokens"],
+        usage_tokens_wire=raw["usageTokens"],
+        trailing_tokens_wire=raw["trailingTokens"],
     )
 
 
-def calculate_context_tokens(usage: Usage | Mapping[str, Any]) -> float | str:
-    """``totalTokens`` when the provider gave it, else input + output + cache read + cache write
-    (with JavaScript's ``+``: a string count concatenates, an array or object count reads as its
-    string form)."""
-    tokens: float | str = calculate_context_tokens_wire(wire(usage))
+def calculate_context_tokens(usage: Usage | Mapping[str, Any]) -> int:
+    """``totalTokens`` when the provider gave it, else input + output + cache read + cache write,
+    as an int (:func:`calculate_context_tokens_js` gives what JavaScript's ``+`` makes of odd
+    counts: a string count concatenates, an array or object count reads as its string form)."""
+    return token_count(calculate_context_tokens_wire(wire(usage)))
+
+
+def calculate_context_tokens_js(usage: Usage | Mapping[str, Any]) -> JsNumber:
+    """:func:`calculate_context_tokens` exactly as Pi's JavaScript computes it."""
+    tokens: JsNumber = calculate_context_tokens_wire(wire(usage))
     return tokens
 
 

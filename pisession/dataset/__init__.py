@@ -10,7 +10,7 @@ Needs ``pyarrow`` (``pip install "pisession[data]"``)::
     print(report.written, report.unchanged, report.removed)
 
 Tables: ``sessions``, ``entries``, ``messages``, ``tool_calls``, ``usage`` (:data:`SCHEMAS`).
-The folder is ``OUT/<table>/project=<session folder name>/<session id>.parquet``; writing it
+The folder is ``OUT/<table>/project=<the session's cwd, escaped>/<session id>.parquet``; writing it
 again reads only the sessions that changed since and removes the files of deleted ones.
 """
 
@@ -36,6 +36,7 @@ from ._export import (
     Exporter,
     Failed,
     prepared_sessions,
+    project_of,
     read_source,
     select_sources,
 )
@@ -95,8 +96,9 @@ def tables(
     ``session_dir`` (or, when it holds project folders and no ``.jsonl`` of its own, every
     project's, as ``pisession ls --all`` reads it); else every project's sessions in Pi's
     sessions folder. Each table has its
-    :data:`SCHEMAS` columns and then ``project`` (the session folder's name, as the Parquet
-    folder's partition gives it). A discovered file that is not a session is left out; one
+    :data:`SCHEMAS` columns and then ``project`` (the session's working folder, its header's
+    ``cwd``, as the Parquet folder's partition gives it; the ``sessions`` table's ``folder`` is
+    the name of the folder holding the file). A discovered file that is not a session is left out; one
     named in ``paths`` raises :class:`~pisession.InvalidSessionError` (``OSError`` if unreadable).
     """
     explicit = None if paths is None else [os.fspath(p) for p in paths]
@@ -118,7 +120,7 @@ def tables(
             continue
         for table in TABLES:
             parts[table].append(to_table(table, session.columns[table]))
-            projects[table].append(source.project)
+            projects[table].append(project_of(session.cwd, source.folder))
     out: dict[str, pa.Table] = {}
     for table in TABLES:
         schema = SCHEMAS[table].append(PROJECT)

@@ -1,6 +1,6 @@
 """Which session files to read, and keeping a Parquet folder in step with them.
 
-Layout: ``OUT/<table>/project=<session folder name>/<file stem>.parquet``, one file per session
+Layout: ``OUT/<table>/project=<session's cwd, escaped>/<file stem>.parquet``, one file per session
 and table. What each file was made from is remembered in ``OUT/.pisession-dataset.json`` (the
 manifest), keyed by the source's resolved path: its device, inode, size, mtime and ctime, the
 checksum of the bytes read, and its parent session's fingerprint. A re-export reads only the
@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 from .._discovery import is_sessions_root, jsonl_names, project_folders
 from .._load import open_regular
 from .._paths import cwd_matches, default_session_dir_path, get_sessions_dir, normalize_path, resolve_path
+from .._settings_files import pi_session_dir
 from ..catalog._refresh import file_crc, same_file
 from . import _folder, _workers
 from ._folder import JOURNAL, MANIFEST, DatasetError
@@ -59,11 +60,12 @@ __all__ = [
     "shortened",
     "PARTITION_MAX",
     "file_stem",
+    "project_of",
 ]
 
 TABLES = tuple(SCHEMAS)
 LOCK_TIMEOUT = 10.0  # seconds an export waits for another one writing the same folder
-_FORMAT = 1  # bump when a schema or a column's meaning changes: every file is written again
+_FORMAT = 2  # bump when a schema or a column's meaning changes: every file is written again
 _SAVE_EVERY = 2.0  # seconds: an interrupted export keeps what it finished
 # Snappy (Parquet's default, read by every engine) took about 30 % less CPU than zstd here for
 # files about a third larger. Long unique text gains nothing from a dictionary or min/max
@@ -72,17 +74,23 @@ _COMPRESSION = "snappy"
 _PLAIN = frozenset(("json", "text", "context_text", "arguments", "result_text"))
 
 
+def project_of(cwd: object, folder: str) -> str:
+    """A session's ``project``: what Pi calls the project, the working folder its header names
+    (as written), else (a header without one) the name of the folder holding the file."""
+    return cwd if isinstance(cwd, str) and cwd else folder
+
+
 class Source:
-    """A session file to read (``path``, as spelled), the session folder name it is filed under
-    (``project``), and the file's identity (``key``, its resolved path): what the manifest keys
+    """A session file to read (``path``, as spelled), the name of the folder holding it
+    (``folder``: the ``project`` of a session whose header names no cwd), and the file's
     it by, so that one file reached by two spellings (Pi's sessions folder through a link, and
     by its real path) is one source, exported once."""
 
-    __slots__ = ("path", "project", "key")
+    __slots__ = ("path", "folder", "key")
 
-    def __init__(self, path: str, project: str, key: str) -> None:
+    def __init__(self, path: str, folder: str, key: str) -> None:
         self.path = path
-        self.project = project
+        self.folder = folder
         self.key = key
 
 
@@ -161,13 +169,15 @@ def select_sources(
     keeping those whose header names ``cwd``, as Pi's ``list`` does); else ``session_dir``'s
     files; else every project folder of Pi's sessions folder. A file reached twice (a link
     beside its target) is read once, under its first spelling. Nothing is created."""
+    if paths is None and session_dir is None:
+        session_dir = pi_session_dir()  # where `pisession dataset` and Pi look: one rule
     found, scope = _select(cwd, session_dir, paths)
     resolve = _Resolver()
     sources: dict[str, Source] = {}
-    for path, project in found:
+    for path, folder in found:
         key = resolve(path)
         if key not in sources:
-            sources[key] = Source(path, project, key)
+            sources[key] = Source(path, folder, key)
     return list(sources.values()), scope
 
 
@@ -509,7 +519,7 @@ class Exporter:
         still moves ctime), and a file written too close to being read to tell ("racily
         clean") is unchanged only if its bytes still have the checksum of those read."""
         row = self.rows.get(source.key)
-        if row is None or full or not self.format_ok or row.get("project") != source.project:
+        if row is None or full or not self.format_ok or row.get("folder") != source.folder:
             return False
         stats = _stat(source.path)
         checked = row.get("checked", 0)
@@ -582,31 +592,32 @@ class Exporter:
                 os.rmdir(os.path.dirname(target))  # only when empty
         return removed
 
-    def stem_for(self, source: Source, session_id: str) -> str:
+    def stem_for(self, source: Source, project: str, session_id: str) -> str:
         """The session's file stem: its id, unless another source of the same project already
         owns that name (two files of one session id, or names equal but for case)."""
         want = file_stem(session_id)
-        owner = self._owners.get(_owner_key(source.project, want))
+        owner = self._owners.get(_owner_key(project, want))
         return want if owner is None or owner == source.key else f"{want}-{_path_hash(source.key)}"
 
     def install(self, source: Source, prepared: Prepared) -> int:
         """Rename a prepared session's five files into place (under its file stem) and remember
         what they were made from; returns how many files were installed."""
         old = self.rows.get(source.key)
-        stem = self.stem_for(source, prepared.session_id)
-        self._note_install(source.project, stem)
+        project = prepared.project
+        stem = self.stem_for(source, project, prepared.session_id)
+        self._note_install(project, stem)
         for table, tmp in prepared.files.items():
-            os.replace(tmp, self._target(table, source.project, stem, create=True))
-        # its id changed, or the file is now reached through a folder of another name: the old
-        # files go (not when only the case differs: on macOS and Windows that is the same file)
+            os.replace(tmp, self._target(table, project, stem, create=True))
+        # its id or its cwd changed (or an older format filed it by folder name): the old files
+        # go (not when only the case differs: on macOS and Windows that is the same file)
         if (
             old is not None
             and old.get("stem") is not None
-            and _owner_key(old["project"], old["stem"]) != _owner_key(source.project, stem)
+            and _owner_key(old["project"], old["stem"]) != _owner_key(project, stem)
         ):
             self._owners.pop(_owner_key(old["project"], old["stem"]), None)
             self._unlink(old["project"], old["stem"])
-        self._owners[_owner_key(source.project, stem)] = source.key
+        self._owners[_owner_key(project, stem)] = source.key
         self.record(
             source,
             prepared.fingerprint,
@@ -639,7 +650,8 @@ class Exporter:
             "ctime": fingerprint[4],
             "crc": crc,
             "checked": read_ns,
-            "project": source.project,
+            "folder": source.folder,
+            "project": project_of(header_cwd, source.folder),
             "stem": stem,
             "cwd": header_cwd,
             "parent": parent,
@@ -666,7 +678,17 @@ class Prepared:
     into place (what a worker process hands back: plain values only); no files when the
     session lies outside the run's cwd."""
 
-    __slots__ = ("session_id", "cwd", "parent", "parent_fp", "fingerprint", "read_ns", "files", "crc")
+    __slots__ = (
+        "session_id",
+        "cwd",
+        "parent",
+        "parent_fp",
+        "fingerprint",
+        "read_ns",
+        "files",
+        "crc",
+        "project",
+    )
 
     def __init__(
         self,
@@ -678,8 +700,10 @@ class Prepared:
         files: dict[str, str],
         parent_fp: Fingerprint | None = None,
         crc: int = 0,
+        project: str = "",
     ) -> None:
         self.crc = crc
+        self.project = project
         self.session_id = session_id
         self.cwd = cwd
         self.parent = parent
@@ -708,7 +732,7 @@ class Failed:
         self.read_ns = read_ns
 
 
-def prepare(path: str, project: str, out: str, cwd: str | None = None) -> Prepared | Failed:
+def prepare(path: str, folder: str, out: str, cwd: str | None = None) -> Prepared | Failed:
     """Read one session and write its five tables under temporary names in their final folders
     (in a worker process, or in this one). A session whose header names another cwd than
     ``cwd`` (:attr:`Scope.cwd`) is left out of the selection: none of its files are written."""
@@ -719,21 +743,22 @@ def prepare(path: str, project: str, out: str, cwd: str | None = None) -> Prepar
     except OSError as error:
         return Failed(f"cannot be read: {error.strerror or error}")
     files: dict[str, str] = {}
+    project = project_of(session.cwd, folder)
     if cwd is not None and not cwd_matches(session.cwd, cwd):
-        return _prepared(session, files)
+        return _prepared(session, files, project)
     try:
         for table in TABLES:
-            folder = _folder.folder(out, table, partition_name(project), create=True)
-            tmp = _temporary(folder, "session.parquet")
+            partition = _folder.folder(out, table, partition_name(project), create=True)
+            tmp = _temporary(partition, "session.parquet")
             files[table] = tmp
             _write_parquet(to_table(table, session.columns[table]), tmp)
     except BaseException:
         Prepared(session.session_id, None, None, session.fingerprint, 0, files).discard()
         raise
-    return _prepared(session, files)
+    return _prepared(session, files, project)
 
 
-def _prepared(session: SessionRows, files: dict[str, str]) -> Prepared:
+def _prepared(session: SessionRows, files: dict[str, str], project: str) -> Prepared:
     return Prepared(
         session.session_id,
         session.cwd,
@@ -743,6 +768,7 @@ def _prepared(session: SessionRows, files: dict[str, str]) -> Prepared:
         files,
         session.parent_fp,
         session.crc,
+        project,
     )
 
 
@@ -759,7 +785,7 @@ def prepared_sessions(
     count = _worker_count(len(sources), workers)
     if count <= 1:
         for source in sources:
-            yield source, prepare(source.path, source.project, out, cwd)
+            yield source, prepare(source.path, source.folder, out, cwd)
         return
     import concurrent.futures
     import multiprocessing
@@ -767,7 +793,7 @@ def prepared_sessions(
     # forkserver (spawn where there is none): a fork of a process that has started Arrow's
     # threads could inherit a held lock
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    jobs = [(s.path, s.project, out, cwd) for s in sources]
+    jobs = [(s.path, s.folder, out, cwd) for s in sources]
     context = multiprocessing.get_context(method)
     # each worker ends with this process, also when it is killed (nothing may go on writing)
     with concurrent.futures.ProcessPoolExecutor(

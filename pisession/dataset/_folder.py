@@ -217,7 +217,7 @@ def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
 _ROW: dict[str, Callable[[Any], Any]] = {
     "fp": _fingerprint,
     "checked": _int,
-    "project": _text,
+    "project": _any_text,  # what the header says (the partition name made of it is checked)
     "stem": _optional(_stem),
     # as the session's header gives them (any text: never a path written or deleted)
     "cwd": _optional(_any_text),
@@ -230,6 +230,9 @@ _ROW_OPTIONAL: dict[str, Callable[[Any], Any]] = {
     "ctime": _optional(_int),
     "crc": _optional(_int),
     "parent_ctime": _optional(_int),
+    # the name of the session folder holding the file (the project of a header without a cwd;
+    # never a path written or deleted: the partition comes from `project`)
+    "folder": _optional(_any_text),
 }
 
 

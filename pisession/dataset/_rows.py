@@ -46,6 +46,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "sessions": (
         "session_id",
         "session_file",
+        "folder",
         "cwd",
         "created",
         "parent_session",
@@ -324,6 +325,7 @@ def _sessions(rows: SessionRows, header: dict[str, Any], index: TreeIndex, leaf:
     columns = rows.columns["sessions"]
     columns["session_id"].append(rows.session_id)
     columns["session_file"].append(rows.path)
+    columns["folder"].append(os.path.basename(os.path.dirname(rows.path)))
     columns["cwd"].append(rows.cwd)
     columns["created"].append(_date(header.get("timestamp")))
     columns["parent_session"].append(rows.parent)

@@ -33,6 +33,12 @@ SCHEMAS: dict[str, pa.Schema] = {
         [
             _SESSION_ID,
             _field("session_file", pa.string(), "absolute path of the session file", nullable=False),
+            _field(
+                "folder",
+                pa.string(),
+                "name of the folder holding the session file (Pi's `--<cwd>--`, or a `sessionDir`'s name)",
+                nullable=False,
+            ),
             _field("cwd", pa.string(), "the header's working folder"),
             _field("created", _TIME, "the header's timestamp"),
             _field(
@@ -146,7 +152,13 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
 }
 
-PROJECT = _field("project", pa.string(), "the session folder's name (the Hive partition)", nullable=False)
+PROJECT = _field(
+    "project",
+    pa.string(),
+    "the session's project: its header's `cwd` (the session folder's name when the header has none), "
+    "the Hive partition",
+    nullable=False,
+)
 
 assert {t: tuple(s.names) for t, s in SCHEMAS.items()} == COLUMNS
 

@@ -70,7 +70,7 @@ def preparation_wire(prep: c.CompactionPreparation | None) -> Any:
         "messagesToSummarize": wire_messages(prep.messages_to_summarize),
         "turnPrefixMessages": wire_messages(prep.turn_prefix_messages),
         "isSplitTurn": prep.is_split_turn,
-        "tokensBefore": prep.tokens_before,
+        "tokensBefore": prep.tokens_before_wire,
     }
     if prep.previous_summary is not None:
         out["previousSummary"] = prep.previous_summary
@@ -104,13 +104,17 @@ def open_copy(tmp_path: Path, relative: str) -> SessionManager:
 def _call_fn(record: dict[str, Any], tmp_path: Path) -> Any:
     name, args = record["name"], resolve_args(record["args"])
     if name == "estimateTokens":
-        return c.estimate_tokens(args[0])
+        assert c.estimate_tokens(args[0]) == c.token_count(c.estimate_tokens_js(args[0]))
+        return c.estimate_tokens_js(args[0])
     if name == "estimateContextTokens":
         e = c.estimate_context_tokens(args[0])
+        assert (e.tokens, e.usage_tokens, e.trailing_tokens) == tuple(
+            c.token_count(v) for v in (e.tokens_wire, e.usage_tokens_wire, e.trailing_tokens_wire)
+        )
         return {
-            "tokens": e.tokens,
-            "usageTokens": e.usage_tokens,
-            "trailingTokens": e.trailing_tokens,
+            "tokens": e.tokens_wire,
+            "usageTokens": e.usage_tokens_wire,
+            "trailingTokens": e.trailing_tokens_wire,
             "lastUsageIndex": e.last_usage_index,
         }
     if name == "getLastAssistantUsage":
@@ -143,7 +147,8 @@ def _call_fn(record: dict[str, Any], tmp_path: Path) -> Any:
         entries, common = c.collect_entries_for_branch_summary(manager, args[1], args[2])
         return {"entries": plain([to_wire(e) for e in entries]), "commonAncestorId": common}
     if name == "calculateContextTokens":
-        return c.calculate_context_tokens(args[0])
+        assert type(c.calculate_context_tokens(args[0])) is int
+        return c.calculate_context_tokens_js(args[0])
     if name == "shouldCompact":
         return c.should_compact(args[0], args[1], settings(args[2]))
     if name == "computeFileLists":

@@ -79,7 +79,7 @@ def preparation_json(prep: c.CompactionPreparation) -> dict[str, Any]:
         "messagesToSummarize": prep._summarize_wire,
         "turnPrefixMessages": prep._prefix_wire,
         "isSplitTurn": prep.is_split_turn,
-        "tokensBefore": prep.tokens_before,
+        "tokensBefore": prep.tokens_before_wire,
     }
     if prep._previous_summary_wire is not MISSING:
         out["previousSummary"] = prep._previous_summary_wire
@@ -180,19 +180,24 @@ def test_navigate_matches_pi_on_hostile_content(record: dict[str, Any], tmp_path
 
 def _call(name: str, args: list[Any]) -> Any:
     if name == "estimateTokens":
-        return c.estimate_tokens(args[0])
+        assert c.estimate_tokens(args[0]) == c.token_count(c.estimate_tokens_js(args[0]))
+        return c.estimate_tokens_js(args[0])
     if name == "shouldCompact":
         raw = args[2]
         settings = c.CompactionSettings(raw["enabled"], raw["reserveTokens"], raw["keepRecentTokens"])
         return c.should_compact(args[0], args[1], settings)
     if name == "calculateContextTokens":
-        return c.calculate_context_tokens(args[0])
+        assert type(c.calculate_context_tokens(args[0])) is int
+        return c.calculate_context_tokens_js(args[0])
     if name == "estimateContextTokens":
         e = c.estimate_context_tokens(args[0])
+        assert (e.tokens, e.usage_tokens, e.trailing_tokens) == tuple(
+            c.token_count(v) for v in (e.tokens_wire, e.usage_tokens_wire, e.trailing_tokens_wire)
+        )
         return {
-            "tokens": e.tokens,
-            "usageTokens": e.usage_tokens,
-            "trailingTokens": e.trailing_tokens,
+            "tokens": e.tokens_wire,
+            "usageTokens": e.usage_tokens_wire,
+            "trailingTokens": e.trailing_tokens_wire,
             "lastUsageIndex": e.last_usage_index,
         }
     if name == "getLastAssistantUsage":

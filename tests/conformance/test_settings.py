@@ -30,10 +30,14 @@ def _setup(tmp_path: Path, case: dict[str, Any]) -> tuple[Path, Path]:
     return agent, cwd
 
 
-def _resolved(tmp_path: Path, case: dict[str, Any]) -> dict[str, Any]:
-    """What pisession resolves, in the shape of the oracle's answer (paths written $ROOT)."""
+def _resolved(tmp_path: Path, case: dict[str, Any], *, default_trust: bool = False) -> dict[str, Any]:
+    """What pisession resolves, in the shape of the oracle's answer (paths written $ROOT);
+    ``default_trust``: as ``PiSettings.load`` decides trust by itself (Pi's rule)."""
     agent, cwd = _setup(tmp_path, case)
-    settings = PiSettings.load(str(cwd), str(agent), project_trusted=not case.get("untrusted"))
+    if default_trust:
+        settings = PiSettings.load(str(cwd), str(agent))
+    else:
+        settings = PiSettings.load(str(cwd), str(agent), project_trusted=not case.get("untrusted"))
     compaction: dict[str, Any] | None = None
     error = None
     try:
@@ -89,6 +93,19 @@ def test_resolves_as_pi(tmp_path: Path, case: dict[str, Any]) -> None:
     assert _resolved(tmp_path, case) == _expected(case)
 
 
+UNTRUSTED = [case for case in GOLDEN if case.get("untrusted")]
+
+
+@pytest.mark.usefixtures("fake_home")
+@pytest.mark.parametrize("case", UNTRUSTED, ids=[case["name"] for case in UNTRUSTED])
+def test_load_by_default_is_pis_untrusted_answer_for_a_project_with_no_decision(
+    tmp_path: Path, case: dict[str, Any]
+) -> None:
+    # the oracle's `settings --untrusted` (Pi's SettingsManager with projectTrusted false) is what
+    # Pi's non-interactive modes use for a project with .pi/settings.json and no trust.json entry
+    assert _resolved(tmp_path, case, default_trust=True) == _expected(case)
+
+
 def test_golden_covers_every_generator_case() -> None:
     assert [case["name"] for case in GOLDEN] == [case["name"] for case in CASES]
 
@@ -96,7 +113,7 @@ def test_golden_covers_every_generator_case() -> None:
 @pytest.mark.usefixtures("fake_home")
 def test_error_names_the_file_and_why(tmp_path: Path) -> None:
     agent, cwd = _setup(tmp_path, {"global": "{not json", "project": "5"})
-    settings = PiSettings.load(str(cwd), str(agent))
+    settings = PiSettings.load(str(cwd), str(agent), project_trusted=True)
     assert [str(e).split(": ")[0] for e in settings.errors] == [
         str(agent / "settings.json"),
         str(cwd / ".pi" / "settings.json"),
@@ -137,7 +154,7 @@ def test_sources(tmp_path: Path) -> None:
             "project": '{"compaction": {"reserveTokens": 4}}',
         },
     )
-    settings = PiSettings.load(str(cwd), str(agent))
+    settings = PiSettings.load(str(cwd), str(agent), project_trusted=True)
     assert settings.source("compaction", "keepRecentTokens") == "global"
     assert settings.source("compaction", "reserveTokens") == "project"
     assert settings.source("branchSummary", "reserveTokens") is None
@@ -149,7 +166,7 @@ def test_sources(tmp_path: Path) -> None:
 def test_load_never_writes(tmp_path: Path) -> None:
     agent, cwd = _setup(tmp_path, {"global": '{"compaction": {}}', "project": "{bad"})
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
-    PiSettings.load(str(cwd), str(agent)).compaction_settings()
+    PiSettings.load(str(cwd), str(agent), project_trusted=True).compaction_settings()
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
 
 
@@ -226,6 +243,32 @@ def test_project_trust_as_pis_trust_store(tmp_path: Path) -> None:
             is_project_trusted(str(project), str(agent))
 
 
+def test_load_follows_pis_trust_rule_by_default(tmp_path: Path) -> None:
+    # Pi's non-interactive modes (resolveProjectTrusted without a UI): a project with
+    # .pi/settings.json and no saved decision is not trusted, so its settings do not apply.
+    files = {
+        "global": '{"compaction": {"keepRecentTokens": 1}}',
+        "project": '{"compaction": {"keepRecentTokens": 2}}',
+    }
+    agent, cwd = _setup(tmp_path, files)
+    settings = PiSettings.load(str(cwd), str(agent))
+    assert not settings.project_trusted
+    assert settings.compaction_settings().keep_recent_tokens == 1
+    (agent / "trust.json").write_text(json.dumps({str(cwd): True}))
+    settings = PiSettings.load(str(cwd), str(agent))
+    assert settings.project_trusted
+    assert settings.compaction_settings().keep_recent_tokens == 2
+    (agent / "trust.json").write_text(json.dumps({str(cwd): False}))
+    (agent / "settings.json").write_text('{"defaultProjectTrust": "always"}')
+    assert not PiSettings.load(str(cwd), str(agent)).project_trusted  # a saved "no" wins
+    (agent / "trust.json").unlink()
+    assert PiSettings.load(str(cwd), str(agent)).project_trusted
+    assert not PiSettings.load(str(cwd), str(agent), project_trusted=False).project_trusted
+    (agent / "trust.json").write_text("{")
+    with pytest.raises(SettingsError, match="Failed to read trust store"):
+        PiSettings.load(str(cwd), str(agent))
+
+
 def test_values_handed_out_do_not_change_the_settings(tmp_path: Path) -> None:
     agent, cwd = _setup(tmp_path, {"global": '{"compaction": {"keepRecentTokens": 5}}'})
     settings = PiSettings.load(str(cwd), str(agent))
@@ -280,7 +323,7 @@ def test_proto_value_reads_as_pi_reads_it(tmp_path: Path) -> None:
             '"compaction": {"__proto__": {"keepRecentTokens": 5}}}',
         },
     )
-    settings = PiSettings.load(str(cwd), str(agent))
+    settings = PiSettings.load(str(cwd), str(agent), project_trusted=True)
     assert settings.value("sessionDir") == "/elsewhere"
     assert settings.source("sessionDir") == "project"
     assert settings.value("compaction") == {"keepRecentTokens": 5, "reserveTokens": 1}

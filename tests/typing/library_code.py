@@ -30,7 +30,7 @@ from pisession.settings import (
     session_model,
 )
 from pisession.stats import session_stats
-from pisession.usage import UsageReport, UsageRow, usage_report
+from pisession.usage import ReportRow, UsageReport, usage_report
 from pisession.validate import validate_file
 
 
@@ -98,8 +98,12 @@ def main(folder: str) -> None:
     path = manager.get_session_file()
     assert path is not None
     tokens = sum(estimate_tokens(m) for m in manager.build_session_context().messages)
-    print(users_compaction_settings(manager))
+    budget: int = tokens  # token counts are ints for a type checker (issue 31)
+    print(users_compaction_settings(manager), budget)
     plan = manager.plan_compaction(CompactionSettings(keep_recent_tokens=300))
+    if plan is not None:
+        before: int = plan.tokens_before
+        print(before + budget)
     print(tokens, format_plan(plan))
     if plan is not None:
         entry = manager.compact(summarize, settings=CompactionSettings(keep_recent_tokens=300))
@@ -119,7 +123,7 @@ def main(folder: str) -> None:
             "daily", session_dir=os.path.join(folder, "sessions"), timezone="UTC", catalog=catalog
         )
         for row in daily.rows:
-            day: UsageRow = row
+            day: ReportRow = row
             print(day.key, day.total_cost, day.models_used, [m.model_name for m in day.models])
         print(daily.totals.total_tokens, daily.to_wire()["totals"], [s.reason for s in daily.skipped])
         by_session = usage_report(
