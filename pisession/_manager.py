@@ -762,15 +762,23 @@ class SessionManager(SessionWriter):
         return _compaction_flows.run(steps, summarize)
 
     def needs_compaction(
-        self, context_window: int, settings: CompactionSettings | None = None
+        self, context_window: int | None = None, settings: CompactionSettings | None = None
     ) -> CompactionCheck:
         """Whether Pi would compact this session on its own before the next prompt, with a model
         of ``context_window`` tokens: Pi's automatic check at the leaf, on the last assistant
         message of the context. Truthy when it would; ``tokens`` is the size it decided on::
 
-            check = manager.needs_compaction(200_000)
+            check = manager.needs_compaction()          # the model Pi would resume with
+            check = manager.needs_compaction(200_000)   # a window of your choosing
             if check:
                 manager.compact(summarize)
+
+        Without ``context_window``, the window is that of the model Pi would use for this
+        session (the branch's last model, else the settings' ``defaultProvider`` /
+        ``defaultModel``, looked up in Pi's model registry with the user's ``models.json``:
+        :mod:`pisession.models`), and, without ``settings``, the compaction settings are the
+        user's for that model (Pi's ``settings.json`` of the session's cwd, as Pi trusts it);
+        :class:`~pisession.ModelError` when no model is known or available.
 
         As Pi, it does not count an assistant message (or a usage) from before the latest
         compaction, so a session just compacted does not need compacting again; with context
@@ -781,7 +789,21 @@ class SessionManager(SessionWriter):
         from .compaction import _check
 
         index, leaf_id = self._catch_up()
+        if context_window is None:
+            context_window, settings = self._model_window(settings)
         return _check.check(index, leaf_id, context_window, settings)
+
+    def _model_window(self, settings: CompactionSettings | None) -> tuple[int, CompactionSettings | None]:
+        """The context window of the model Pi would resume this session with, and ``settings``
+        (else the user's compaction settings for that model)."""
+        from .models import ModelRegistry, choose_model
+        from .settings import PiSettings
+
+        pi_settings = PiSettings.load(self.get_cwd())
+        choice = choose_model(ModelRegistry.load(), pi_settings, self.get_branch())
+        if settings is None:
+            settings = pi_settings.compaction_settings(choice.model.key)
+        return choice.model.context_window, settings
 
     def create_branched_session(self, leaf_id: str) -> str | None:
         """Replace this manager's session with a new one holding only the path to ``leaf_id``

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -90,3 +91,49 @@ def test_a_context_window_must_be_a_number() -> None:
     manager = SessionManager.in_memory()
     with pytest.raises(TypeError, match="context_window is a number of tokens, not str"):
         manager.needs_compaction("200000")  # type: ignore[arg-type]
+
+
+def test_without_a_window_the_check_uses_the_model_pi_would_resume_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    provider = {"baseUrl": "http://x", "api": "openai-completions", "apiKey": "sk-literal"}
+    models = {
+        "providers": {
+            "small": {**provider, "models": [{"id": "m", "contextWindow": 160000}]},
+            "large": {**provider, "models": [{"id": "m", "contextWindow": 200000}]},
+        }
+    }
+    (agent / "models.json").write_text(json.dumps(models), encoding="utf-8")
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    path = tmp_path / "session.jsonl"
+    shutil.copyfile(HERE / "cases" / "compaction" / "auto_plain.jsonl", path)  # 150,000 tokens
+    manager = SessionManager.open(path)
+    manager.append_model_change("small", "m")
+    assert manager.needs_compaction() == manager.needs_compaction(160000)
+    assert manager.needs_compaction() and manager.needs_compaction().tokens == 150000
+    manager.append_model_change("large", "m")  # the branch's last model decides
+    assert manager.needs_compaction() == manager.needs_compaction(200000)
+    assert not manager.needs_compaction()
+    # the user's compaction settings apply: a larger reserve makes the larger window compact
+    (agent / "settings.json").write_text(json.dumps({"compaction": {"reserveTokens": 60000}}))
+    assert manager.needs_compaction()
+    assert not manager.needs_compaction(settings=c.CompactionSettings())  # settings given: used
+
+
+def test_without_a_window_and_no_model_the_check_is_a_model_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pisession import ModelError
+
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    for name in list(os.environ):
+        if name.endswith(("_API_KEY", "_TOKEN")):
+            monkeypatch.delenv(name)
+    manager = SessionManager.in_memory(str(tmp_path))
+    with pytest.raises(ModelError):
+        manager.needs_compaction()
