@@ -807,6 +807,22 @@ def test_a_session_file_linked_beside_itself_is_exported_once(tmp_path: Path) ->
     assert write_parquet(out, session_dir=folder).unchanged == 1
 
 
+def test_a_renamed_sessions_folder_is_exported_under_the_same_names(
+    agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sessions folder moved (renamed, restored elsewhere): its files are gone under the old
+    paths, so the files now exported take their names over instead of a hashed second copy."""
+    out = tmp_path / "out"
+    write_parquet(out)
+    clean = sorted(_files(out))
+    moved = tmp_path / "moved"
+    agent.rename(moved)
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(moved))
+    assert write_parquet(out).written == 9
+    assert sorted(_files(out)) == clean  # no s1-<hash>.parquet beside s1.parquet
+    assert write_parquet(out).unchanged == 9
+
+
 def test_a_dataset_exported_twice_through_two_spellings_is_mended(
     agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

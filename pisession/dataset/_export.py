@@ -587,6 +587,12 @@ class Exporter:
         owns that name (two files of one session id, or names equal but for case)."""
         want = file_stem(session_id)
         owner = self._owners.get(_owner_key(source.project, want))
+        if owner is not None and owner != source.key and _fingerprint(owner) is None:
+            # the file that had the name is gone (its sessions folder renamed or moved, out of
+            # this run's scope): this one takes the name over, or every session is kept twice
+            self._owners.pop(_owner_key(source.project, want))
+            self.rows.pop(owner, None)
+            return want
         return want if owner is None or owner == source.key else f"{want}-{_path_hash(source.key)}"
 
     def install(self, source: Source, prepared: Prepared) -> int:
