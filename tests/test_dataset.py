@@ -813,6 +813,45 @@ def test_a_session_file_linked_beside_itself_is_exported_once(tmp_path: Path) ->
     assert write_parquet(out, session_dir=folder).unchanged == 1
 
 
+def test_a_renamed_sessions_folder_is_exported_under_the_same_names(
+    agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sessions folder moved (renamed, restored elsewhere): its files are gone under the old
+    paths, so the files now exported take their names over instead of a hashed second copy."""
+    out = tmp_path / "out"
+    write_parquet(out)
+    clean = sorted(_files(out))
+    moved = tmp_path / "moved"
+    agent.rename(moved)
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(moved))
+    assert write_parquet(out).written == 9
+    assert sorted(_files(out)) == clean  # no s1-<hash>.parquet beside s1.parquet
+    assert write_parquet(out).unchanged == 9
+
+
+def test_a_session_file_hard_linked_beside_itself_is_exported_once(tmp_path: Path) -> None:
+    folder = tmp_path / "s"
+    folder.mkdir()
+    _session(folder / "a.jsonl", "a1")
+    os.link(folder / "a.jsonl", folder / "b.jsonl")
+    _settle(tmp_path)
+    out = tmp_path / "out"
+    report = write_parquet(out, session_dir=folder)
+    assert (report.sessions, report.written) == (1, 1)
+    assert sorted(p.name for p in (out / "sessions" / partition_name("/work")).iterdir()) == ["a1.parquet"]
+    assert write_parquet(out, session_dir=folder).unchanged == 1
+    # what an earlier release left: the second name exported too, under a hashed name
+    (folder / "b.jsonl").unlink()
+    _session(folder / "b.jsonl", "a1")
+    _settle(tmp_path)
+    write_parquet(out, session_dir=folder)
+    assert len(list((out / "sessions" / partition_name("/work")).iterdir())) == 2
+    (folder / "b.jsonl").unlink()
+    os.link(folder / "a.jsonl", folder / "b.jsonl")
+    assert write_parquet(out, session_dir=folder).removed == 1
+    assert sorted(p.name for p in (out / "sessions" / partition_name("/work")).iterdir()) == ["a1.parquet"]
+
+
 def test_a_dataset_exported_twice_through_two_spellings_is_mended(
     agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -102,6 +102,7 @@ class _Resolver:
     def __init__(self) -> None:
         self._folders: dict[str, str] = {}
         self._links: dict[str, frozenset[str]] = {}
+        self._inodes: dict[str, tuple[int, dict[str, int]]] = {}
 
     def folder(self, folder: str) -> str:
         real = self._folders.get(folder)
@@ -116,13 +117,30 @@ class _Resolver:
     def _links_in(self, folder: str) -> frozenset[str]:
         links = self._links.get(folder)
         if links is None:
+            inodes: dict[str, int] = {}
+            device = -1
             try:
                 with os.scandir(folder) as entries:
-                    links = frozenset(e.name for e in entries if e.is_symlink())
+                    found = list(entries)
+                links = frozenset(e.name for e in found if e.is_symlink())
+                inodes = {e.name: e.inode() for e in found}  # from the listing: no stat per file
+                device = os.stat(folder).st_dev
             except (OSError, ValueError):
                 links = frozenset()
             self._links[folder] = links
+            self._inodes[folder] = (device, inodes)
         return links
+
+    def identity(self, path: str) -> tuple[int, int] | None:
+        """The file's device and inode (one file under two names, a hard link, has one), or None
+        when unknown."""
+        folder, name = os.path.split(path)
+        if name in self._links_in(folder):
+            stats = _stat(path)
+            return None if stats is None else (stats.st_dev, stats.st_ino)
+        device, inodes = self._inodes[folder]
+        inode = inodes.get(name)
+        return None if inode is None or device < 0 else (device, inode)
 
     def __call__(self, path: str) -> str:
         folder, name = os.path.split(path)
@@ -168,16 +186,20 @@ def select_sources(
     """The files to read: ``paths``; else ``cwd``'s sessions (in ``session_dir`` when given,
     keeping those whose header names ``cwd``, as Pi's ``list`` does); else ``session_dir``'s
     files; else every project folder of Pi's sessions folder. A file reached twice (a link
-    beside its target) is read once, under its first spelling. Nothing is created."""
+    beside its target, a hard link) is read once, under its first spelling. Nothing is created."""
     if paths is None and session_dir is None:
         session_dir = pi_session_dir()  # where `pisession dataset` and Pi look: one rule
     found, scope = _select(cwd, session_dir, paths)
     resolve = _Resolver()
     sources: dict[str, Source] = {}
+    seen: set[tuple[int, int]] = set()
     for path, folder in found:
         key = resolve(path)
-        if key not in sources:
+        identity = resolve.identity(path)
+        if key not in sources and identity not in seen:
             sources[key] = Source(path, folder, key)
+            if identity is not None:
+                seen.add(identity)
     return list(sources.values()), scope
 
 
@@ -552,8 +574,19 @@ class Exporter:
         return True
 
     def gone(self, scope: Scope, selected: set[str]) -> list[str]:
-        """Manifest sources (keys) in this run's scope that no longer exist as files."""
-        return [p for p in self.rows if scope.covers(p) and p not in selected and _fingerprint(p) is None]
+        """Manifest sources (keys) in this run's scope that no longer exist as files, or that
+        are another name of a selected file (a hard link an earlier release exported twice)."""
+        found = []
+        identities: set[tuple[int, int]] | None = None
+        for key in self.rows:
+            if not scope.covers(key) or key in selected:
+                continue
+            stats = _stat(key)
+            if stats is not None and identities is None:  # rare: stat the selection only then
+                identities = {(s.st_dev, s.st_ino) for s in map(_stat, selected) if s is not None}
+            if stats is None or (identities is not None and (stats.st_dev, stats.st_ino) in identities):
+                found.append(key)
+        return found
 
     # -- doing ------------------------------------------------------------------------------
 
@@ -597,6 +630,12 @@ class Exporter:
         owns that name (two files of one session id, or names equal but for case)."""
         want = file_stem(session_id)
         owner = self._owners.get(_owner_key(project, want))
+        if owner is not None and owner != source.key and _fingerprint(owner) is None:
+            # the file that had the name is gone (its sessions folder renamed or moved, out of
+            # this run's scope): this one takes the name over, or every session is kept twice
+            self._owners.pop(_owner_key(project, want))
+            self.rows.pop(owner, None)
+            return want
         return want if owner is None or owner == source.key else f"{want}-{_path_hash(source.key)}"
 
     def install(self, source: Source, prepared: Prepared) -> int:
