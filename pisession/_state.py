@@ -12,6 +12,7 @@ from __future__ import annotations
 import _thread  # threading's RLock, without importing threading (start-up)
 import builtins
 import contextlib
+import errno
 import os
 from collections.abc import Callable, Iterable, Mapping
 
@@ -31,7 +32,7 @@ from ._load import (
     warn_not_written,
 )
 from ._paths import normalize_path, resolve_path, session_file_name
-from ._store import SessionFile, make_private_dirs
+from ._store import ReadOnlySessionFile, SessionFile, make_private_dirs
 from ._values import UNSET
 
 # typing for type checkers only (they take TYPE_CHECKING for true): importing it at run time
@@ -117,7 +118,7 @@ class SessionState:
         session (``read_session`` then reads it in full, raising what it raises)."""
         from ._bodies import BodyLines
 
-        file = SessionFile(path)
+        file = ReadOnlySessionFile(path)
         try:
             header, records, _ = file.load_low_memory()
         except (OSError, InvalidSessionError):
@@ -133,8 +134,49 @@ class SessionState:
         manager._index = TreeIndex.from_records(body, file.bodies)
         manager._after_index()
         project_leaf(manager._index, manager._index.resolve_leaf(manager._leaf_id))
-        manager._read_from = os.path.abspath(path)
+        manager._follow_read_only(file, path)
         return manager
+
+    @classmethod
+    def _read_view(cls, path: str, *, allow_empty: bool = False) -> Self:
+        """``read_session(path)``: an in-memory manager holding the file's entries (an old
+        version migrated in memory), following the file read-only from where it read it."""
+        file = ReadOnlySessionFile(path)
+        try:
+            header, records, _ = file.load()
+        except IsADirectoryError:
+            raise InvalidSessionError(f"{path} is a directory, not a session file") from None
+        except OSError as error:
+            if error.errno == errno.EINVAL:
+                raise InvalidSessionError(f"{path} is not a regular file") from None
+            raise
+        if header is None:
+            size = os.path.getsize(path)
+            # Pi creating the file: empty for an instant, or its header line not yet whole.
+            arriving = size == 0 or (size < 1 << 20 and b"\n" not in _read_start(path, size))
+            if not (allow_empty and arriving):
+                reason = "the file is empty" if size == 0 else "its first JSON line is not a session header"
+                raise InvalidSessionError(f"{path} is not a Pi session ({reason})")
+            manager = cls(os.getcwd(), "", None, False)
+            manager._header = {}  # taken from the file when it arrives (see _reload)
+            manager._index = TreeIndex()
+            manager._after_index()
+            file.close()
+            manager._follow_read_only(ReadOnlySessionFile(path), path)
+            return manager
+        cwd = header.get("cwd")
+        manager = cls(cwd if isinstance(cwd, str) and cwd else os.getcwd(), "", None, False)
+        manager._file = file
+        manager._adopt_records(header, records, rewrite=False)
+        manager._follow_read_only(file, path)
+        return manager
+
+    def _follow_read_only(self, file: ReadOnlySessionFile, path: str) -> None:
+        """Read what others append to ``file`` (refresh, follow), never writing it; appends
+        stay in memory."""
+        self._file = file
+        self._flushed = True  # what this manager holds is in the file: read on from there
+        self._read_from = os.path.abspath(path)  # errors name the file, not "an in-memory session"
 
     def _leave_file(self) -> None:
         """Before another file becomes the session's: lines a batch wrote into this one since
@@ -380,3 +422,8 @@ def _session_options(session_id: str | None, parent_session: str | None) -> dict
     if parent_session is not None:
         options["parentSession"] = parent_session
     return options
+
+
+def _read_start(path: str, size: int) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read(size)

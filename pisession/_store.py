@@ -20,6 +20,7 @@ from ._errors import (
     InvalidSessionError,
     SessionClosedError,
     SessionExistsError,
+    SessionReadOnlyError,
     SessionReplacedError,
     SymlinkRefusedError,
 )
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 
     WireEntry = dict[str, Any]
 
-__all__ = ["SessionFile", "FILE_MODE", "DIR_MODE", "make_private_dirs"]
+__all__ = ["SessionFile", "ReadOnlySessionFile", "FILE_MODE", "DIR_MODE", "make_private_dirs"]
 
 RECHECK_NS = 2_000_000  # inside a batch, look whether the file was replaced at most every 2 ms
 # A partial last line is another writer's line still arriving (the kernel shows a long write
@@ -144,6 +145,10 @@ class SessionFile:
         self.bodies: BodyFile | None = None
 
     # -- reading -----------------------------------------------------------------------------
+
+    def reopened(self) -> SessionFile:
+        """A new handle on the same path, nothing read yet (the file is read again)."""
+        return SessionFile(self.path)
 
     def exists(self) -> bool:
         return os.path.exists(self.path)
@@ -657,6 +662,39 @@ class SessionFile:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+class ReadOnlySessionFile(SessionFile):
+    """A session file a read-only view follows (``read_session``): read, never written.
+
+    The descriptor is opened read-only (a file the user may not write is still followed), and
+    every write raises :class:`SessionReadOnlyError` before touching anything: no repair, no
+    header, no lock file, no temporary file.
+    """
+
+    def reopened(self) -> ReadOnlySessionFile:
+        return ReadOnlySessionFile(self.path)
+
+    def _descriptor(self) -> int | None:
+        if self._fd is None:
+            if self.closed:
+                raise SessionClosedError(f"Session file was closed: {self.path}")
+            try:
+                fd = os.open(self.path, os.O_RDONLY | _CLOEXEC | _NONBLOCK)
+            except FileNotFoundError:
+                return None
+            info = os.fstat(fd)
+            if self._identity is not None and (info.st_dev, info.st_ino) != self._identity:
+                os.close(fd)
+                return None
+            self._identity = (info.st_dev, info.st_ino)
+            self._fd = fd
+        return self._fd
+
+    def _refuse(self, *args: object, **kwargs: object) -> Any:
+        raise SessionReadOnlyError(f"Session {self.path} is followed read-only: it is never written")
+
+    create = append = append_newline = rewrite = remove_stale_temps = _refuse
 
 
 def _keep_owner(fd: int, path: str) -> None:
