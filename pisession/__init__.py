@@ -119,6 +119,7 @@ if TYPE_CHECKING:
     )
     from ._paths import default_session_dir, find_most_recent_session, get_default_session_dir
     from ._projection import ProjectedEntry, SessionProjection
+    from ._folder import FolderEntry, FolderFollower, follow_folder
     from ._read import read_session, read_session_entries, read_session_header
     from ._results import TreeNode
     from ._version import __version__ as __version__
@@ -155,6 +156,7 @@ _LAZY: dict[str, str] = {
         ),
         "._load",
     ),
+    **dict.fromkeys(("FolderEntry", "FolderFollower", "follow_folder"), "._folder"),
     "LockTimeout": "._lock",
     "SessionManager": "._manager",
     **dict.fromkeys(
@@ -222,6 +224,9 @@ __all__ = [
     "read_session",
     "read_session_entries",
     "read_session_header",
+    "FolderFollower",
+    "FolderEntry",
+    "follow_folder",
     "find_most_recent_session",
     "assert_valid_session_id",
     "uuid7",

@@ -691,6 +691,14 @@ class ReadOnlySessionFile(SessionFile):
             self._fd = fd
         return self._fd
 
+    def _read_new(self) -> list[Record] | None:
+        try:
+            return super()._read_new()
+        finally:
+            # A follower of a folder holds a view per session: no descriptor stays open between
+            # reads (reopening checks it is the same file).
+            self._close()
+
     def _refuse(self, *args: object, **kwargs: object) -> Any:
         raise SessionReadOnlyError(f"Session {self.path} is followed read-only: it is never written")
 
