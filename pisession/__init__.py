@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     )
     from ._codec import from_wire, to_wire
     from ._discovery import SessionInfo
+    from ._folder import FolderEntry, FolderFollower, follow_folder
     from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, uuid7
     from ._index import TreeIndex
     from ._load import (
@@ -119,7 +120,6 @@ if TYPE_CHECKING:
     )
     from ._paths import default_session_dir, find_most_recent_session, get_default_session_dir
     from ._projection import ProjectedEntry, SessionProjection
-    from ._folder import FolderEntry, FolderFollower, follow_folder
     from ._read import read_session, read_session_entries, read_session_header
     from ._results import TreeNode
     from ._version import __version__ as __version__
