@@ -26,8 +26,10 @@ from ._load import (
     CURRENT_SESSION_VERSION,
     Opaque,
     migrate_session_entries,
+    parse_line,
     parse_raw,
     read_all_entries,
+    read_entries_from,
     unwritable,
     warn_not_written,
 )
@@ -140,20 +142,24 @@ class SessionState:
     @classmethod
     def _read_view(cls, path: str, *, allow_empty: bool = False) -> Self:
         """``read_session(path)``: an in-memory manager holding the file's entries (an old
-        version migrated in memory), following the file read-only from where it read it."""
+        version migrated in memory), following the file read-only from where it read it.
+
+        Read as ``read_session_entries`` reads (a small file with the json module alone: the
+        reading commands start fast), from one descriptor whose file is the one followed."""
         file = ReadOnlySessionFile(path)
         try:
-            header, records, _ = file.load()
+            fd, info = file._open_regular()
         except IsADirectoryError:
             raise InvalidSessionError(f"{path} is a directory, not a session file") from None
         except OSError as error:
             if error.errno == errno.EINVAL:
                 raise InvalidSessionError(f"{path} is not a regular file") from None
             raise
-        if header is None:
-            size = os.path.getsize(path)
+        with os.fdopen(fd, "rb") as handle:
+            entries, tail, size = read_entries_from(handle, path)
+        if not entries:
             # Pi creating the file: empty for an instant, or its header line not yet whole.
-            arriving = size == 0 or (size < 1 << 20 and b"\n" not in _read_start(path, size))
+            arriving = size == 0 or (b"\n" not in _read_start(path, size) if size < 1 << 20 else False)
             if not (allow_empty and arriving):
                 reason = "the file is empty" if size == 0 else "its first JSON line is not a session header"
                 raise InvalidSessionError(f"{path} is not a Pi session ({reason})")
@@ -161,13 +167,15 @@ class SessionState:
             manager._header = {}  # taken from the file when it arrives (see _reload)
             manager._index = TreeIndex()
             manager._after_index()
-            file.close()
-            manager._follow_read_only(ReadOnlySessionFile(path), path)
+            manager._follow_read_only(file, path)
             return manager
+        header = entries[0]
+        # The header is the last line and has no newline: it is the tail, read once.
+        header_line = tail if len(entries) == 1 and tail and parse_line(tail) == header else b""
+        file._loaded((info.st_dev, info.st_ino), header, header_line, size, tail)
         cwd = header.get("cwd")
-        manager = cls(cwd if isinstance(cwd, str) and cwd else os.getcwd(), "", None, False)
-        manager._file = file
-        manager._adopt_records(header, records, rewrite=False)
+        cwd = cwd if isinstance(cwd, str) and cwd else os.getcwd()
+        manager = cls(cwd, "", None, False, preloaded=entries)
         manager._follow_read_only(file, path)
         return manager
 

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
     from ._bodies import BodyFile, BodyLines
     from ._load import Record
+    from ._lock import SessionLock
 
     WireEntry = dict[str, Any]
 
@@ -118,11 +119,9 @@ class SessionFile:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        from ._lock import session_lock  # start-up: reading a session in memory takes no lock
-
         # Shared by every spelling of this file in the process (keyed by its identity here, once,
         # not per append): a symlinked folder or a hard link must not wait on its own holder.
-        self.lock = session_lock(path)
+        self.lock = self._new_lock(path)
         self.closed = False
         self._fd: int | None = None
         self._identity: tuple[int, int] | None = None
@@ -143,6 +142,11 @@ class SessionFile:
         # Low-memory mode: the descriptor and line table of the file as loaded; lines others
         # append to that same file are referred to there too (see load_low_memory).
         self.bodies: BodyFile | None = None
+
+    def _new_lock(self, path: str) -> SessionLock:
+        from ._lock import session_lock  # start-up: reading a session in memory takes no lock
+
+        return session_lock(path)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -672,6 +676,10 @@ class ReadOnlySessionFile(SessionFile):
     header, no lock file, no temporary file.
     """
 
+    def _new_lock(self, path: str) -> SessionLock:
+        # Never taken; not even the lock module is imported (start-up of the reading commands).
+        return _NoLock(path + ".lock")  # type: ignore[return-value]
+
     def reopened(self) -> ReadOnlySessionFile:
         return ReadOnlySessionFile(self.path)
 
@@ -703,6 +711,24 @@ class ReadOnlySessionFile(SessionFile):
         raise SessionReadOnlyError(f"Session {self.path} is followed read-only: it is never written")
 
     create = append = append_newline = rewrite = remove_stale_temps = _refuse
+
+
+class _NoLock:
+    """The lock of a file that is never written: it names its path (for messages) and is never
+    held."""
+
+    is_locked = False
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def close(self) -> None:
+        pass
+
+    def _refuse(self, *args: object, **kwargs: object) -> Any:
+        raise SessionReadOnlyError(f"{self.path} is never taken: the session is followed read-only")
+
+    acquire = hold = release = _refuse
 
 
 def _keep_owner(fd: int, path: str) -> None:
