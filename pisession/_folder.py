@@ -9,6 +9,7 @@ refresh of the same follower, and every entry reaches the reader once, in its fi
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from typing import NamedTuple
 
@@ -70,6 +71,8 @@ class FolderFollower:
         self._recursive = recursive
         self._views: dict[str, SessionManager] = {}
         self._skipped: dict[str, tuple[int, int]] = {}  # not a session when last looked at
+        # Entries of a dropped view (its file deleted or replaced) not handed over yet: first.
+        self._orphans: deque[FolderEntry] = deque()
         self._scan(from_start=from_start)
 
     @property
@@ -137,19 +140,25 @@ class FolderFollower:
         try:
             view._stage(0, read=True)
         except SessionReplacedError:
-            del self._views[path]
-            view.close()
+            self._drop(path, view)
             self._open(path, from_start=True)
             return False
         except (InvalidSessionError, OSError):
-            del self._views[path]  # deleted, or no longer a session
-            view.close()
+            self._drop(path, view)  # deleted, or no longer a session
             return False
         return True
+
+    def _drop(self, path: str, view: SessionManager) -> None:
+        del self._views[path]
+        while (entry := view._next_entry(False, read=False)) is not None:
+            self._orphans.append(FolderEntry(path, entry))
+        view.close()
 
     # handing over -----------------------------------------------------------------------------
 
     def _take(self) -> FolderEntry | None:
+        if self._orphans:
+            return self._orphans.popleft()
         for path, view in self._views.items():
             entry = view._next_entry(False, read=False)
             if entry is not None:
@@ -290,9 +299,11 @@ class FolderFollower:
         for path, view in list(self._views.items()):
             if not read or self._read(path, view):
                 waiting = view._stage(limit, read=False) or waiting
-        return waiting
+        return waiting or bool(self._orphans)
 
     def _pop_staged(self) -> FolderEntry | None:
+        if self._orphans:
+            return self._orphans.popleft()
         for path, view in list(self._views.items()):
             entry = view._delivery.pop_staged(False)
             if entry is not None:

@@ -402,6 +402,27 @@ def test_a_folder_follower_left_early_leaves_the_rest(tmp_path: Path) -> None:
     assert [e.id for _, e in follower.refresh()] == expected(2, 5)
 
 
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_what_a_follow_left_survives_its_file_going(tmp_path: Path, how: str) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    follower = FolderFollower(folder)
+    path = folder / "a.jsonl"
+    path.write_bytes(header() + b"".join(line(n) for n in range(5)))
+    for _, entry in follower.follow(notify=False):
+        assert entry.id == expected(0, 1)[0]
+        break
+    if how == "deleted":
+        path.unlink()
+        assert [e.id for _, e in follower.refresh()] == expected(1, 5)
+    else:
+        other = folder / "b.tmp"
+        other.write_bytes(header("0191a000-0000-7000-8000-0000000000ff") + line(9))
+        other.replace(path)
+        assert [e.id for _, e in follower.refresh()] == [*expected(1, 5), "00000009"]
+    assert follower.refresh() == []
+
+
 def test_afollow_loses_nothing_to_cancellation(tmp_path: Path) -> None:
     folder = tmp_path / "sessions"
     folder.mkdir()
