@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -513,3 +514,38 @@ def test_pi_creating_a_session_in_a_followed_folder(tmp_path: Path) -> None:
     assert follower.refresh() == []
     follower.close()
     assert snapshot(folder) == before
+
+
+# -- pisession tail -------------------------------------------------------------------------------
+
+
+def test_tail_follows_an_unfinished_last_line_without_writing(tmp_path: Path) -> None:
+    """`pisession tail` follows through a read-only view: a line still being written is shown
+    once whole (it used to refuse the file), and nothing is written or locked."""
+    import signal
+
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    path = folder / "s.jsonl"
+    path.write_bytes(header() + line(0) + line(1)[:12])
+    code = "import sys; from pisession.cli import main; sys.exit(main(sys.argv[1:]))"
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, "tail", str(path), "--interval", "0.05", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": REPO},
+    )
+    try:
+        assert process.stdout is not None
+        assert json.loads(process.stdout.readline())["id"] == "00000000"
+        append(path, line(1)[12:])
+        assert json.loads(process.stdout.readline())["id"] == "00000001"
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=HANG_GUARD) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert path.read_bytes() == header() + line(0) + line(1)
+    assert sorted(p.name for p in folder.iterdir()) == ["s.jsonl"]
