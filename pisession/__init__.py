@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     )
     from ._codec import from_wire, to_wire
     from ._discovery import SessionInfo
+    from ._folder import FolderEntry, FolderFollower, follow_folder
     from ._ids import Clock, IdSource, RandomIds, SystemClock, assert_valid_session_id, uuid7
     from ._index import TreeIndex
     from ._load import (
@@ -156,6 +157,7 @@ _LAZY: dict[str, str] = {
         ),
         "._load",
     ),
+    **dict.fromkeys(("FolderEntry", "FolderFollower", "follow_folder"), "._folder"),
     "LockTimeout": "._lock",
     "remove_unused_locks": "._lock",
     "SessionManager": "._manager",
@@ -224,6 +226,9 @@ __all__ = [
     "read_session",
     "read_session_entries",
     "read_session_header",
+    "FolderFollower",
+    "FolderEntry",
+    "follow_folder",
     "find_most_recent_session",
     "assert_valid_session_id",
     "uuid7",

@@ -367,26 +367,33 @@ def read_entries(path: str | os.PathLike[str]) -> tuple[list[WireEntry], bool, i
     Returns the parsed entries (header first, or ``[]`` when the file is not a session), whether
     the last line lacks its newline, and the number of bytes read.
     """
+    with open_regular(path) as handle:
+        entries, last, size = read_entries_from(handle, os.fspath(path))
+    return entries, last != b"", size
+
+
+def read_entries_from(handle: Any, path: str) -> tuple[list[WireEntry], bytes, int]:
+    """:func:`read_entries` of an open file: the entries (``[]`` when it is not a session), the
+    text after the last newline (a line without its newline, or ``b""``), and the bytes read."""
     entries: list[WireEntry] = []
     size = 0
     last = b""
     long_lines: list[tuple[int, int]] = []
-    with open_regular(path) as handle:
-        parse = loads_for(os.fstat(handle.fileno()).st_size)  # a small file: no orjson import
-        for number, line in enumerate(iter_file_lines(handle), start=1):
-            size += len(line) + 1
-            last = line
-            if type(line) is SkippedLine and len(line) > MAX_LINE_BYTES:
-                long_lines.append((number, len(line)))
-            entry = parse_line(line, parse) if line else None
-            if entry is not None:
-                entries.append(entry)
+    parse = loads_for(os.fstat(handle.fileno()).st_size)  # a small file: no orjson import
+    for number, line in enumerate(iter_file_lines(handle), start=1):
+        size += len(line) + 1
+        last = line
+        if type(line) is SkippedLine and len(line) > MAX_LINE_BYTES:
+            long_lines.append((number, len(line)))
+        entry = parse_line(line, parse) if line else None
+        if entry is not None:
+            entries.append(entry)
     size -= 1  # the final element carries no newline
     if long_lines and entries and is_session_header(entries[0]):
-        warn_long_lines(os.fspath(path), long_lines)
+        warn_long_lines(path, long_lines)
     if not entries or not is_session_header(entries[0]):
-        return [], False, size
-    return entries, last != b"", size
+        return [], last, max(size, 0)
+    return entries, last, size
 
 
 def read_session_entries(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

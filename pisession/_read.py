@@ -23,14 +23,27 @@ if TYPE_CHECKING:
 __all__ = ["read_session", "read_session_entries", "read_session_header", "default_session_dir"]
 
 
-def read_session(path: str | os.PathLike[str], *, low_memory: bool = False) -> SessionManager:
+def read_session(
+    path: str | os.PathLike[str], *, low_memory: bool = False, allow_empty: bool = False
+) -> SessionManager:
     """A read-only view of a session file: an in-memory manager holding its entries (an old
     version migrated in memory only), with the header's cwd. The file is never written::
 
         manager = read_session("session.jsonl")
         print(manager.get_session_name(), len(manager.get_branch()))
 
+    The view follows the file without writing it: :meth:`~SessionManager.refresh` returns what
+    other writers (Pi) appended since, each entry once, and :meth:`~SessionManager.follow`
+    yields them as they arrive (``AsyncSessionManager(read_session(path)).follow()`` in asyncio
+    code). A last line still being written is taken once it is whole. A file that shrank or was
+    replaced by the same session is read again (only entries not seen before are returned); one
+    that now holds another session raises :class:`SessionReplacedError`.
+
     Appends go to memory only. For a version-1 file the entry ids are assigned on every read.
+
+    ``allow_empty=True``: an empty file, or one whose header line is still being written (Pi
+    creating the session), gives a view with no header and no entries yet, which takes them as
+    they arrive; otherwise such a file raises :class:`InvalidSessionError`.
 
     ``low_memory=True`` (a version-3 file; an older one is read in full all the same) keeps the
     file open and each entry's line in it until the entry is first read, as
@@ -39,15 +52,12 @@ def read_session(path: str | os.PathLike[str], *, low_memory: bool = False) -> S
 
         manager = read_session("big.jsonl", low_memory=True)
     """
+    name = os.fspath(path)
     if low_memory:
-        manager = SessionManager._read_low_memory(os.fspath(path))
+        manager = SessionManager._read_low_memory(name)
         if manager is not None:
             return manager
-    entries = read_session_entries(path)
-    cwd = entries[0].get("cwd")
-    manager = SessionManager.in_memory(cwd if isinstance(cwd, str) and cwd else os.getcwd(), entries=entries)
-    manager._read_from = os.path.abspath(path)  # errors name the file, not "an in-memory session"
-    return manager
+    return SessionManager._read_view(name, allow_empty=allow_empty)
 
 
 def read_session_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:

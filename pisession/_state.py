@@ -12,6 +12,7 @@ from __future__ import annotations
 import _thread  # threading's RLock, without importing threading (start-up)
 import builtins
 import contextlib
+import errno
 import os
 from collections.abc import Callable, Iterable, Mapping
 
@@ -25,13 +26,15 @@ from ._load import (
     CURRENT_SESSION_VERSION,
     Opaque,
     migrate_session_entries,
+    parse_line,
     parse_raw,
     read_all_entries,
+    read_entries_from,
     unwritable,
     warn_not_written,
 )
 from ._paths import normalize_path, resolve_path, session_file_name
-from ._store import SessionFile, make_private_dirs
+from ._store import ReadOnlySessionFile, SessionFile, make_private_dirs
 from ._values import UNSET
 
 # typing for type checkers only (they take TYPE_CHECKING for true): importing it at run time
@@ -117,7 +120,7 @@ class SessionState:
         session (``read_session`` then reads it in full, raising what it raises)."""
         from ._bodies import BodyLines
 
-        file = SessionFile(path)
+        file = ReadOnlySessionFile(path)
         try:
             header, records, _ = file.load_low_memory()
         except (OSError, InvalidSessionError):
@@ -133,8 +136,55 @@ class SessionState:
         manager._index = TreeIndex.from_records(body, file.bodies)
         manager._after_index()
         project_leaf(manager._index, manager._index.resolve_leaf(manager._leaf_id))
-        manager._read_from = os.path.abspath(path)
+        manager._follow_read_only(file, path)
         return manager
+
+    @classmethod
+    def _read_view(cls, path: str, *, allow_empty: bool = False) -> Self:
+        """``read_session(path)``: an in-memory manager holding the file's entries (an old
+        version migrated in memory), following the file read-only from where it read it.
+
+        Read as ``read_session_entries`` reads (a small file with the json module alone: the
+        reading commands start fast), from one descriptor whose file is the one followed."""
+        file = ReadOnlySessionFile(path)
+        try:
+            fd, info = file._open_regular()
+        except IsADirectoryError:
+            raise InvalidSessionError(f"{path} is a directory, not a session file") from None
+        except OSError as error:
+            if error.errno == errno.EINVAL:
+                raise InvalidSessionError(f"{path} is not a regular file") from None
+            raise
+        with os.fdopen(fd, "rb") as handle:
+            entries, tail, size = read_entries_from(handle, path)
+        if not entries:
+            # Pi creating the file: empty for an instant, or its header line not yet whole.
+            arriving = size == 0 or (b"\n" not in _read_start(path, size) if size < 1 << 20 else False)
+            if not (allow_empty and arriving):
+                reason = "the file is empty" if size == 0 else "its first JSON line is not a session header"
+                raise InvalidSessionError(f"{path} is not a Pi session ({reason})")
+            manager = cls(os.getcwd(), "", None, False)
+            manager._header = {}  # taken from the file when it arrives (see _reload)
+            manager._index = TreeIndex()
+            manager._after_index()
+            manager._follow_read_only(file, path)
+            return manager
+        header = entries[0]
+        # The header is the last line and has no newline: it is the tail, read once.
+        header_line = tail if len(entries) == 1 and tail and parse_line(tail) == header else b""
+        file._loaded((info.st_dev, info.st_ino), header, header_line, size, tail)
+        cwd = header.get("cwd")
+        cwd = cwd if isinstance(cwd, str) and cwd else os.getcwd()
+        manager = cls(cwd, "", None, False, preloaded=entries)
+        manager._follow_read_only(file, path)
+        return manager
+
+    def _follow_read_only(self, file: ReadOnlySessionFile, path: str) -> None:
+        """Read what others append to ``file`` (refresh, follow), never writing it; appends
+        stay in memory."""
+        self._file = file
+        self._flushed = True  # what this manager holds is in the file: read on from there
+        self._read_from = os.path.abspath(path)  # errors name the file, not "an in-memory session"
 
     def _leave_file(self) -> None:
         """Before another file becomes the session's: lines a batch wrote into this one since
@@ -380,3 +430,8 @@ def _session_options(session_id: str | None, parent_session: str | None) -> dict
     if parent_session is not None:
         options["parentSession"] = parent_session
     return options
+
+
+def _read_start(path: str, size: int) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read(size)

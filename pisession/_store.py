@@ -20,6 +20,7 @@ from ._errors import (
     InvalidSessionError,
     SessionClosedError,
     SessionExistsError,
+    SessionReadOnlyError,
     SessionReplacedError,
     SymlinkRefusedError,
 )
@@ -45,10 +46,11 @@ if TYPE_CHECKING:
 
     from ._bodies import BodyFile, BodyLines
     from ._load import Record
+    from ._lock import SessionLock
 
     WireEntry = dict[str, Any]
 
-__all__ = ["SessionFile", "FILE_MODE", "DIR_MODE", "make_private_dirs"]
+__all__ = ["SessionFile", "ReadOnlySessionFile", "FILE_MODE", "DIR_MODE", "make_private_dirs"]
 
 RECHECK_NS = 2_000_000  # inside a batch, look whether the file was replaced at most every 2 ms
 # A partial last line is another writer's line still arriving (the kernel shows a long write
@@ -117,11 +119,9 @@ class SessionFile:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        from ._lock import session_lock  # start-up: reading a session in memory takes no lock
-
         # Shared by every spelling of this file in the process (keyed by its identity here, once,
         # not per append): a symlinked folder or a hard link must not wait on its own holder.
-        self.lock = session_lock(path)
+        self.lock = self._new_lock(path)
         self.closed = False
         self._fd: int | None = None
         self._identity: tuple[int, int] | None = None
@@ -143,7 +143,16 @@ class SessionFile:
         # append to that same file are referred to there too (see load_low_memory).
         self.bodies: BodyFile | None = None
 
+    def _new_lock(self, path: str) -> SessionLock:
+        from ._lock import session_lock  # start-up: reading a session in memory takes no lock
+
+        return session_lock(path)
+
     # -- reading -----------------------------------------------------------------------------
+
+    def reopened(self) -> SessionFile:
+        """A new handle on the same path, nothing read yet (the file is read again)."""
+        return SessionFile(self.path)
 
     def exists(self) -> bool:
         return os.path.exists(self.path)
@@ -657,6 +666,69 @@ class SessionFile:
         if fd is not None:
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+class ReadOnlySessionFile(SessionFile):
+    """A session file a read-only view follows (``read_session``): read, never written.
+
+    The descriptor is opened read-only (a file the user may not write is still followed), and
+    every write raises :class:`SessionReadOnlyError` before touching anything: no repair, no
+    header, no lock file, no temporary file.
+    """
+
+    def _new_lock(self, path: str) -> SessionLock:
+        # Never taken; not even the lock module is imported (start-up of the reading commands).
+        return _NoLock(path + ".lock")  # type: ignore[return-value]
+
+    def reopened(self) -> ReadOnlySessionFile:
+        return ReadOnlySessionFile(self.path)
+
+    def _descriptor(self) -> int | None:
+        if self._fd is None:
+            if self.closed:
+                raise SessionClosedError(f"Session file was closed: {self.path}")
+            try:
+                fd = os.open(self.path, os.O_RDONLY | _CLOEXEC | _NONBLOCK)
+            except FileNotFoundError:
+                return None
+            info = os.fstat(fd)
+            if self._identity is not None and (info.st_dev, info.st_ino) != self._identity:
+                os.close(fd)
+                return None
+            self._identity = (info.st_dev, info.st_ino)
+            self._fd = fd
+        return self._fd
+
+    def _read_new(self) -> list[Record] | None:
+        try:
+            return super()._read_new()
+        finally:
+            # A follower of a folder holds a view per session: no descriptor stays open between
+            # reads (reopening checks it is the same file).
+            self._close()
+
+    def _refuse(self, *args: object, **kwargs: object) -> Any:
+        raise SessionReadOnlyError(f"Session {self.path} is followed read-only: it is never written")
+
+    create = append = append_newline = rewrite = remove_stale_temps = _refuse
+
+
+class _NoLock:
+    """The lock of a file that is never written: it names its path (for messages) and is never
+    held."""
+
+    is_locked = False
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def close(self) -> None:
+        pass
+
+    def _refuse(self, *args: object, **kwargs: object) -> Any:
+        raise SessionReadOnlyError(f"{self.path} is never taken: the session is followed read-only")
+
+    acquire = hold = release = _refuse
 
 
 def _keep_owner(fd: int, path: str) -> None:

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 
-__all__ = ["FileWatcher", "open_watcher", "inotify_available"]
+__all__ = ["FileWatcher", "open_watcher", "open_folder_watcher", "inotify_available"]
 
 _IN_MODIFY = 0x00000002
 _IN_ATTRIB = 0x00000004  # truncation through ftruncate reports as IN_MODIFY; a chmod as this
@@ -65,9 +65,9 @@ class FileWatcher:
     """An inotify descriptor watching one file's folder; :meth:`fileno` becomes readable when
     something happens there, :meth:`drain` then says whether it concerned the file."""
 
-    def __init__(self, fd: int, name: bytes) -> None:
+    def __init__(self, fd: int, name: bytes | None) -> None:
         self._fd: int | None = fd
-        self._name = name
+        self._name = name  # None: every name in the watched folders concerns the caller
 
     def fileno(self) -> int:
         if self._fd is None:
@@ -92,7 +92,7 @@ class FileWatcher:
                 _, mask, _, length = _EVENT.unpack_from(data, offset)
                 name = data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0")
                 offset += _EVENT.size + length
-                if mask & (_IN_Q_OVERFLOW | _IN_IGNORED) or name == self._name:
+                if mask & (_IN_Q_OVERFLOW | _IN_IGNORED) or self._name is None or name == self._name:
                     relevant = True
 
     def wait(self, stop: threading.Event, timeout: float) -> None:
@@ -108,6 +108,11 @@ class FileWatcher:
                 return
             if poller.poll(min(remaining, STOP_CHECK) * 1000) and self.drain():
                 return
+
+    def add(self, folder: str) -> bool:
+        """Watch one more folder (a folder watcher's new subfolder); False if refused."""
+        assert _LIBC is not None
+        return int(_LIBC.inotify_add_watch(self.fileno(), os.fsencode(folder), _MASK)) >= 0
 
     def close(self) -> None:
         if self._fd is not None:
@@ -132,3 +137,17 @@ def open_watcher(path: str) -> FileWatcher | None:
         os.close(fd)  # whatever the reason (ENOENT, ENOSPC, EACCES, ...), polling still works
         return None
     return FileWatcher(fd, os.fsencode(name))
+
+
+def open_folder_watcher(folder: str) -> FileWatcher | None:
+    """A watcher for any change in ``folder`` (more folders with :meth:`FileWatcher.add`), or
+    None where inotify is unavailable or refuses."""
+    if _LIBC is None:
+        return None
+    fd = int(_LIBC.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC))
+    if fd < 0:
+        return None
+    if int(_LIBC.inotify_add_watch(fd, os.fsencode(folder), _MASK)) < 0:
+        os.close(fd)
+        return None
+    return FileWatcher(fd, None)

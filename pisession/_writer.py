@@ -114,7 +114,7 @@ class SessionWriter(SessionReader):
         from . import _watch  # ctypes and select: only for a follower
 
         event = stop or threading.Event()
-        path = self._session_file
+        path = self._followed_path()
         watcher = _watch.open_watcher(path) if notify and path else None
         token = object()
         if include_own:
@@ -142,6 +142,11 @@ class SessionWriter(SessionReader):
                 self._delivery.own_followers.remove(token)
             if watcher is not None:
                 watcher.close()
+
+    def _followed_path(self) -> str | None:
+        """The file whose changes a follower waits for: the session's, or the one a read-only
+        view (``read_session``) follows."""
+        return self._file.path if self._file is not None else self._session_file
 
     def _next_entry(self, include_own: bool, *, read: bool) -> Entry | None:
         """The next undelivered entry, now delivered; with ``read``, the file is read for more
@@ -205,14 +210,21 @@ class SessionWriter(SessionReader):
         leaf = self._leaf_id
         was_tip = self._leaf_is_tip()
         previous = self._file
-        self._file = SessionFile(previous.path)
+        self._file = previous.reopened()
+        awaiting = not self._header  # a read-only view of a file that had no header yet
         try:
             header, records, _ = self._load()
         except FileNotFoundError:
             raise InvalidSessionError(f"Session file disappeared: {self._file.path}") from None
         if header is None:
+            if awaiting:
+                return  # still empty, or its header line is still being written
             raise InvalidSessionError(f"Session file is no longer a valid pi session: {self._file.path}")
-        if header.get("id") != self._header.get("id"):
+        if awaiting:
+            cwd = header.get("cwd")
+            if isinstance(cwd, str) and cwd:
+                self._cwd = resolve_path(cwd)
+        elif header.get("id") != self._header.get("id"):
             # Another session was renamed over the path: keep the file we had (so every later
             # write fails the same way) rather than write into a stranger's session.
             self._file.close()

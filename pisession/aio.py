@@ -544,7 +544,7 @@ class AsyncSessionManager:
         loop = asyncio.get_running_loop()
         manager = self._manager
         delivery = manager._delivery
-        path = manager.get_session_file()
+        path = manager._followed_path()
         watcher = open_watcher(path) if notify and path else None
         changed = asyncio.Event()
         if watcher is not None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
 from collections.abc import Mapping
 
 from pisession import (
     CURRENT_SESSION_VERSION,
     SessionManager,
+    read_session,
     read_session_entries,
     read_session_header,
 )
@@ -169,26 +168,6 @@ def cmd_context(args: argparse.Namespace) -> int:
     return 0
 
 
-def _wait_for_whole_lines(path: str, interval: float, patience: float = 5.0) -> None:
-    """Opening repairs a missing final newline; wait for a writer to finish its line instead."""
-    deadline = time.monotonic() + patience
-    while True:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            if size == 0:
-                raise CliError(f"{path} is not a Pi session (the file is empty)")
-            handle.seek(size - 1)
-            if handle.read(1) == b"\n":
-                return
-        if time.monotonic() >= deadline:
-            raise CliError(
-                f"{path} ends with an unfinished line; tail never modifies a file "
-                "(`pisession migrate` repairs it as Pi would)"
-            )
-        time.sleep(min(interval, 0.25))
-
-
 def _check_current_version(path: str) -> None:
     header = read_session_header(path)
     if not header:
@@ -211,8 +190,9 @@ def cmd_tail(args: argparse.Namespace) -> int:
         raise CliError("--interval must be positive", 2)
     path = sessions.resolve(args)
     _check_current_version(path)
-    _wait_for_whole_lines(path, args.interval)
-    manager = SessionManager.open(path)
+    # A read-only view: nothing is written, not even a newline after an unfinished last line
+    # (another writer's line still arriving: shown once it is whole).
+    manager = read_session(path)
     style = Style(sys.stdout)
     room = width()
 
@@ -268,7 +248,7 @@ def register(commands: Commands) -> None:
         cmd_tail,
         "follow a live session",
         "Print the last entries, then one line per entry as Pi (or anyone) appends it. Ctrl-C stops. "
-        "Python: for entry in SessionManager.open(path).follow(): ...",
+        "Python: for entry in pisession.read_session(path).follow(): ...",
         [where, as_json],
     )
     sub.add_argument("--interval", metavar="S", type=float, default=0.25, help="seconds between polls (0.25)")

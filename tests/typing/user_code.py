@@ -17,6 +17,8 @@ from pisession import (
     CustomEntry,
     CustomMessageEntry,
     Entry,
+    FolderEntry,
+    FolderFollower,
     LabelEntry,
     MalformedEntry,
     Message,
@@ -30,6 +32,7 @@ from pisession import (
     Unset,
     Usage,
     UserMessage,
+    read_session,
 )
 
 if TYPE_CHECKING:
@@ -175,6 +178,20 @@ def label_text(entry: LabelEntry) -> str:
     return label or ""
 
 
+def followed_custom_types(path: str) -> list[str]:
+    """A read-only view of a session another program writes: what it appended since."""
+    view = read_session(path)
+    found = [e.custom_type for e in view.refresh() if isinstance(e, CustomEntry)]
+    view.close()
+    return found
+
+
+def folder_events(directory: str) -> list[tuple[str, str]]:
+    with FolderFollower(directory, from_start=True) as follower:
+        events: list[FolderEntry] = follower.refresh()
+        return [(path, entry.type) for path, entry in events]
+
+
 def main(directory: str) -> None:
     manager = SessionManager.create("/work/project", directory)
     manager.append_message(UserMessage(content="Fix the failing test"))  # timestamp: now
@@ -216,6 +233,10 @@ def main(directory: str) -> None:
     assert tool_tokens(manager.build_session_context().messages) == 0
     assert [label_text(e) for e in entries if isinstance(e, LabelEntry)] == ["checkpoint"]
     manager.close()
+    path = manager.get_session_file()
+    assert path is not None
+    assert followed_custom_types(path) == []
+    assert [kind for _, kind in folder_events(directory)][:1] == ["message"]
 
 
 if __name__ == "__main__":
