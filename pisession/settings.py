@@ -427,7 +427,7 @@ def _canonical(path: str) -> str:
     # Pi's canonicalizePath: the real path, or the path as given where there is none.
     try:
         return os.path.realpath(path, strict=True)
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):  # ValueError: a NUL byte, no file's path
         return path
 
 

@@ -70,7 +70,7 @@ def test_files_nested_thousands_of_levels_deep_still_resolve(tmp_path: Path) -> 
     (project / ".pi" / "settings.json").write_text(
         '{"deep": ' + deep + ', "__proto__": {"sessionDir": "/elsewhere"}}'
     )
-    settings = PiSettings.load(str(project), str(agent))
+    settings = PiSettings.load(str(project), str(agent), project_trusted=True)
     assert settings.errors == ()
     assert settings.compaction_settings().keep_recent_tokens == 7
     assert settings.session_dir == "/elsewhere"
