@@ -390,12 +390,13 @@ def usage_report(
     e.g. ``{"openai/gpt-5-2025-08-07": "openai/gpt-5"}`` for a model whose provider answered
     with a dated ``responseModel``. ``by_kind`` splits each model's share by the type of entry
     that spent it (:attr:`ModelUsage.kind`): a ``Tools/summaries`` share becomes its compactions,
-    branch summaries and tool results; the rows and totals are the same. Raises :class:`UsageQueryError` for a bad argument (``since``
-    after ``until``, an unknown time zone, with the closest names); unreadable files never raise
-    (see :attr:`UsageReport.skipped`)::
+    branch summaries and tool results; the rows and totals are the same. Raises
+    :class:`UsageQueryError` for a bad argument (``since`` after ``until``, an unknown time zone,
+    with the closest names); unreadable files never raise (see :attr:`UsageReport.skipped`)::
 
         usage_report("monthly", cwd="/home/me/project").totals.total_cost
         usage_report("daily", since="this-month", by_project=True)
+        usage_report("monthly", by_kind=True)  # compactions apart from branch summaries
     """
     if group_by not in GROUPINGS:
         raise UsageQueryError(f"unknown grouping {group_by!r}: use one of {', '.join(GROUPINGS)}")
@@ -539,7 +540,9 @@ def _row(
             if sums.first is not None and sums.last is not None:
                 firsts.append(sums.first)
                 lasts.append(sums.last)
-    breakdown.sort(key=lambda m: (-m.cost if not math.isnan(m.cost) else math.inf, m.model_name, m.kind or ""))
+    breakdown.sort(
+        key=lambda m: (-m.cost if not math.isnan(m.cost) else math.inf, m.model_name, m.kind or "")
+    )
     totals = _sum_totals(
         ReportTotals(m.input_tokens, m.output_tokens, m.cache_creation_tokens, m.cache_read_tokens, m.cost)
         for m in breakdown
