@@ -108,7 +108,8 @@ def usage_rows(data: bytes | Iterable[bytes], header: dict[str, Any] | None) -> 
     cache read, cache write, cost)``, NaN as None. An entry whose timestamp does not parse is
     dated by the header's (else 1970-01-01), so it is counted somewhere rather than dropped. A
     damaged line (not a JSON object: cut short, garbled) is skipped as Pi skips it, and counted
-    so the report can say so; only lines that may hold usage are parsed, the others are told by their first and last byte.
+    so the report can say so; only lines that may hold usage are parsed, the others are told by
+    their first and last byte.
     """
     rows: list[UsageRow] = []
     damaged = 0
