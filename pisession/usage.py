@@ -82,7 +82,9 @@ def _wire_number(value: Number) -> Number | None:
 class ModelUsage:
     """One model's share of a row. ``model_name`` is Pi's key (``anthropic/claude-sonnet-4-5``,
     ``Tools/summaries``); ``cache_creation_tokens`` is Pi's ``cacheWrite``. A number is NaN where
-    Pi's own sum is (a usage that lacks a field)."""
+    Pi's own sum is (a usage that lacks a field). ``kind``, in a ``by_kind`` report only, is the
+    type of the entries counted: ``"message"`` (assistant and tool result messages),
+    ``"compaction"``, ``"branch_summary"`` or ``"usage"`` (an extension's usage entry)."""
 
     model_name: str
     input_tokens: Number
@@ -90,6 +92,7 @@ class ModelUsage:
     cache_creation_tokens: Number
     cache_read_tokens: Number
     cost: float
+    kind: str | None = None
 
     @property
     def total_tokens(self) -> Number:
@@ -97,8 +100,8 @@ class ModelUsage:
         return self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_creation_tokens
 
     def to_wire(self) -> dict[str, Any]:
-        """ccusage's ``modelBreakdowns`` item."""
-        return {
+        """ccusage's ``modelBreakdowns`` item (with ``"kind"`` in a ``by_kind`` report)."""
+        out: dict[str, Any] = {
             "modelName": self.model_name,
             "inputTokens": _wire_number(self.input_tokens),
             "outputTokens": _wire_number(self.output_tokens),
@@ -106,6 +109,9 @@ class ModelUsage:
             "cacheReadTokens": _wire_number(self.cache_read_tokens),
             "cost": _wire_number(self.cost),
         }
+        if self.kind is not None:
+            out["kind"] = self.kind
+        return out
 
 
 @final
@@ -166,8 +172,8 @@ class ReportRow:
 
     @property
     def models_used(self) -> tuple[str, ...]:
-        """The models' names, most expensive first."""
-        return tuple(model.model_name for model in self.models)
+        """The models' names, most expensive first (each once, in a ``by_kind`` report too)."""
+        return tuple(dict.fromkeys(model.model_name for model in self.models))
 
     def to_wire(self, group_by: GroupBy) -> dict[str, Any]:
         """The row as ccusage writes it for ``group_by``."""
@@ -367,6 +373,7 @@ def usage_report(
     on_progress: ProgressCallback | None = None,
     by_project: bool = False,
     merge_models: Mapping[str, str] | None = None,
+    by_kind: bool = False,
 ) -> UsageReport:
     """Usage and cost of every project's sessions (``cwd``: one project's), grouped by
     ``"daily"``, ``"weekly"``, ``"monthly"``, ``"session"`` or ``"project"``.
@@ -381,12 +388,15 @@ def usage_report(
     splits each day, week or month by project (``ReportRow.project_path``), as ccusage's
     ``daily --instances``. ``merge_models`` maps model names to the name to count them under,
     e.g. ``{"openai/gpt-5-2025-08-07": "openai/gpt-5"}`` for a model whose provider answered
-    with a dated ``responseModel``. Raises :class:`UsageQueryError` for a bad argument (``since``
-    after ``until``, an unknown time zone, with the closest names); unreadable files never raise
-    (see :attr:`UsageReport.skipped`)::
+    with a dated ``responseModel``. ``by_kind`` splits each model's share by the type of entry
+    that spent it (:attr:`ModelUsage.kind`): a ``Tools/summaries`` share becomes its compactions,
+    branch summaries and tool results; the rows and totals are the same. Raises
+    :class:`UsageQueryError` for a bad argument (``since`` after ``until``, an unknown time zone,
+    with the closest names); unreadable files never raise (see :attr:`UsageReport.skipped`)::
 
         usage_report("monthly", cwd="/home/me/project").totals.total_cost
         usage_report("daily", since="this-month", by_project=True)
+        usage_report("monthly", by_kind=True)  # compactions apart from branch summaries
     """
     if group_by not in GROUPINGS:
         raise UsageQueryError(f"unknown grouping {group_by!r}: use one of {', '.join(GROUPINGS)}")
@@ -421,7 +431,7 @@ def usage_report(
             catalog_error = f"{own.path}: {error}"
             with Catalog(":memory:") as scratch:
                 scan, skipped = _scan(scratch, folder, on_progress)
-    rows = _rows(group_by, scan, local_day, first, last, project, by_project, merge_models or {})
+    rows = _rows(group_by, scan, local_day, first, last, project, by_project, merge_models or {}, by_kind)
     total = _sum_totals(row.totals for row in rows)
     return UsageReport(group_by, zone_name, tuple(rows), total, tuple(skipped), catalog_error)
 
@@ -465,12 +475,14 @@ def _rows(
     project: str | None,
     by_project: bool = False,
     merge_models: Mapping[str, str] | None = None,
+    by_kind: bool = False,
 ) -> list[ReportRow]:
     sessions: dict[int, tuple[str, dict[str, Any]]] = scan.sessions
     keep: dict[int, bool] = {}
-    rows: dict[str, dict[str, _Sums]] = {}
+    rows: dict[str, dict[tuple[str, str | None], _Sums]] = {}
     for group in scan.groups:
-        file_id, model_key, day = group[0], group[1], local_day(group[2])
+        file_id, day = group[0], local_day(group[2])
+        kind, _, model_key = group[1].partition("/")  # the catalog's kind_key: the entry's type first
         if (first is not None and day < first) or (last is not None and day > last):
             continue
         if project is not None:
@@ -496,7 +508,7 @@ def _rows(
             key += "\0" + (cwd if isinstance(cwd, str) else "")
         if merge_models:
             model_key = merge_models.get(model_key, model_key)
-        rows.setdefault(key, {}).setdefault(model_key, _Sums()).add(group)
+        rows.setdefault(key, {}).setdefault((model_key, kind if by_kind else None), _Sums()).add(group)
     out = [_row(group_by, key, models, sessions) for key, models in rows.items()]
     kept_rows = [row for row in out if row.models]
     if group_by == "session":
@@ -511,21 +523,26 @@ def _counts(value: float) -> bool:
 
 
 def _row(
-    group_by: GroupBy, key: str, models: dict[str, _Sums], sessions: dict[int, tuple[str, dict[str, Any]]]
+    group_by: GroupBy,
+    key: str,
+    models: dict[tuple[str, str | None], _Sums],
+    sessions: dict[int, tuple[str, dict[str, Any]]],
 ) -> ReportRow:
     breakdown: list[ModelUsage] = []
     firsts: list[int] = []
     lasts: list[int] = []
-    for name, sums in models.items():
+    for (name, kind), sums in models.items():
         v = sums.values
-        usage = ModelUsage(name, v[0], v[1], v[3], v[2], float(v[4]))
+        usage = ModelUsage(name, v[0], v[1], v[3], v[2], float(v[4]), kind)
         # Pi drops a model whose cost and tokens are both zero (or NaN) from its breakdown
         if _counts(usage.cost) or _counts(usage.total_tokens):
             breakdown.append(usage)
             if sums.first is not None and sums.last is not None:
                 firsts.append(sums.first)
                 lasts.append(sums.last)
-    breakdown.sort(key=lambda m: (-m.cost if not math.isnan(m.cost) else math.inf, m.model_name))
+    breakdown.sort(
+        key=lambda m: (-m.cost if not math.isnan(m.cost) else math.inf, m.model_name, m.kind or "")
+    )
     totals = _sum_totals(
         ReportTotals(m.input_tokens, m.output_tokens, m.cache_creation_tokens, m.cache_read_tokens, m.cost)
         for m in breakdown

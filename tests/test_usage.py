@@ -487,22 +487,25 @@ def test_the_catalogs_fast_read_gives_the_exact_reads_rows(name: str) -> None:
     # usage_rows decodes only the fields it needs (msgspec) and reads Pi's timestamps directly;
     # the exact path is the full JavaScript-exact parse and Date.
     from pisession import read_session_entries
-    from pisession._attribution import usage_items
+    from pisession._attribution import usage_item
     from pisession._js import js_date_ms
-    from pisession.catalog._usage import usage_rows
+    from pisession.catalog._usage import kind_key, usage_rows
 
     data = (CASES / name).read_bytes()
     rows, _ = usage_rows(data, None)
     header = read_session_entries(CASES / name)[0]
     exact = []
-    for item in usage_items(read_session_entries(CASES / name)):
+    for entry in read_session_entries(CASES / name):
+        item = usage_item(entry) if isinstance(entry, dict) else None
+        if item is None:
+            continue
         ms = js_date_ms(item.timestamp) if item.timestamp else None
         ms = ms if ms is not None else (js_date_ms(header["timestamp"]) or 0)
         numbers = [
             None if v != v else v
             for v in (item.input, item.output, item.cache_read, item.cache_write, item.cost)
         ]
-        exact.append((item.entry_id, item.timestamp, ms, item.model_key, *numbers))
+        exact.append((item.entry_id, item.timestamp, ms, kind_key(entry["type"], item.model_key), *numbers))
     assert rows == exact
     assert [tuple(map(type, r)) for r in rows] == [tuple(map(type, r)) for r in exact]  # ints stay ints
 

@@ -35,7 +35,8 @@ ProgressCallback = Callable[[int, int], None]
 # 7: the usage tables and the checked rows (row_crc, text_crc) together; 8: the text as JSON and
 # the picker row's JSON made ahead (wire_head), the large columns last
 # 9: the time zone a row's local times were read in; 10: the usage rows checked (a crc column)
-SCHEMA_VERSION = 10
+# 11: a usage row's model_key starts with its entry's type ("compaction/Tools/summaries")
+SCHEMA_VERSION = 11
 FILE_COLUMNS = (
     "id, path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, indexed, head, tail, "
     "partial, status, header, message_count, first_message, name, last_activity, row_crc, zone"

@@ -104,11 +104,12 @@ def usage_rows(data: bytes | Iterable[bytes], header: dict[str, Any] | None) -> 
     """The usage rows of the whole lines ``data`` (bytes, or its lines split on ``"\\n"``), and
     how many lines are damaged.
 
-    A row is ``(entry id, timestamp, ms, model key, input, output, cache read, cache write,
-    cost)``, NaN as None. An entry whose timestamp does not parse is dated by the header's (else
-    1970-01-01), so it is counted somewhere rather than dropped. A damaged line (not a JSON
-    object: cut short, garbled) is skipped as Pi skips it, and counted so the report can say so;
-    only lines that may hold usage are parsed, the others are told by their first and last byte.
+    A row is ``(entry id, timestamp, ms, kind and model key (:func:`kind_key`), input, output,
+    cache read, cache write, cost)``, NaN as None. An entry whose timestamp does not parse is
+    dated by the header's (else 1970-01-01), so it is counted somewhere rather than dropped. A
+    damaged line (not a JSON object: cut short, garbled) is skipped as Pi skips it, and counted
+    so the report can say so; only lines that may hold usage are parsed, the others are told by
+    their first and last byte.
     """
     rows: list[UsageRow] = []
     damaged = 0
@@ -136,6 +137,7 @@ def usage_rows(data: bytes | Iterable[bytes], header: dict[str, Any] | None) -> 
         if fields is None:
             continue
         entry_id, timestamp, key, tokens_in, tokens_out, cache_read, cache_write, cost = fields
+        key = kind_key(entry["type"], key)
         ms = _timestamp_ms(timestamp) if timestamp else None
         if ms is None:
             if fallback is None:
@@ -156,6 +158,20 @@ def usage_rows(data: bytes | Iterable[bytes], header: dict[str, Any] | None) -> 
             )
         )
     return rows, damaged
+
+
+def kind_key(kind: str, model_key: str) -> str:
+    """The stored ``model_key``: the entry's type (``message``, ``usage``, ``compaction``,
+    ``branch_summary``), a slash, Pi's key. The type has no slash, so the first one splits them
+    (:func:`split_kind_key`); one column keeps the sums, the fork query and the checksums as
+    they were, each now per kind."""
+    return f"{kind}/{model_key}"
+
+
+def split_kind_key(stored: str) -> tuple[str, str]:
+    """``(kind, Pi's model key)`` of a stored ``model_key``."""
+    kind, _, model_key = stored.partition("/")
+    return kind, model_key
 
 
 def _number(value: float) -> float | None:

@@ -98,7 +98,8 @@ def format_table(report: UsageReport, *, breakdown: bool = False, columns: int =
         lines_in.append((_label(report, row), _cells(row.totals, row.total_cost), keep_end))
         if breakdown:
             for model in row.models:
-                lines_in.append(("  " + model.model_name, _cells(model, model.cost), False))
+                name = model.model_name if model.kind is None else f"{model.model_name} [{model.kind}]"
+                lines_in.append(("  " + name, _cells(model, model.cost), False))
     total = ("Total", _cells(report.totals, report.totals.total_cost), False)
     key_width = max(len(_HEADINGS[report.group_by]), *(len(label) for label, _, _ in [*lines_in, total]))
     key_width = max(12, min(key_width, max(60, columns) - numbers_width))
@@ -164,6 +165,7 @@ def cmd_usage(args: argparse.Namespace) -> int:
             on_progress=_progress(sys.stderr),
             by_project=args.instances,
             merge_models=merge,
+            by_kind=args.by_kind,
         )
     except UsageQueryError as error:
         raise CliError(str(error), 2) from None
@@ -183,7 +185,7 @@ def cmd_usage(args: argparse.Namespace) -> int:
         return 0
     # piped or redirected: whole paths and model names, never cut with "…" (unless $COLUMNS asks)
     columns = terminal_columns(80) if _stdout_is_terminal() or os.environ.get("COLUMNS") else _UNCUT
-    for text in format_table(report, breakdown=args.breakdown, columns=columns):
+    for text in format_table(report, breakdown=args.breakdown or args.by_kind, columns=columns):
         emit(text)
     return 0
 
@@ -239,6 +241,12 @@ def register(commands: Commands) -> None:
         "--by-project",
         action="store_true",
         help="split each day, week or month by project (as ccusage's daily --instances)",
+    )
+    sub.add_argument(
+        "--by-kind",
+        action="store_true",
+        help="split each model's line by the entries that spent it: message, compaction, "
+        "branch_summary, usage (implies --breakdown; JSON: a kind in each modelBreakdowns item)",
     )
     sub.add_argument(
         "--merge-model",
