@@ -483,3 +483,28 @@ def test_a_failed_import_leaves_nothing_behind(tmp_path: Path, monkeypatch: pyte
     with pytest.raises(OSError, match="disk full"):
         import_session(CLAUDE / "rewind.jsonl", session_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+CCUSAGE = json.loads((DATA / "ccusage" / "daily.json").read_text())
+
+
+def pi_daily(session_dir: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, list[int]]:
+    capsys.readouterr()
+    assert main(["usage", "--session-dir", str(session_dir), "--json", "--timezone", "UTC"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    found = {}
+    for row in report["daily"]:
+        for m in row["modelBreakdowns"]:
+            key = f"{row['date']} {m['modelName'].split('/')[-1]}"  # ccusage names the model alone
+            found[key] = [m["inputTokens"], m["outputTokens"], m["cacheReadTokens"], m["cacheCreationTokens"]]
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(CCUSAGE["files"]))
+def test_usage_equals_ccusage_per_file(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Golden data from ccusage 20.0.24 itself (tests/data/importers/ccusage/daily.json, one
+    fixture alone in its store): `pisession usage` on the imported sessions (sub-agents included)
+    gives the same input, output, cache read and cache write per day and model."""
+    out = tmp_path / "out"
+    import_session(DATA / name, session_dir=out)
+    assert pi_daily(out, capsys) == CCUSAGE["files"][name]
