@@ -508,3 +508,27 @@ def test_usage_equals_ccusage_per_file(name: str, tmp_path: Path, capsys: pytest
     out = tmp_path / "out"
     import_session(DATA / name, session_dir=out)
     assert pi_daily(out, capsys) == CCUSAGE["files"][name]
+
+
+@pytest.mark.parametrize("source", ["claude", "codex"])
+def test_import_all_usage_equals_ccusage_on_the_whole_store(
+    source: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every fixture in one store, as ccusage read it: an API message copied into several files
+    (the hand-made Claude fixtures reuse msg_1/req_1) counts once, in the file whose copy has the
+    most output tokens (forks.jsonl's 322, not the first file's), as ccusage 20 does."""
+    store = tmp_path / "store"
+    if source == "claude":
+        shutil.copytree(CLAUDE, store / "-proj")
+    else:
+        store.mkdir()
+        for path in [*CODEX.glob("*.jsonl"), *(DATA / "public" / "codex").glob("*.jsonl")]:
+            shutil.copy(path, store)
+    out = tmp_path / "out"
+    assert not [r for r in import_all(source, store, session_dir=out) if isinstance(r, Exception)]
+    assert pi_daily(out, capsys) == CCUSAGE["stores"][source]
+    if source == "claude":  # the same tokens at the same prices
+        capsys.readouterr()
+        assert main(["usage", "--session-dir", str(out), "--json", "--timezone", "UTC"]) == 0
+        cost = json.loads(capsys.readouterr().out)["totals"]["totalCost"]
+        assert cost == pytest.approx(CCUSAGE["claude_store_cost"])

@@ -505,3 +505,16 @@ def session_name(lines: Iterable[Line]) -> str | None:
         elif line.data.get("type") == "summary" and isinstance(line.data.get("summary"), str):
             summary = line.data["summary"]
     return title or summary
+
+
+def usage_outputs(records: Iterable[Line]) -> dict[tuple[str, str], int]:
+    """Each API message's (``message.id``, ``requestId``) with the most output tokens any of its
+    records in this file carries: the figure ccusage compares across files."""
+    found: dict[tuple[str, str], int] = {}
+    for record in records:
+        message = _message(record.data)
+        key = (message.get("id"), record.data.get("requestId"))
+        if isinstance(key[0], str) and isinstance(key[1], str) and "usage" in message:
+            output = _usage_counts(as_dict(message.get("usage")))["output"]
+            found[(key[0], key[1])] = max(output, found.get((key[0], key[1]), -1))
+    return found
