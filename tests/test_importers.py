@@ -258,8 +258,8 @@ def test_import_all_walks_the_store_from_the_environment(
     shutil.copytree(CODEX, home / "sessions" / "2026" / "03" / "01")
     monkeypatch.setenv("CODEX_HOME", str(home))
     results = import_all("codex", session_dir=tmp_path / "out")
-    assert len(results) == 3 and all(not isinstance(r, Exception) for r in results)
-    assert len(list((tmp_path / "out").glob("*.jsonl"))) == 3
+    assert len(results) == 4 and all(not isinstance(r, Exception) for r in results)
+    assert len(list((tmp_path / "out").glob("*.jsonl"))) == 4
 
 
 @pytest.mark.parametrize(
@@ -532,3 +532,16 @@ def test_import_all_usage_equals_ccusage_on_the_whole_store(
         assert main(["usage", "--session-dir", str(out), "--json", "--timezone", "UTC"]) == 0
         cost = json.loads(capsys.readouterr().out)["totals"]["totalCost"]
         assert cost == pytest.approx(CCUSAGE["claude_store_cost"])
+
+
+def test_a_usage_only_codex_run_is_written_with_its_usage_outside_the_context(tmp_path: Path) -> None:
+    """A rollout with token counts and no message (Pi would never write such a session) is kept
+    as usage entries, so its tokens are not lost; the model's context stays empty, and a second
+    import writes nothing new."""
+    source = CODEX / "rollout-2026-03-01T10-00-00-0199cccc-dddd-7eee-8fff-000000000000.jsonl"
+    manager = one(source, tmp_path)
+    usage = [to_wire(e)["usage"] for e in manager.get_entries() if e.type == "usage"]
+    assert [(u["input"], u["output"], u["cacheRead"]) for u in usage] == [(300, 40, 600), (200, 50, 900)]
+    assert manager.build_session_context().messages == []
+    assert import_file(source, session_dir=tmp_path).written == []
+    assert len(list(tmp_path.glob("*.jsonl"))) == 1

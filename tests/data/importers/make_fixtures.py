@@ -477,5 +477,22 @@ write(
     torn='{"timestamp":"2026-03-01T10:00:03.000Z","type":"response_item","payload":{"type":"mess',
 )
 
+# Usage only (an aborted or headless run): no user or assistant message, two token counts.
+UID = "0199cccc-dddd-7eee-8fff-000000000000"
+write(
+    "codex/rollout-2026-03-01T10-00-00-" + UID + ".jsonl",
+    [
+        env(
+            0,
+            "session_meta",
+            {"id": UID, "timestamp": ts(0), "cwd": CWD, "originator": "codex_exec", "cli_version": "0.63.0"},
+        ),
+        env(1, "turn_context", {"cwd": CWD, "model": "gpt-5-codex", "approval_policy": "never"}),
+        tokens(2, (900, 600, 40, 10), (900, 600, 40, 10)),
+        tokens(3, (900, 600, 40, 10), (900, 600, 40, 10)),
+        tokens(4, (2000, 1500, 90, 30), (1100, 900, 50, 20)),
+    ],
+)
+
 with open(os.path.join(HERE, "foreign.json"), "w") as f:
     f.write('{"hello": "world"}\n')
