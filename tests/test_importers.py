@@ -258,8 +258,8 @@ def test_import_all_walks_the_store_from_the_environment(
     shutil.copytree(CODEX, home / "sessions" / "2026" / "03" / "01")
     monkeypatch.setenv("CODEX_HOME", str(home))
     results = import_all("codex", session_dir=tmp_path / "out")
-    assert len(results) == 4 and all(not isinstance(r, Exception) for r in results)
-    assert len(list((tmp_path / "out").glob("*.jsonl"))) == 4
+    assert len(results) == 5 and all(not isinstance(r, Exception) for r in results)
+    assert len(list((tmp_path / "out").glob("*.jsonl"))) == 5
 
 
 @pytest.mark.parametrize(
@@ -545,3 +545,26 @@ def test_a_usage_only_codex_run_is_written_with_its_usage_outside_the_context(tm
     assert manager.build_session_context().messages == []
     assert import_file(source, session_dir=tmp_path).written == []
     assert len(list(tmp_path.glob("*.jsonl"))) == 1
+
+
+FORK = CODEX / "rollout-2026-03-01T11-00-00-0199bbbb-cccc-7ddd-8eee-ffffffffffff.jsonl"
+
+
+def test_a_codex_fork_counts_only_its_own_turns_and_links_its_parent(tmp_path: Path) -> None:
+    """A forked rollout opens with its parent's history copied in one burst: that history stays
+    in the fork's context, but its tokens are the parent's (counted there, as ccusage counts
+    them); the new turn's tokens are the difference from the copied cumulative total. Imported
+    after its parent, the fork names the parent's Pi session as parentSession."""
+    parent = import_session(ROLLOUT, session_dir=tmp_path)[0]
+    fork = SessionManager.open(import_session(FORK, session_dir=tmp_path)[0])
+    assert to_wire(fork.get_header())["parentSession"] == str(parent)
+    usage = [m["usage"] for m in messages(fork, "assistant")]
+    assert sum(u["input"] for u in usage) == 200 and sum(u["cacheRead"] for u in usage) == 500
+    assert sum(u["output"] for u in usage) == 60
+    said = [text for role, text in context(fork) if role == "user"]
+    assert "thanks" in said and said[-1] == "now try another way"  # the copy stays in context
+
+
+def test_a_codex_fork_imported_alone_has_no_parent_link(tmp_path: Path) -> None:
+    fork = SessionManager.open(import_session(FORK, session_dir=tmp_path)[0])
+    assert "parentSession" not in to_wire(fork.get_header())

@@ -370,8 +370,14 @@ def _import_codex(
     start = ms_from_iso(meta.get("timestamp")) or next(
         (ms_from_iso(line.data.get("timestamp")) for line in lines if line.data.get("timestamp")), 0
     )
+    parent_id = _codex.fork_parent(lines, meta)
+    parent = None
+    if parent_id is not None:  # a fork: linked to its parent when the parent was imported
+        parent = find_imported(target_folder(work, session_dir), session_id_for("codex", parent_id))
     written: list[str] = []
-    with writing(target.folder, target.session_id, work, start, on_done=written.append) as out:
+    with writing(
+        target.folder, target.session_id, work, start, parent_session=parent, on_done=written.append
+    ) as out:
         stats = _codex.write_rollout(lines, out, meta)
         _finish(out, result, stats, lines[-1].data.get("timestamp"))
     _record(result, written, target)

@@ -494,5 +494,35 @@ write(
     ],
 )
 
+# A fork of the rollout above (Codex's fork): its own session_meta naming the parent, then the
+# parent's lines copied in one burst re-stamped to the fork instant, then one new turn whose
+# cumulative total continues from the parent's.
+FID = "0199bbbb-cccc-7ddd-8eee-ffffffffffff"
+FORK_AT = "2026-03-01T11:00:00.000Z"
+with open(os.path.join(HERE, "codex", "rollout-2026-03-01T10-00-00-" + CID + ".jsonl")) as f:
+    copied = [{**json.loads(line), "timestamp": FORK_AT} for line in f]
+write(
+    "codex/rollout-2026-03-01T11-00-00-" + FID + ".jsonl",
+    [
+        {
+            "timestamp": FORK_AT,
+            "type": "session_meta",
+            "payload": {
+                "id": FID,
+                "forked_from_id": CID,
+                "timestamp": FORK_AT,
+                "cwd": CWD,
+                "originator": "codex_cli_rs",
+                "cli_version": "0.63.0",
+            },
+        },
+        *copied,
+        {**env(0, "turn_context", {"cwd": CWD, "model": "gpt-5-codex"}), "timestamp": "2026-03-01T11:00:05.000Z"},
+        {**item(0, msg("user", "now try another way", "input_text")), "timestamp": "2026-03-01T11:00:05.000Z"},
+        {**item(0, msg("assistant", "Done another way.", "output_text")), "timestamp": "2026-03-01T11:00:06.000Z"},
+        {**tokens(0, (4700, 3100, 230, 35), (700, 500, 60, 5)), "timestamp": "2026-03-01T11:00:06.000Z"},
+    ],
+)
+
 with open(os.path.join(HERE, "foreign.json"), "w") as f:
     f.write('{"hello": "world"}\n')
