@@ -293,14 +293,14 @@ def test_cli_imports_reports_and_writes_nothing_the_second_time(
     out = tmp_path / "out"
     assert main(["import", "claude", str(CLAUDE), "--session-dir", str(out), "--dry-run"]) == 0
     captured = capsys.readouterr()
-    assert captured.out.count("would write") == 12 and not out.exists()
-    assert "12 session(s) would be written" in captured.err
+    assert captured.out.count("would write") == 13 and not out.exists()
+    assert "13 session(s) would be written" in captured.err
     assert main(["import", "claude", str(CLAUDE), "--session-dir", str(out)]) == 0
     captured = capsys.readouterr()
-    assert captured.out.count("wrote") == 12 and len(list(out.glob("*.jsonl"))) == 12
+    assert captured.out.count("wrote") == 13 and len(list(out.glob("*.jsonl"))) == 13
     assert "torn.jsonl: the last line is cut off" in captured.err
     assert main(["import", "claude", str(CLAUDE), "--session-dir", str(out)]) == 0
-    assert "0 session(s) written, 12 already imported" in capsys.readouterr().err
+    assert "0 session(s) written, 13 already imported" in capsys.readouterr().err
 
 
 def test_cli_foreign_file_is_an_error_without_a_traceback(
@@ -568,3 +568,22 @@ def test_a_codex_fork_counts_only_its_own_turns_and_links_its_parent(tmp_path: P
 def test_a_codex_fork_imported_alone_has_no_parent_link(tmp_path: Path) -> None:
     fork = SessionManager.open(import_session(FORK, session_dir=tmp_path)[0])
     assert "parentSession" not in to_wire(fork.get_header())
+
+
+def test_a_partial_compaction_keeps_its_preserved_segment_in_context(tmp_path: Path) -> None:
+    """Newer Claude Code keeps a preserved segment (compactMetadata.preservedSegment, written
+    before the boundary) after the summary, and the next prompt chains off the segment's tail.
+    In Pi the compaction's firstKeptEntryId is the segment's head and the next prompt follows
+    the compaction, so Pi's context is Claude's after compacting, on one branch."""
+    manager = one(CLAUDE / "partial.jsonl", tmp_path)
+    assert len(leaves(manager)) == 1
+    assert context(manager) == [
+        ("compactionSummary", "Summary: the first prompt was answered."),
+        ("user", "second prompt"),
+        ("assistant", "second answer"),
+        ("user", "third prompt"),
+        ("assistant", "third answer"),
+    ]
+    compaction = next(e for e in manager.get_entries() if e.type == "compaction")
+    kept = manager.get_entry(compaction.first_kept_entry_id)
+    assert to_wire(kept.message)["content"] == "second prompt"

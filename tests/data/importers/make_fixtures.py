@@ -281,6 +281,36 @@ write(
     ],
 )
 
+# A partial compaction (newer Claude Code): the boundary's compactMetadata.preservedSegment keeps
+# u2..a2 (written before the boundary) after the summary, and the next prompt chains off the
+# preserved tail, so Claude's context after compacting is: summary, u2, a2, u3, a3.
+write(
+    "claude/partial.jsonl",
+    [
+        user("u1", None, 0, "first prompt"),
+        assistant("a1", "u1", 1, "msg_p1", [text("first answer")], usage(5, 10), req="req_p1", stop="end_turn"),
+        user("u2", "a1", 2, "second prompt"),
+        assistant("a2", "u2", 3, "msg_p2", [text("second answer")], usage(6, 11), req="req_p2", stop="end_turn"),
+        rec(
+            "system",
+            "b1",
+            None,
+            4,
+            subtype="compact_boundary",
+            content="Conversation compacted",
+            logicalParentUuid="a2",
+            compactMetadata={
+                "trigger": "manual",
+                "preTokens": 500,
+                "preservedSegment": {"headUuid": "u2", "anchorUuid": "s1", "tailUuid": "a2"},
+            },
+        ),
+        user("s1", "b1", 5, "Summary: the first prompt was answered.", isCompactSummary=True),
+        user("u3", "a2", 6, "third prompt"),
+        assistant("a3", "u3", 7, "msg_p3", [text("third answer")], usage(7, 12), req="req_p3", stop="end_turn"),
+    ],
+)
+
 # Images, redacted thinking, an API error message and a content block Pi has no type for.
 write(
     "claude/blocks.jsonl",
