@@ -288,9 +288,13 @@ write(
     "claude/partial.jsonl",
     [
         user("u1", None, 0, "first prompt"),
-        assistant("a1", "u1", 1, "msg_p1", [text("first answer")], usage(5, 10), req="req_p1", stop="end_turn"),
+        assistant(
+            "a1", "u1", 1, "msg_p1", [text("first answer")], usage(5, 10), req="req_p1", stop="end_turn"
+        ),
         user("u2", "a1", 2, "second prompt"),
-        assistant("a2", "u2", 3, "msg_p2", [text("second answer")], usage(6, 11), req="req_p2", stop="end_turn"),
+        assistant(
+            "a2", "u2", 3, "msg_p2", [text("second answer")], usage(6, 11), req="req_p2", stop="end_turn"
+        ),
         rec(
             "system",
             "b1",
@@ -307,7 +311,9 @@ write(
         ),
         user("s1", "b1", 5, "Summary: the first prompt was answered.", isCompactSummary=True),
         user("u3", "a2", 6, "third prompt"),
-        assistant("a3", "u3", 7, "msg_p3", [text("third answer")], usage(7, 12), req="req_p3", stop="end_turn"),
+        assistant(
+            "a3", "u3", 7, "msg_p3", [text("third answer")], usage(7, 12), req="req_p3", stop="end_turn"
+        ),
     ],
 )
 
@@ -547,9 +553,18 @@ write(
             },
         },
         *copied,
-        {**env(0, "turn_context", {"cwd": CWD, "model": "gpt-5-codex"}), "timestamp": "2026-03-01T11:00:05.000Z"},
-        {**item(0, msg("user", "now try another way", "input_text")), "timestamp": "2026-03-01T11:00:05.000Z"},
-        {**item(0, msg("assistant", "Done another way.", "output_text")), "timestamp": "2026-03-01T11:00:06.000Z"},
+        {
+            **env(0, "turn_context", {"cwd": CWD, "model": "gpt-5-codex"}),
+            "timestamp": "2026-03-01T11:00:05.000Z",
+        },
+        {
+            **item(0, msg("user", "now try another way", "input_text")),
+            "timestamp": "2026-03-01T11:00:05.000Z",
+        },
+        {
+            **item(0, msg("assistant", "Done another way.", "output_text")),
+            "timestamp": "2026-03-01T11:00:06.000Z",
+        },
         {**tokens(0, (4700, 3100, 230, 35), (700, 500, 60, 5)), "timestamp": "2026-03-01T11:00:06.000Z"},
     ],
 )
