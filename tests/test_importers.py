@@ -258,8 +258,8 @@ def test_import_all_walks_the_store_from_the_environment(
     shutil.copytree(CODEX, home / "sessions" / "2026" / "03" / "01")
     monkeypatch.setenv("CODEX_HOME", str(home))
     results = import_all("codex", session_dir=tmp_path / "out")
-    assert len(results) == 3 and all(not isinstance(r, Exception) for r in results)
-    assert len(list((tmp_path / "out").glob("*.jsonl"))) == 3
+    assert len(results) == 5 and all(not isinstance(r, Exception) for r in results)
+    assert len(list((tmp_path / "out").glob("*.jsonl"))) == 5
 
 
 @pytest.mark.parametrize(
@@ -293,14 +293,14 @@ def test_cli_imports_reports_and_writes_nothing_the_second_time(
     out = tmp_path / "out"
     assert main(["import", "claude", str(CLAUDE), "--session-dir", str(out), "--dry-run"]) == 0
     captured = capsys.readouterr()
-    assert captured.out.count("would write") == 12 and not out.exists()
-    assert "12 session(s) would be written" in captured.err
+    assert captured.out.count("would write") == 13 and not out.exists()
+    assert "13 session(s) would be written" in captured.err
     assert main(["import", "claude", str(CLAUDE), "--session-dir", str(out)]) == 0
     captured = capsys.readouterr()
-    assert captured.out.count("wrote") == 12 and len(list(out.glob("*.jsonl"))) == 12
+    assert captured.out.count("wrote") == 13 and len(list(out.glob("*.jsonl"))) == 13
     assert "torn.jsonl: the last line is cut off" in captured.err
     assert main(["import", "claude", str(CLAUDE), "--session-dir", str(out)]) == 0
-    assert "0 session(s) written, 12 already imported" in capsys.readouterr().err
+    assert "0 session(s) written, 13 already imported" in capsys.readouterr().err
 
 
 def test_cli_foreign_file_is_an_error_without_a_traceback(
@@ -483,3 +483,107 @@ def test_a_failed_import_leaves_nothing_behind(tmp_path: Path, monkeypatch: pyte
     with pytest.raises(OSError, match="disk full"):
         import_session(CLAUDE / "rewind.jsonl", session_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+CCUSAGE = json.loads((DATA / "ccusage" / "daily.json").read_text())
+
+
+def pi_daily(session_dir: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, list[int]]:
+    capsys.readouterr()
+    assert main(["usage", "--session-dir", str(session_dir), "--json", "--timezone", "UTC"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    found = {}
+    for row in report["daily"]:
+        for m in row["modelBreakdowns"]:
+            key = f"{row['date']} {m['modelName'].split('/')[-1]}"  # ccusage names the model alone
+            found[key] = [m["inputTokens"], m["outputTokens"], m["cacheReadTokens"], m["cacheCreationTokens"]]
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(CCUSAGE["files"]))
+def test_usage_equals_ccusage_per_file(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Golden data from ccusage 20.0.24 itself (tests/data/importers/ccusage/daily.json, one
+    fixture alone in its store): `pisession usage` on the imported sessions (sub-agents included)
+    gives the same input, output, cache read and cache write per day and model."""
+    out = tmp_path / "out"
+    import_session(DATA / name, session_dir=out)
+    assert pi_daily(out, capsys) == CCUSAGE["files"][name]
+
+
+@pytest.mark.parametrize("source", ["claude", "codex"])
+def test_import_all_usage_equals_ccusage_on_the_whole_store(
+    source: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every fixture in one store, as ccusage read it: an API message copied into several files
+    (the hand-made Claude fixtures reuse msg_1/req_1) counts once, in the file whose copy has the
+    most output tokens (forks.jsonl's 322, not the first file's), as ccusage 20 does."""
+    store = tmp_path / "store"
+    if source == "claude":
+        shutil.copytree(CLAUDE, store / "-proj")
+    else:
+        store.mkdir()
+        for path in [*CODEX.glob("*.jsonl"), *(DATA / "public" / "codex").glob("*.jsonl")]:
+            shutil.copy(path, store)
+    out = tmp_path / "out"
+    assert not [r for r in import_all(source, store, session_dir=out) if isinstance(r, Exception)]
+    assert pi_daily(out, capsys) == CCUSAGE["stores"][source]
+    if source == "claude":  # the same tokens at the same prices
+        capsys.readouterr()
+        assert main(["usage", "--session-dir", str(out), "--json", "--timezone", "UTC"]) == 0
+        cost = json.loads(capsys.readouterr().out)["totals"]["totalCost"]
+        assert cost == pytest.approx(CCUSAGE["claude_store_cost"])
+
+
+def test_a_usage_only_codex_run_is_written_with_its_usage_outside_the_context(tmp_path: Path) -> None:
+    """A rollout with token counts and no message (Pi would never write such a session) is kept
+    as usage entries, so its tokens are not lost; the model's context stays empty, and a second
+    import writes nothing new."""
+    source = CODEX / "rollout-2026-03-01T10-00-00-0199cccc-dddd-7eee-8fff-000000000000.jsonl"
+    manager = one(source, tmp_path)
+    usage = [to_wire(e)["usage"] for e in manager.get_entries() if e.type == "usage"]
+    assert [(u["input"], u["output"], u["cacheRead"]) for u in usage] == [(300, 40, 600), (200, 50, 900)]
+    assert manager.build_session_context().messages == []
+    assert import_file(source, session_dir=tmp_path).written == []
+    assert len(list(tmp_path.glob("*.jsonl"))) == 1
+
+
+FORK = CODEX / "rollout-2026-03-01T11-00-00-0199bbbb-cccc-7ddd-8eee-ffffffffffff.jsonl"
+
+
+def test_a_codex_fork_counts_only_its_own_turns_and_links_its_parent(tmp_path: Path) -> None:
+    """A forked rollout opens with its parent's history copied in one burst: that history stays
+    in the fork's context, but its tokens are the parent's (counted there, as ccusage counts
+    them); the new turn's tokens are the difference from the copied cumulative total. Imported
+    after its parent, the fork names the parent's Pi session as parentSession."""
+    parent = import_session(ROLLOUT, session_dir=tmp_path)[0]
+    fork = SessionManager.open(import_session(FORK, session_dir=tmp_path)[0])
+    assert to_wire(fork.get_header())["parentSession"] == str(parent)
+    usage = [m["usage"] for m in messages(fork, "assistant")]
+    assert sum(u["input"] for u in usage) == 200 and sum(u["cacheRead"] for u in usage) == 500
+    assert sum(u["output"] for u in usage) == 60
+    said = [text for role, text in context(fork) if role == "user"]
+    assert "thanks" in said and said[-1] == "now try another way"  # the copy stays in context
+
+
+def test_a_codex_fork_imported_alone_has_no_parent_link(tmp_path: Path) -> None:
+    fork = SessionManager.open(import_session(FORK, session_dir=tmp_path)[0])
+    assert "parentSession" not in to_wire(fork.get_header())
+
+
+def test_a_partial_compaction_keeps_its_preserved_segment_in_context(tmp_path: Path) -> None:
+    """Newer Claude Code keeps a preserved segment (compactMetadata.preservedSegment, written
+    before the boundary) after the summary, and the next prompt chains off the segment's tail.
+    In Pi the compaction's firstKeptEntryId is the segment's head and the next prompt follows
+    the compaction, so Pi's context is Claude's after compacting, on one branch."""
+    manager = one(CLAUDE / "partial.jsonl", tmp_path)
+    assert len(leaves(manager)) == 1
+    assert context(manager) == [
+        ("compactionSummary", "Summary: the first prompt was answered."),
+        ("user", "second prompt"),
+        ("assistant", "second answer"),
+        ("user", "third prompt"),
+        ("assistant", "third answer"),
+    ]
+    compaction = next(e for e in manager.get_entries() if e.type == "compaction")
+    kept = manager.get_entry(compaction.first_kept_entry_id)
+    assert to_wire(kept.message)["content"] == "second prompt"

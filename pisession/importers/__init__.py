@@ -144,16 +144,16 @@ def import_all(
     error in the list, and the others are still imported.
 
     A Claude API message found in several files (a resumed session starts with a copy of the
-    one it resumes) has its usage counted in the first file only, as ccusage counts it; files
-    are taken in name order."""
+    one it resumes) has its usage counted once, in the file whose copy has the most output
+    tokens (the first in name order on a tie), as ccusage 20 counts it."""
     files = find_sources(source, root)
     results: list[ImportResult | SourceFormatError] = []
-    counted: set[tuple[str, str]] = set()
+    owners = _usage_owners(files) if source == "claude" else {}
     for number, path in enumerate(files, 1):
         if on_file is not None:
             on_file(number, len(files), path)
         try:
-            results.append(_import(path, source, session_dir, None, dry_run, counted))
+            results.append(_import(path, source, session_dir, None, dry_run, owners))
         except SourceFormatError as error:
             results.append(error)
     return results
@@ -169,7 +169,37 @@ def import_file(
 ) -> ImportResult:
     """:func:`import_session` with the full account: what was written, what existed already, and
     what was skipped. ``dry_run`` converts the file in a temporary folder and writes nothing."""
-    return _import(path, source, session_dir, cwd, dry_run, set())
+    name = os.path.abspath(os.path.expanduser(os.fspath(path)))
+    return _import(path, source, session_dir, cwd, dry_run, _usage_owners([Path(name)]))
+
+
+def _claude_files(main: Path) -> list[Path]:
+    """A Claude session file and its sub-agent files, each read on its own."""
+    if main.parent.name == "subagents":
+        return [main]
+    return [main, *sorted((main.parent / main.stem / "subagents").glob("agent-*.jsonl"))]
+
+
+def _usage_owners(files: list[Path]) -> dict[tuple[str, str], str]:
+    """Which file counts each Claude API message's usage: the one whose copy has the most output
+    tokens, the first on a tie (a Codex file, or one that cannot be read, owns nothing)."""
+    best: dict[tuple[str, str], tuple[int, str]] = {}
+    for main in files:
+        for path in _claude_files(main):
+            try:
+                lines = read_lines(str(path)).lines
+            except (OSError, SourceFormatError):
+                continue
+            for key, output in _claude.usage_outputs(lines).items():
+                if key not in best or output > best[key][0]:
+                    best[key] = (output, os.path.abspath(path))
+    return {key: owner for key, (_, owner) in best.items()}
+
+
+def _not_owned(owners: dict[tuple[str, str], str], path: str | Path) -> set[tuple[str, str]]:
+    """The API messages another file counts: their copies here carry no usage."""
+    here = os.path.abspath(path)
+    return {key for key, owner in owners.items() if owner != here}
 
 
 def _import(
@@ -178,7 +208,7 @@ def _import(
     session_dir: str | os.PathLike[str] | None,
     cwd: str | None,
     dry_run: bool,
-    counted: set[tuple[str, str]],
+    owners: dict[tuple[str, str], str],
 ) -> ImportResult:
     name = os.path.abspath(os.path.expanduser(os.fspath(path)))
     lines = read_lines(name)
@@ -194,7 +224,7 @@ def _import(
     scratch = tempfile.mkdtemp(prefix="pisession-dry-run-") if dry_run else None
     try:
         if found == "claude":
-            _import_claude(name, lines.lines, result, session_dir, cwd, scratch, counted)
+            _import_claude(name, lines.lines, result, session_dir, cwd, scratch, owners)
         else:
             _import_codex(name, lines.lines, result, session_dir, cwd, scratch)
     finally:
@@ -240,8 +270,9 @@ def _import_claude(
     session_dir: Any,
     cwd: str | None,
     scratch: str | None,
-    counted: set[tuple[str, str]],
+    owners: dict[tuple[str, str], str],
 ) -> None:
+    counted = _not_owned(owners, name)
     stem = Path(name).stem
     is_agent = Path(name).parent.name == "subagents"
     key_base = f"{Path(name).parent.parent.name}/{stem}" if is_agent else stem
@@ -282,7 +313,7 @@ def _import_claude(
             continue
         target = _target(result, f"{stem}/{sub.stem}", work, session_dir, scratch)
         if target.existing is None:
-            _write_claude(records[0].records, target, work, main_path, result, counted, None)
+            _write_claude(records[0].records, target, work, main_path, result, _not_owned(owners, sub), None)
 
 
 def _write_claude(
@@ -339,8 +370,14 @@ def _import_codex(
     start = ms_from_iso(meta.get("timestamp")) or next(
         (ms_from_iso(line.data.get("timestamp")) for line in lines if line.data.get("timestamp")), 0
     )
+    parent_id = _codex.fork_parent(lines, meta)
+    parent = None
+    if parent_id is not None:  # a fork: linked to its parent when the parent was imported
+        parent = find_imported(target_folder(work, session_dir), session_id_for("codex", parent_id))
     written: list[str] = []
-    with writing(target.folder, target.session_id, work, start, on_done=written.append) as out:
+    with writing(
+        target.folder, target.session_id, work, start, parent_session=parent, on_done=written.append
+    ) as out:
         stats = _codex.write_rollout(lines, out, meta)
         _finish(out, result, stats, lines[-1].data.get("timestamp"))
     _record(result, written, target)

@@ -201,6 +201,14 @@ class _Converter:
         self.calls: dict[str, str] = {}  # tool call id -> tool name, for the results
         self.model = "unknown"
         self.index = {line.data["uuid"]: i for i, line in enumerate(records)}
+        self.entry_of: dict[int, str] = {}  # record -> the first Pi entry written for it
+        # A partial compaction keeps a preserved segment (written before its boundary) after the
+        # summary, and what follows chains off the segment's tail: tail record -> boundary.
+        self.tails: dict[int, int] = {}
+        for i, line in enumerate(records):
+            tail = as_dict(_preserved(line.data)).get("tailUuid")
+            if isinstance(tail, str) and self.index.get(tail, i) < i:
+                self.tails[self.index[tail]] = i
 
     # ------------------------------------------------------------------ the segment tree
     def _parent(self, i: int, previous: int | None) -> int | None:
@@ -212,6 +220,9 @@ class _Converter:
                 named = True
                 j = self.index.get(parent)
                 if j is not None and j < i:
+                    boundary = self.tails.get(j)
+                    if boundary is not None and boundary < i:
+                        return boundary  # after the compaction, not beside it
                     return j
         if named or data.get("isCompactSummary") or _subtype(data) == "compact_boundary":
             return previous  # a missing or looping parent: the story goes on from the last record
@@ -289,6 +300,7 @@ class _Converter:
             for i in members[start]:
                 for entry_id in self._emit(i, pieces, merged):
                     written.append((i, entry_id))
+                    self.entry_of.setdefault(i, entry_id)
             kids = sorted(children.get(start, ()), key=lambda s: (s in active, s))
             for child in reversed(kids):
                 hang = attach
@@ -342,10 +354,20 @@ class _Converter:
         details = {"source": "claude-code", "uuid": data.get("uuid"), "compactMetadata": meta}
         return self.writer.at(ms).manager.append_compaction(
             summary or str(data.get("content") or "(compacted)"),
-            None,
+            self._first_kept(i),
             int(tokens) if isinstance(tokens, (int, float)) else 0,
             details,
         )
+
+    def _first_kept(self, i: int) -> str | None:
+        """The Pi entry of a partial compaction's preserved head (the first entry written for it
+        or for a later record before the boundary), so Pi's context after the compaction is
+        Claude's: the summary, then the preserved segment. None when nothing is preserved."""
+        head = as_dict(_preserved(self.records[i].data)).get("headUuid")
+        j = self.index.get(head) if isinstance(head, str) else None
+        if j is None or j >= i:
+            return None
+        return next((self.entry_of[k] for k in range(j, i) if k in self.entry_of), None)
 
     def _user(self, data: Mapping[str, Any], ms: int) -> list[str]:
         content = _message(data).get("content")
@@ -478,6 +500,13 @@ class _Converter:
         return ids
 
 
+def _preserved(data: Mapping[str, Any]) -> object:
+    """A compact boundary's ``compactMetadata.preservedSegment`` (newer partial compactions)."""
+    if _subtype(data) != "compact_boundary":
+        return None
+    return as_dict(data.get("compactMetadata")).get("preservedSegment")
+
+
 def _message(data: Mapping[str, Any]) -> dict[str, Any]:
     return as_dict(data.get("message"))
 
@@ -505,3 +534,16 @@ def session_name(lines: Iterable[Line]) -> str | None:
         elif line.data.get("type") == "summary" and isinstance(line.data.get("summary"), str):
             summary = line.data["summary"]
     return title or summary
+
+
+def usage_outputs(records: Iterable[Line]) -> dict[tuple[str, str], int]:
+    """Each API message's (``message.id``, ``requestId``) with the most output tokens any of its
+    records in this file carries: the figure ccusage compares across files."""
+    found: dict[tuple[str, str], int] = {}
+    for record in records:
+        message = _message(record.data)
+        key = (message.get("id"), record.data.get("requestId"))
+        if isinstance(key[0], str) and isinstance(key[1], str) and "usage" in message:
+            output = _usage_counts(as_dict(message.get("usage")))["output"]
+            found[(key[0], key[1])] = max(output, found.get((key[0], key[1]), -1))
+    return found

@@ -131,6 +131,7 @@ class _Rollout:
         self.last_context = 0
         self.skipped: dict[str, int] = {}
         self.orphan_outputs = 0
+        self.copying = False  # inside a fork's copy of its parent's history
 
     def skip(self, kind: str) -> None:
         self.skipped[kind] = self.skipped.get(kind, 0) + 1
@@ -199,9 +200,11 @@ class _Rollout:
             before = self.total or dict.fromkeys(keys, 0)
             delta = {name: max(now[name] - before[name], 0) for name in keys}
             self.total = now
+            if self.copying:
+                return  # the parent's spending, counted in the parent: only the baseline moves
             if not any(delta.values()):
                 return  # the same total again: nothing new was spent
-        elif isinstance(last, dict):
+        elif isinstance(last, dict) and not self.copying:
             delta = {name: _count(last, key) for name, key in keys.items()}
         else:
             return
@@ -228,6 +231,45 @@ class _Rollout:
         self.writer.custom("codex.thread_rolled_back", {"numTurns": turns}, ms)
 
 
+_FORK_BURST_MS = 1000
+
+
+def fork_parent(lines: list[Line], meta: CodexMeta) -> str | None:
+    """The id of the rollout this one was forked from (``forked_from_id``, or the id of an
+    ancestor's ``session_meta`` copied into it), else None."""
+    parent = meta.get("forked_from_id")
+    if isinstance(parent, str) and parent:
+        return parent
+    for line in lines:
+        payload = line.data.get("payload")
+        if line.data.get("type") == "session_meta" and isinstance(payload, dict):
+            found = payload.get("id")
+            if isinstance(found, str) and found and found != meta.get("id"):
+                return found
+    return None
+
+
+def _fork_copy_end(events: list[tuple[str, dict[str, Any], int]], meta: CodexMeta) -> int:
+    """Where a fork's copy of its parent's history ends (0 when the rollout is no fork).
+
+    A forked rollout opens with its own ``session_meta``, then the parent's lines: the parent's
+    ``session_meta`` and history, written in one burst (re-stamped to the fork instant, or with
+    the parent's older timestamps). The copy ends at the first line stamped more than a second
+    after the fork, and never restarts: the parent's tokens are counted in the parent, once.
+    """
+    metas = [n for n, (kind, _, _) in enumerate(events) if kind == "session_meta"]
+    forked = isinstance(meta.get("forked_from_id"), str) or any(
+        events[n][1].get("id") not in (None, meta.get("id")) for n in metas[1:]
+    )
+    if not forked or not metas:
+        return 0
+    instant = events[metas[0]][2]
+    for number in range(metas[0] + 1, len(events)):
+        if events[number][2] > instant + _FORK_BURST_MS:
+            return number
+    return len(events)
+
+
 def write_rollout(lines: list[Line], writer: SessionWriter, meta: CodexMeta) -> dict[str, Any]:
     rollout = _Rollout(writer, meta)
     events = _events(lines)
@@ -237,7 +279,9 @@ def write_rollout(lines: list[Line], writer: SessionWriter, meta: CodexMeta) -> 
         if kind == "response_item" and payload.get("type") == "message" and payload.get("role") == "user":
             text = _plain(_texts(payload.get("content")))
             item_prompts[text] = item_prompts.get(text, 0) + 1
-    for kind, payload, ms in events:
+    copy_ends = _fork_copy_end(events, meta)
+    for number, (kind, payload, ms) in enumerate(events):
+        rollout.copying = number < copy_ends
         item = payload.get("type")
         if kind == "session_meta":
             continue

@@ -17,7 +17,9 @@ from typing import Any
 
 import attrs
 
+from .._codec import to_wire
 from .._errors import SessionExistsError, SettingsError, SourceFormatError
+from .._json import to_json_line
 from .._manager import SessionManager
 from .._paths import default_session_dir_path
 from ._pricing import usage_cost
@@ -238,8 +240,8 @@ def writing(
 ) -> Iterator[SessionWriter]:
     """A writer for a new session ``session_id`` of ``cwd``, built in a temporary folder inside
     ``folder`` and moved into ``folder`` when the block ends without an error (``on_done`` gets
-    the final path; a session with no user or assistant message is not written at all). An
-    error leaves nothing behind."""
+    the final path; a session with no user or assistant message is not written at all, unless it
+    holds usage: see :func:`_write_usage_only`). An error leaves nothing behind."""
     created = not os.path.isdir(folder)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     scratch = tempfile.mkdtemp(prefix=".pisession-import-", dir=folder)
@@ -252,6 +254,8 @@ def writing(
             with manager.batch():
                 yield SessionWriter(manager, clock)
             written = manager.get_session_file()
+            if written and not os.path.exists(written):
+                _write_usage_only(manager, written)
             if written and os.path.exists(written):
                 final = os.path.join(folder, os.path.basename(written))
                 try:
@@ -271,6 +275,20 @@ def writing(
                 os.rmdir(folder)  # only if still empty: nothing is left of a failed import
         raise
     shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _write_usage_only(manager: SessionManager, path: str) -> None:
+    """Pi writes a session only once it holds a user or assistant message, so a source that
+    recorded usage and nothing else (a Codex run with token counts but no message) would lose
+    it: such a session is written as its header and its entries (``usage`` entries, outside the
+    model's context), as Pi would have written them had a message come. A session with no usage
+    stays unwritten, as in Pi."""
+    entries, header = manager.get_entries(), manager.get_header()
+    if header is None or not any(entry.type == "usage" for entry in entries):
+        return
+    lines = [to_json_line(to_wire(header)), *(to_json_line(to_wire(entry)) for entry in entries)]
+    with open(path, "x", encoding="utf-8") as handle:
+        handle.write("".join(line + "\n" for line in lines))
 
 
 def as_dict(value: object) -> dict[str, Any]:

@@ -281,6 +281,42 @@ write(
     ],
 )
 
+# A partial compaction (newer Claude Code): the boundary's compactMetadata.preservedSegment keeps
+# u2..a2 (written before the boundary) after the summary, and the next prompt chains off the
+# preserved tail, so Claude's context after compacting is: summary, u2, a2, u3, a3.
+write(
+    "claude/partial.jsonl",
+    [
+        user("u1", None, 0, "first prompt"),
+        assistant(
+            "a1", "u1", 1, "msg_p1", [text("first answer")], usage(5, 10), req="req_p1", stop="end_turn"
+        ),
+        user("u2", "a1", 2, "second prompt"),
+        assistant(
+            "a2", "u2", 3, "msg_p2", [text("second answer")], usage(6, 11), req="req_p2", stop="end_turn"
+        ),
+        rec(
+            "system",
+            "b1",
+            None,
+            4,
+            subtype="compact_boundary",
+            content="Conversation compacted",
+            logicalParentUuid="a2",
+            compactMetadata={
+                "trigger": "manual",
+                "preTokens": 500,
+                "preservedSegment": {"headUuid": "u2", "anchorUuid": "s1", "tailUuid": "a2"},
+            },
+        ),
+        user("s1", "b1", 5, "Summary: the first prompt was answered.", isCompactSummary=True),
+        user("u3", "a2", 6, "third prompt"),
+        assistant(
+            "a3", "u3", 7, "msg_p3", [text("third answer")], usage(7, 12), req="req_p3", stop="end_turn"
+        ),
+    ],
+)
+
 # Images, redacted thinking, an API error message and a content block Pi has no type for.
 write(
     "claude/blocks.jsonl",
@@ -475,6 +511,62 @@ write(
         item(2, msg("assistant", "hello", "output_text")),
     ],
     torn='{"timestamp":"2026-03-01T10:00:03.000Z","type":"response_item","payload":{"type":"mess',
+)
+
+# Usage only (an aborted or headless run): no user or assistant message, two token counts.
+UID = "0199cccc-dddd-7eee-8fff-000000000000"
+write(
+    "codex/rollout-2026-03-01T10-00-00-" + UID + ".jsonl",
+    [
+        env(
+            0,
+            "session_meta",
+            {"id": UID, "timestamp": ts(0), "cwd": CWD, "originator": "codex_exec", "cli_version": "0.63.0"},
+        ),
+        env(1, "turn_context", {"cwd": CWD, "model": "gpt-5-codex", "approval_policy": "never"}),
+        tokens(2, (900, 600, 40, 10), (900, 600, 40, 10)),
+        tokens(3, (900, 600, 40, 10), (900, 600, 40, 10)),
+        tokens(4, (2000, 1500, 90, 30), (1100, 900, 50, 20)),
+    ],
+)
+
+# A fork of the rollout above (Codex's fork): its own session_meta naming the parent, then the
+# parent's lines copied in one burst re-stamped to the fork instant, then one new turn whose
+# cumulative total continues from the parent's.
+FID = "0199bbbb-cccc-7ddd-8eee-ffffffffffff"
+FORK_AT = "2026-03-01T11:00:00.000Z"
+with open(os.path.join(HERE, "codex", "rollout-2026-03-01T10-00-00-" + CID + ".jsonl")) as f:
+    copied = [{**json.loads(line), "timestamp": FORK_AT} for line in f]
+write(
+    "codex/rollout-2026-03-01T11-00-00-" + FID + ".jsonl",
+    [
+        {
+            "timestamp": FORK_AT,
+            "type": "session_meta",
+            "payload": {
+                "id": FID,
+                "forked_from_id": CID,
+                "timestamp": FORK_AT,
+                "cwd": CWD,
+                "originator": "codex_cli_rs",
+                "cli_version": "0.63.0",
+            },
+        },
+        *copied,
+        {
+            **env(0, "turn_context", {"cwd": CWD, "model": "gpt-5-codex"}),
+            "timestamp": "2026-03-01T11:00:05.000Z",
+        },
+        {
+            **item(0, msg("user", "now try another way", "input_text")),
+            "timestamp": "2026-03-01T11:00:05.000Z",
+        },
+        {
+            **item(0, msg("assistant", "Done another way.", "output_text")),
+            "timestamp": "2026-03-01T11:00:06.000Z",
+        },
+        {**tokens(0, (4700, 3100, 230, 35), (700, 500, 60, 5)), "timestamp": "2026-03-01T11:00:06.000Z"},
+    ],
 )
 
 with open(os.path.join(HERE, "foreign.json"), "w") as f:
