@@ -1132,3 +1132,27 @@ def test_import_pisession_and_pisession_tree_do_not_import_the_dataset() -> None
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "False False"
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "2025-01-01T00:00:00.000Z",
+        "2025-01-01T00:00:00Z",
+        "2025-01-01T00:00:00.5Z",
+        "2025-01-01T00:00:00.000Z\n",  # a regex's `$` would let the newline through
+        "\u0662\u0660\u0662\u0665-01-01T00:00:00.000Z",  # digits, but not ASCII ones
+        "2025-01-01T00:00:00.000+01:00",
+        "2025-02-30T00:00:00.000Z",  # a day JavaScript rolls over into March
+        "Wed, 01 Jan 2025 00:00:00 GMT",
+        None,
+    ],
+)
+def test_timestamps_read_as_javascript_reads_them_whichever_path_converts_them(stamp: str | None) -> None:
+    from pisession._js import js_date_ms
+    from pisession.dataset._schema import to_table
+
+    columns = {name: [None] for name in SCHEMAS["entries"].names}
+    columns.update(session_id=["s"], json=["{}"], timestamp=[stamp])
+    got = to_table("entries", columns).column("timestamp")[0].value
+    assert got == (None if stamp is None else js_date_ms(stamp))

@@ -6,11 +6,12 @@ has to reconcile two files' types (a table with no rows has them all the same).
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .._js import js_date_ms
 from ._rows import COLUMNS
@@ -177,7 +178,14 @@ def _clean(value: Any) -> Any:
 
 # The form Pi writes (``Date.toISOString()``), which Arrow's cast reads as JavaScript does; any
 # other text goes through pisession's JavaScript ``Date`` parser, one value at a time.
-_ISO = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,3})?Z$"
+# Checked here, value by value: Arrow's regex kernel compiled the pattern again for every
+# column of every session, the largest part of turning a small session into tables.
+_ISO = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,3})?Z", re.ASCII)
+
+
+def _iso(values: list[Any]) -> bool:
+    match = _ISO.fullmatch
+    return all(v is None or (type(v) is str and match(v) is not None) for v in values)
 
 
 def _times(values: list[Any]) -> pa.Array:
@@ -185,28 +193,40 @@ def _times(values: list[Any]) -> pa.Array:
     if not any(isinstance(v, str) for v in values):
         return pa.array(values, _TIME)
     try:
-        text = pa.array(values, pa.string())
-        if pc.all(pc.match_substring_regex(text, _ISO)).as_py() is not False:
-            return text.cast(_TIME)
+        if _iso(values):
+            return pa.array(values, pa.string()).cast(_TIME)
     except (pa.ArrowException, UnicodeEncodeError):
         pass  # a day or hour out of range, a lone surrogate: as JavaScript reads it, below
     return pa.array([js_date_ms(v) if isinstance(v, str) else v for v in values], _TIME)
 
 
-def _array(values: list[Any], kind: pa.DataType) -> pa.Array:
+def _strings(values: list[Any]) -> pa.Array:
+    try:
+        if values and isinstance(values[0], bytes):
+            return pa.array(values, pa.binary()).cast(pa.string())
+        return pa.array(values, pa.string())
+    except (pa.ArrowInvalid, UnicodeEncodeError):
+        return pa.array([_clean(v) for v in values], pa.string())
+
+
+def _converter(kind: pa.DataType) -> Callable[[list[Any]], pa.Array]:
     if kind == _TIME:
-        return _times(values)
+        return _times
     if pa.types.is_string(kind):
-        try:
-            if values and isinstance(values[0], bytes):
-                return pa.array(values, pa.binary()).cast(pa.string())
-            return pa.array(values, kind)
-        except (pa.ArrowInvalid, UnicodeEncodeError):
-            return pa.array([_clean(v) for v in values], kind)
-    return pa.array(values, kind)
+        return _strings
+    return functools.partial(pa.array, type=kind)
+
+
+# Each column's conversion, chosen once: comparing Arrow types for every column of every
+# session cost as much as converting a small session's values.
+_CONVERTERS = {
+    table: tuple((field.name, _converter(field.type)) for field in schema)
+    for table, schema in SCHEMAS.items()
+}
 
 
 def to_table(table: str, columns: dict[str, list[Any]]) -> pa.Table:
     """The Arrow table of one table's column lists, with its schema."""
-    schema = SCHEMAS[table]
-    return pa.Table.from_arrays([_array(columns[f.name], f.type) for f in schema], schema=schema)
+    return pa.Table.from_arrays(
+        [convert(columns[name]) for name, convert in _CONVERTERS[table]], schema=SCHEMAS[table]
+    )
