@@ -283,7 +283,7 @@ class FolderFollower:
                     for folder in set(self._folders()) - known:
                         watcher.add(folder)
                         known.add(folder)
-                await _wait_for_any(changed, stop, period)
+                await _watch.wait_for_any(changed, stop, period)
         finally:
             if watcher is not None:
                 loop.remove_reader(watcher.fileno())
@@ -340,16 +340,3 @@ def follow_folder(
     """
     with FolderFollower(folder, from_start=from_start, recursive=recursive) as follower:
         yield from follower.follow(poll_interval, stop=stop, notify=notify)
-
-
-async def _wait_for_any(changed: asyncio.Event, stop: asyncio.Event | None, timeout: float) -> None:
-    import asyncio
-
-    waiters = [asyncio.ensure_future(changed.wait())]
-    if stop is not None:
-        waiters.append(asyncio.ensure_future(stop.wait()))
-    try:
-        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()

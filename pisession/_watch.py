@@ -16,8 +16,12 @@ import struct
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
-__all__ = ["FileWatcher", "open_watcher", "open_folder_watcher", "inotify_available"]
+if TYPE_CHECKING:
+    import asyncio
+
+__all__ = ["FileWatcher", "open_watcher", "open_folder_watcher", "inotify_available", "wait_for_any"]
 
 _IN_MODIFY = 0x00000002
 _IN_ATTRIB = 0x00000004  # truncation through ftruncate reports as IN_MODIFY; a chmod as this
@@ -151,3 +155,18 @@ def open_folder_watcher(folder: str) -> FileWatcher | None:
         os.close(fd)
         return None
     return FileWatcher(fd, None)
+
+
+async def wait_for_any(changed: asyncio.Event, stop: asyncio.Event | None, timeout: float) -> None:
+    """Until ``changed`` or ``stop`` is set, or ``timeout`` seconds have passed (what an async
+    follower waits on between looks at its file or folder)."""
+    import asyncio
+
+    waiters = [asyncio.ensure_future(changed.wait())]
+    if stop is not None:
+        waiters.append(asyncio.ensure_future(stop.wait()))
+    try:
+        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()

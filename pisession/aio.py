@@ -33,7 +33,7 @@ from . import _watch
 from ._lock import SessionLock
 from ._manager import SessionManager
 from ._model import UNSET, CompactionEntry, Entry, Unset
-from ._watch import open_watcher
+from ._watch import open_watcher, wait_for_any
 
 if TYPE_CHECKING:
     from .compaction import AsyncSummarizer, CompactionSettings, Navigation, Summarizer
@@ -576,7 +576,7 @@ class AsyncSessionManager:
                     continue
                 if drained:
                     return
-                await _wait_for_any(changed, stop, period)
+                await wait_for_any(changed, stop, period)
         finally:
             if include_own:
                 delivery.own_followers.remove(token)
@@ -627,15 +627,3 @@ def _give_back(manager: SessionManager, taking: concurrent.futures.Future[list[E
     if taking.exception() is None:
         with manager._mutex:
             manager._delivery.give_back(taking.result())
-
-
-async def _wait_for_any(changed: asyncio.Event, stop: asyncio.Event | None, timeout: float) -> None:
-    """Until ``changed`` or ``stop`` is set, or ``timeout`` seconds have passed."""
-    waiters = [asyncio.ensure_future(changed.wait())]
-    if stop is not None:
-        waiters.append(asyncio.ensure_future(stop.wait()))
-    try:
-        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
