@@ -368,3 +368,28 @@ def test_an_api_pisession_does_not_build_is_refused_before_credentials(tmp_path:
     )
     with pytest.raises(ModelError, match="bedrock-converse-stream API"):
         pi(SummaryRequest("history", SUMMARIZATION_SYSTEM_PROMPT, "hello"))
+
+
+@respx.mock
+def test_retry_provider_timeout_ms_bounds_the_wait_for_headers(tmp_path: Path) -> None:
+    # Pi: timeoutMs = retry.provider.timeoutMs ?? httpIdleTimeoutMs, armed by the SDK around
+    # fetch only; a timeout is "Request timed out." and the retry policy applies to it.
+    seen: list[Any] = []
+
+    def slow(request: httpx.Request) -> httpx.Response:
+        seen.append(dict(request.extensions["timeout"]))
+        if len(seen) == 1:
+            raise httpx.ReadTimeout("slow", request=request)
+        return httpx.Response(200, content=answer())
+
+    respx.post(URL).mock(side_effect=slow)
+    manager = session(tmp_path)
+    retry = {"enabled": True, "maxRetries": 1, "baseDelayMs": 1, "provider": {"timeoutMs": 1500}}
+    entry = manager.compact(summarizer(tmp_path, manager, retry=retry), settings=SETTINGS)
+    assert entry is not None and seen[0]["read"] == 1.5 and seen[0]["connect"] == 1.5
+    respx.post(URL).mock(side_effect=lambda r: (_ for _ in ()).throw(httpx.ReadTimeout("x", request=r)))
+    other = tmp_path / "b"
+    other.mkdir()
+    second = session(other)
+    with pytest.raises(ModelRequestError, match=r"^Summarization failed: Request timed out\.$"):
+        second.compact(summarizer(other, second, retry={"enabled": False}), settings=SETTINGS)

@@ -6,6 +6,7 @@ summary, retried on transient errors per ``settings.json`` ``retry.*``, the answ
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -142,6 +143,20 @@ def _idle_timeout(settings: PiSettings | None) -> httpx.Timeout:
     return httpx.Timeout(idle, connect=30.0)
 
 
+def _headers_timeout(settings: PiSettings | None, timeout: float | httpx.Timeout) -> float | None:
+    """Pi's per-request ``timeoutMs``: ``retry.provider.timeoutMs``, else the idle timeout.
+    The Anthropic and OpenAI SDKs arm it around ``fetch`` only, so it bounds the wait for
+    the response headers, not the stream after them (Google's client takes no timeout)."""
+    value: Any = settings.value("retry", "provider", "timeoutMs") if settings is not None else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return value / 1000
+    return timeout.read if isinstance(timeout, httpx.Timeout) else timeout
+
+
+_TIMED_OUT = "Request timed out."
+"""The SDKs' ``APIConnectionTimeoutError`` message when ``timeoutMs`` passes."""
+
+
 class _Failure(Exception):
     def __init__(self, message: str, retryable: bool) -> None:
         super().__init__(message)
@@ -222,6 +237,7 @@ class _Base:
             )
         self.retry = RetryPolicy.from_settings(settings)
         self.timeout = timeout if timeout is not None else _idle_timeout(settings)
+        self._headers_timeout = _headers_timeout(settings, self.timeout)
         proxy = settings.value("httpProxy") if settings is not None else None
         # Pi: the httpProxy setting stands in for HTTP(S)_PROXY when neither is set.
         self._proxy: str | None = None
@@ -303,6 +319,19 @@ class _Base:
             manager.compact(summarizer, settings=summarizer.compaction_settings())
         """
         return manager.needs_compaction(self.model.context_window, self.compaction_settings())
+
+    def _request_timeouts(self, timeout: httpx.Timeout, prepared: PreparedRequest) -> dict[str, float | None]:
+        """Per-request timeouts until the headers arrive; the caller puts the client's own
+        back in this same dict before reading the stream (httpcore reads it lazily)."""
+        timeouts: dict[str, float | None] = dict(timeout.as_dict())
+        if prepared.api == "google-generative-ai":
+            return timeouts
+        limit = self._headers_timeout
+        for name in ("connect", "write", "pool", "read"):
+            current = timeouts.get(name)
+            timeouts[name] = limit if current is None or (limit is not None and limit < current) else current
+        timeouts["read"] = limit
+        return timeouts
 
     def _tick(self, request: SummaryRequest, received: int) -> None:
         if self.progress is not None:
@@ -390,10 +419,23 @@ class PiSummarizer(_Base):
                     time.sleep(self.retry.delay_s(attempt))
 
     def _send(self, client: httpx.Client, prepared: PreparedRequest, request: SummaryRequest) -> Reply:
+        timeouts = self._request_timeouts(client.timeout, prepared)
+        http_request = client.build_request(
+            "POST",
+            prepared.url,
+            headers=dict(prepared.headers),
+            content=prepared.body_bytes(),
+            extensions={"timeout": timeouts},
+        )
         try:
-            with client.stream(
-                "POST", prepared.url, headers=dict(prepared.headers), content=prepared.body_bytes()
-            ) as response:
+            try:
+                response = client.send(http_request, stream=True)
+            except httpx.TimeoutException:
+                if prepared.api == "google-generative-ai":
+                    raise
+                raise _Failure(_TIMED_OUT, True) from None
+            timeouts.update(client.timeout.as_dict())
+            with contextlib.closing(response):
                 if response.status_code >= 400:
                     body = response.read().decode("utf-8", "replace")
                     message = _http_error(prepared.api, response.status_code, body, self.model.provider)
@@ -438,10 +480,23 @@ class AsyncPiSummarizer(_Base):
     async def _send(
         self, client: httpx.AsyncClient, prepared: PreparedRequest, request: SummaryRequest
     ) -> Reply:
+        timeouts = self._request_timeouts(client.timeout, prepared)
+        http_request = client.build_request(
+            "POST",
+            prepared.url,
+            headers=dict(prepared.headers),
+            content=prepared.body_bytes(),
+            extensions={"timeout": timeouts},
+        )
         try:
-            async with client.stream(
-                "POST", prepared.url, headers=dict(prepared.headers), content=prepared.body_bytes()
-            ) as response:
+            try:
+                response = await client.send(http_request, stream=True)
+            except httpx.TimeoutException:
+                if prepared.api == "google-generative-ai":
+                    raise
+                raise _Failure(_TIMED_OUT, True) from None
+            timeouts.update(client.timeout.as_dict())
+            async with contextlib.aclosing(response):
                 if response.status_code >= 400:
                     body = (await response.aread()).decode("utf-8", "replace")
                     message = _http_error(prepared.api, response.status_code, body, self.model.provider)
