@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -393,3 +394,66 @@ def test_retry_provider_timeout_ms_bounds_the_wait_for_headers(tmp_path: Path) -
     second = session(other)
     with pytest.raises(ModelRequestError, match=r"^Summarization failed: Request timed out\.$"):
         second.compact(summarizer(other, second, retry={"enabled": False}), settings=SETTINGS)
+
+
+def _then_answers(*first: httpx.Response) -> Callable[[httpx.Request], httpx.Response]:
+    """The given replies in turn, then answers (a split turn here sends two requests)."""
+    pending = list(first)
+    return lambda request: pending.pop(0) if pending else httpx.Response(200, content=answer())
+
+
+def _fresh(tmp_path: Path, name: str) -> tuple[Path, SessionManager]:
+    folder = tmp_path / name
+    folder.mkdir()
+    return folder, session(folder)
+
+
+@respx.mock
+def test_retry_provider_max_retries_retries_before_the_stream(tmp_path: Path) -> None:
+    # pi-ai's retryProviderRequest: retry.provider.maxRetries (none by default) on a
+    # connection error, 408, 409, 429 or 5xx, waiting retry-after-ms when the server says.
+    def busy() -> httpx.Response:
+        return httpx.Response(503, headers={"retry-after-ms": "1"}, json={"error": {"message": "busy"}})
+
+    respx.reset()
+    route = respx.post(URL).mock(side_effect=_then_answers(busy(), busy()))
+    folder, manager = _fresh(tmp_path, "a")
+    retry = {"enabled": False, "provider": {"maxRetries": 2}}
+    assert manager.compact(summarizer(folder, manager, retry=retry), settings=SETTINGS) is not None
+    assert route.call_count == 4
+
+    respx.reset()
+    route = respx.post(URL).mock(side_effect=_then_answers(busy()))
+    folder, manager = _fresh(tmp_path, "b")
+    with pytest.raises(ModelRequestError, match=r"^Summarization failed: 503: "):
+        manager.compact(summarizer(folder, manager, retry={"enabled": False}), settings=SETTINGS)
+    assert route.call_count == 1
+
+    refused = httpx.Response(503, headers={"x-should-retry": "false"}, json={"error": {"message": "no"}})
+    respx.reset()
+    route = respx.post(URL).mock(side_effect=_then_answers(refused))
+    folder, manager = _fresh(tmp_path, "c")
+    with pytest.raises(ModelRequestError):
+        manager.compact(summarizer(folder, manager, retry=retry), settings=SETTINGS)
+    assert route.call_count == 1
+
+
+@respx.mock
+def test_retry_provider_max_retry_delay_ms_refuses_a_longer_server_delay(tmp_path: Path) -> None:
+    def slow() -> httpx.Response:
+        return httpx.Response(429, headers={"retry-after": "5"}, json={"error": {"message": "slow down"}})
+
+    route = respx.post(URL).mock(side_effect=_then_answers(slow()))
+    folder, manager = _fresh(tmp_path, "a")
+    retry = {"enabled": False, "provider": {"maxRetries": 1, "maxRetryDelayMs": 1000}}
+    expected = r"^Summarization failed: Server requested 5s retry delay \(max: 1s\)\. 429 slow down$"
+    with pytest.raises(ModelRequestError, match=expected):
+        manager.compact(summarizer(folder, manager, retry=retry), settings=SETTINGS)
+    assert route.call_count == 1
+    # The cap error says "retry delay", so the outer retry.* policy retries it (pi-ai #1123).
+    respx.reset()
+    route = respx.post(URL).mock(side_effect=_then_answers(slow()))
+    folder, manager = _fresh(tmp_path, "b")
+    retry["enabled"], retry["maxRetries"], retry["baseDelayMs"] = True, 1, 1
+    assert manager.compact(summarizer(folder, manager, retry=retry), settings=SETTINGS) is not None
+    assert route.call_count == 3
