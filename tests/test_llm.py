@@ -457,3 +457,40 @@ def test_retry_provider_max_retry_delay_ms_refuses_a_longer_server_delay(tmp_pat
     retry["enabled"], retry["maxRetries"], retry["baseDelayMs"] = True, 1, 1
     assert manager.compact(summarizer(folder, manager, retry=retry), settings=SETTINGS) is not None
     assert route.call_count == 3
+
+
+def test_a_refused_connection_names_the_reason_as_pi_does(tmp_path: Path) -> None:
+    # Pi 1.6.0 (pi-ai completeSimple against a closed port): "Connection error.: connect
+    # ECONNREFUSED 127.0.0.1:PORT"; an unknown host: "...: getaddrinfo ENOTFOUND HOST".
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    folder, manager = _fresh(tmp_path, "a")
+    agent = agent_dir(folder, {"enabled": False})
+    config = json.loads((agent / "models.json").read_text())
+    config["providers"]["fake"]["baseUrl"] = f"http://127.0.0.1:{port}/v1"
+    (agent / "models.json").write_text(json.dumps(config))
+    pi = PiSummarizer.for_session(manager, agent_dir=str(agent), env={"NO_PROXY": "*"})
+    expected = rf"^Summarization failed: Connection error\.: connect ECONNREFUSED 127\.0\.0\.1:{port}$"
+    with pytest.raises(ModelRequestError, match=expected):
+        manager.compact(pi, settings=SETTINGS)
+
+
+def test_an_unknown_host_names_the_lookup_failure_as_pi_does(tmp_path: Path) -> None:
+    import socket
+
+    class Unknown(httpx.BaseTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            try:
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+            except socket.gaierror as exc:
+                raise httpx.ConnectError(str(exc), request=request) from exc
+
+    folder, manager = _fresh(tmp_path, "a")
+    agent = agent_dir(folder, {"enabled": False})
+    pi = PiSummarizer.for_session(manager, agent_dir=str(agent), env={}, transport=Unknown())
+    expected = r"^Summarization failed: Connection error\.: getaddrinfo ENOTFOUND fake\.test$"
+    with pytest.raises(ModelRequestError, match=expected):
+        manager.compact(pi, settings=SETTINGS)

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import errno
+import ipaddress
 import json
 import math
 import os
 import random
 import re
+import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -166,7 +169,58 @@ _TIMED_OUT = "Request timed out."
 """The SDKs' ``APIConnectionTimeoutError`` message when ``timeoutMs`` passes."""
 
 
+def _os_error(exc: BaseException) -> OSError | None:
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, OSError) and seen.errno is not None:
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+# Node's getaddrinfo codes for the resolver's failures (EAI_NONAME and EAI_NODATA: ENOTFOUND).
+_DNS_CODES = {socket.EAI_NONAME: "ENOTFOUND", socket.EAI_AGAIN: "EAI_AGAIN", socket.EAI_FAIL: "EAI_FAIL"}
+if hasattr(socket, "EAI_NODATA"):
+    _DNS_CODES[socket.EAI_NODATA] = "ENOTFOUND"
+
+
+def _address(host: str, port: int) -> str:
+    """The address Node names in ``connect ECONNREFUSED ADDRESS:PORT`` (an IPv4 one first)."""
+    try:
+        ipaddress.ip_address(host)
+        return f"{host}:{port}"
+    except ValueError:
+        pass
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return f"{host}:{port}"
+    ordered = sorted(found, key=lambda info: info[0] != socket.AF_INET)
+    return f"{ordered[0][4][0]}:{port}" if ordered else f"{host}:{port}"
+
+
 def _connection_error(prepared: PreparedRequest, exc: httpx.TransportError) -> str:
+    """Pi's message when no connection could be made: the SDK's ``Connection error.``
+    (@google/genai: fetch's ``fetch failed``) with the underlying reason pi-ai's
+    ``withCauseDetail`` appends, e.g. ``connect ECONNREFUSED 127.0.0.1:8080`` or
+    ``getaddrinfo ENOTFOUND host``."""
+    prefix = "fetch failed" if prepared.api == "google-generative-ai" else "Connection error."
+    error = _os_error(exc)
+    url = httpx.URL(prepared.url)
+    host = url.host
+    if isinstance(error, socket.gaierror):
+        code = _DNS_CODES.get(error.errno or 0, "ENOTFOUND")
+        return f"{prefix}: getaddrinfo {code} {host}"
+    if error is not None and isinstance(exc, httpx.ConnectError):
+        code = errno.errorcode.get(error.errno or 0, str(error.errno))
+        port = url.port or (443 if url.scheme == "https" else 80)
+        return f"{prefix}: connect {code} {_address(host, port)}"
+    return f"{prefix}: {exc}" if str(exc) else prefix
+
+
+def _stream_broken(exc: httpx.TransportError) -> str:
     return f"Connection error.: {type(exc).__name__}"
 
 
@@ -579,7 +633,7 @@ class PiSummarizer(_Base):
                     prepared, self.model, response.iter_lines(), lambda n: self._tick(request, n)
                 )
         except httpx.TransportError as exc:
-            raise _Failure(_connection_error(prepared, exc), True) from None
+            raise _Failure(_stream_broken(exc), True) from None
 
 
 class AsyncPiSummarizer(_Base):
@@ -660,4 +714,4 @@ class AsyncPiSummarizer(_Base):
                     _feed(reader, last)
                 return _finish(reader)
         except httpx.TransportError as exc:
-            raise _Failure(_connection_error(prepared, exc), True) from None
+            raise _Failure(_stream_broken(exc), True) from None
