@@ -163,12 +163,25 @@ def _is_alias(model_id: str) -> bool:
     return model_id.endswith("-latest") or re.search(r"-\d{8}$", model_id) is None
 
 
+# ICU's root order for the punctuation model ids use, before digits and letters.
+_PUNCTUATION = "_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$"
+
+
+def _collation_key(text: str) -> tuple[tuple[tuple[int, str], ...], str]:
+    """Close to ``localeCompare``: punctuation, then digits, then letters ignoring case; then
+    lower case before upper case."""
+    primary = tuple(
+        (0, chr(_PUNCTUATION.index(c) + 1)) if c in _PUNCTUATION else (1, c.casefold()) for c in text
+    )
+    return primary, text.swapcase()
+
+
 def _best_fuzzy(matches: list[Model]) -> Model | None:
     """Aliases (``claude-sonnet-4-5``) over dated ids, then the latest (``localeCompare``,
     which orders case-insensitively first)."""
     aliases = [m for m in matches if _is_alias(m.id)]
     pool = aliases or matches
-    ordered = sorted(pool, key=lambda m: (m.id.casefold(), m.id), reverse=True)
+    ordered = sorted(pool, key=lambda m: _collation_key(m.id), reverse=True)
     return ordered[0] if ordered else None
 
 

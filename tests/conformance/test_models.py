@@ -226,3 +226,12 @@ def test_model_flag_resolves_as_pis_resolve_cli_model(
     model, level, warning = _select._parse_flag(case["model"], case["thinking"], registry, {})
     assert (model.key, level, warning) == (case["key"], case["thinkingLevel"], case["warning"])
     assert (model.reasoning, model.data.get("name")) == (case["reasoning"], case["name"])
+
+
+def test_the_latest_fuzzy_match_is_ordered_as_localecompare() -> None:
+    # Node 22: [...ids].sort((x, y) => y.localeCompare(x)), as Pi's bestFuzzyMatch orders.
+    from pisession.models._select import _collation_key
+
+    ids = ["gpt-4o", "gpt-4.1", "gpt-4-1", "GPT-5", "gpt-5", "a_b", "a-b", "ab", "claude-3.5", "claude-35"]
+    node = ["GPT-5", "gpt-5", "gpt-4o", "gpt-4.1", "gpt-4-1", "claude-35", "claude-3.5", "ab", "a-b", "a_b"]
+    assert sorted(ids, key=_collation_key, reverse=True) == node
