@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -368,3 +369,128 @@ def test_an_api_pisession_does_not_build_is_refused_before_credentials(tmp_path:
     )
     with pytest.raises(ModelError, match="bedrock-converse-stream API"):
         pi(SummaryRequest("history", SUMMARIZATION_SYSTEM_PROMPT, "hello"))
+
+
+@respx.mock
+def test_retry_provider_timeout_ms_bounds_the_wait_for_headers(tmp_path: Path) -> None:
+    # Pi: timeoutMs = retry.provider.timeoutMs ?? httpIdleTimeoutMs, armed by the SDK around
+    # fetch only; a timeout is "Request timed out." and the retry policy applies to it.
+    seen: list[Any] = []
+
+    def slow(request: httpx.Request) -> httpx.Response:
+        seen.append(dict(request.extensions["timeout"]))
+        if len(seen) == 1:
+            raise httpx.ReadTimeout("slow", request=request)
+        return httpx.Response(200, content=answer())
+
+    respx.post(URL).mock(side_effect=slow)
+    manager = session(tmp_path)
+    retry = {"enabled": True, "maxRetries": 1, "baseDelayMs": 1, "provider": {"timeoutMs": 1500}}
+    entry = manager.compact(summarizer(tmp_path, manager, retry=retry), settings=SETTINGS)
+    assert entry is not None and seen[0]["read"] == 1.5 and seen[0]["connect"] == 1.5
+    respx.post(URL).mock(side_effect=lambda r: (_ for _ in ()).throw(httpx.ReadTimeout("x", request=r)))
+    other = tmp_path / "b"
+    other.mkdir()
+    second = session(other)
+    with pytest.raises(ModelRequestError, match=r"^Summarization failed: Request timed out\.$"):
+        second.compact(summarizer(other, second, retry={"enabled": False}), settings=SETTINGS)
+
+
+def _then_answers(*first: httpx.Response) -> Callable[[httpx.Request], httpx.Response]:
+    """The given replies in turn, then answers (a split turn here sends two requests)."""
+    pending = list(first)
+    return lambda request: pending.pop(0) if pending else httpx.Response(200, content=answer())
+
+
+def _fresh(tmp_path: Path, name: str) -> tuple[Path, SessionManager]:
+    folder = tmp_path / name
+    folder.mkdir()
+    return folder, session(folder)
+
+
+@respx.mock
+def test_retry_provider_max_retries_retries_before_the_stream(tmp_path: Path) -> None:
+    # pi-ai's retryProviderRequest: retry.provider.maxRetries (none by default) on a
+    # connection error, 408, 409, 429 or 5xx, waiting retry-after-ms when the server says.
+    def busy() -> httpx.Response:
+        return httpx.Response(503, headers={"retry-after-ms": "1"}, json={"error": {"message": "busy"}})
+
+    respx.reset()
+    route = respx.post(URL).mock(side_effect=_then_answers(busy(), busy()))
+    folder, manager = _fresh(tmp_path, "a")
+    retry = {"enabled": False, "provider": {"maxRetries": 2}}
+    assert manager.compact(summarizer(folder, manager, retry=retry), settings=SETTINGS) is not None
+    assert route.call_count == 4
+
+    respx.reset()
+    route = respx.post(URL).mock(side_effect=_then_answers(busy()))
+    folder, manager = _fresh(tmp_path, "b")
+    with pytest.raises(ModelRequestError, match=r"^Summarization failed: 503: "):
+        manager.compact(summarizer(folder, manager, retry={"enabled": False}), settings=SETTINGS)
+    assert route.call_count == 1
+
+    refused = httpx.Response(503, headers={"x-should-retry": "false"}, json={"error": {"message": "no"}})
+    respx.reset()
+    route = respx.post(URL).mock(side_effect=_then_answers(refused))
+    folder, manager = _fresh(tmp_path, "c")
+    with pytest.raises(ModelRequestError):
+        manager.compact(summarizer(folder, manager, retry=retry), settings=SETTINGS)
+    assert route.call_count == 1
+
+
+@respx.mock
+def test_retry_provider_max_retry_delay_ms_refuses_a_longer_server_delay(tmp_path: Path) -> None:
+    def slow() -> httpx.Response:
+        return httpx.Response(429, headers={"retry-after": "5"}, json={"error": {"message": "slow down"}})
+
+    route = respx.post(URL).mock(side_effect=_then_answers(slow()))
+    folder, manager = _fresh(tmp_path, "a")
+    retry = {"enabled": False, "provider": {"maxRetries": 1, "maxRetryDelayMs": 1000}}
+    expected = r"^Summarization failed: Server requested 5s retry delay \(max: 1s\)\. 429 slow down$"
+    with pytest.raises(ModelRequestError, match=expected):
+        manager.compact(summarizer(folder, manager, retry=retry), settings=SETTINGS)
+    assert route.call_count == 1
+    # The cap error says "retry delay", so the outer retry.* policy retries it (pi-ai #1123).
+    respx.reset()
+    route = respx.post(URL).mock(side_effect=_then_answers(slow()))
+    folder, manager = _fresh(tmp_path, "b")
+    retry["enabled"], retry["maxRetries"], retry["baseDelayMs"] = True, 1, 1
+    assert manager.compact(summarizer(folder, manager, retry=retry), settings=SETTINGS) is not None
+    assert route.call_count == 3
+
+
+def test_a_refused_connection_names_the_reason_as_pi_does(tmp_path: Path) -> None:
+    # Pi 1.6.0 (pi-ai completeSimple against a closed port): "Connection error.: connect
+    # ECONNREFUSED 127.0.0.1:PORT"; an unknown host: "...: getaddrinfo ENOTFOUND HOST".
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    folder, manager = _fresh(tmp_path, "a")
+    agent = agent_dir(folder, {"enabled": False})
+    config = json.loads((agent / "models.json").read_text())
+    config["providers"]["fake"]["baseUrl"] = f"http://127.0.0.1:{port}/v1"
+    (agent / "models.json").write_text(json.dumps(config))
+    pi = PiSummarizer.for_session(manager, agent_dir=str(agent), env={"NO_PROXY": "*"})
+    expected = rf"^Summarization failed: Connection error\.: connect ECONNREFUSED 127\.0\.0\.1:{port}$"
+    with pytest.raises(ModelRequestError, match=expected):
+        manager.compact(pi, settings=SETTINGS)
+
+
+def test_an_unknown_host_names_the_lookup_failure_as_pi_does(tmp_path: Path) -> None:
+    import socket
+
+    class Unknown(httpx.BaseTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            try:
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+            except socket.gaierror as exc:
+                raise httpx.ConnectError(str(exc), request=request) from exc
+
+    folder, manager = _fresh(tmp_path, "a")
+    agent = agent_dir(folder, {"enabled": False})
+    pi = PiSummarizer.for_session(manager, agent_dir=str(agent), env={}, transport=Unknown())
+    expected = r"^Summarization failed: Connection error\.: getaddrinfo ENOTFOUND fake\.test$"
+    with pytest.raises(ModelRequestError, match=expected):
+        manager.compact(pi, settings=SETTINGS)

@@ -6,9 +6,16 @@ summary, retried on transient errors per ``settings.json`` ``retry.*``, the answ
 
 from __future__ import annotations
 
+import contextlib
+import email.utils
+import errno
+import ipaddress
 import json
+import math
 import os
+import random
 import re
+import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -88,22 +95,28 @@ class RetryPolicy:
     max_retries: int = 3
     base_delay_ms: int = 2000
     max_delay_ms: int = 60000
+    provider_max_retries: int = 0
+    """``retry.provider.maxRetries``: the SDK-level retries before the stream (Pi: none)."""
+    provider_max_retry_delay_ms: int = 60000
+    """``retry.provider.maxRetryDelayMs``: a longer server-requested delay fails (0: no cap)."""
 
     @classmethod
     def from_settings(cls, settings: PiSettings | None) -> RetryPolicy:
         if settings is None:
             return cls()
 
-        def number(name: str, default: int) -> int:
-            value = settings.value("retry", name)
+        def number(*path: str, default: int) -> int:
+            value = settings.value("retry", *path)
             return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
 
         enabled = settings.value("retry", "enabled")
         return cls(
             enabled if isinstance(enabled, bool) else True,
-            number("maxRetries", 3),
-            number("baseDelayMs", 2000),
-            number("maxAgentDelayMs", 60000),
+            number("maxRetries", default=3),
+            number("baseDelayMs", default=2000),
+            number("maxAgentDelayMs", default=60000),
+            number("provider", "maxRetries", default=0),
+            number("provider", "maxRetryDelayMs", default=60000),
         )
 
     def delay_s(self, attempt: int) -> float:
@@ -142,11 +155,174 @@ def _idle_timeout(settings: PiSettings | None) -> httpx.Timeout:
     return httpx.Timeout(idle, connect=30.0)
 
 
+def _headers_timeout(settings: PiSettings | None, timeout: float | httpx.Timeout) -> float | None:
+    """Pi's per-request ``timeoutMs``: ``retry.provider.timeoutMs``, else the idle timeout.
+    The Anthropic and OpenAI SDKs arm it around ``fetch`` only, so it bounds the wait for
+    the response headers, not the stream after them (Google's client takes no timeout)."""
+    value: Any = settings.value("retry", "provider", "timeoutMs") if settings is not None else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return value / 1000
+    return timeout.read if isinstance(timeout, httpx.Timeout) else timeout
+
+
+_TIMED_OUT = "Request timed out."
+"""The SDKs' ``APIConnectionTimeoutError`` message when ``timeoutMs`` passes."""
+
+
+def _os_error(exc: BaseException) -> OSError | None:
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, OSError) and seen.errno is not None:
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+# Node's getaddrinfo codes for the resolver's failures (EAI_NONAME and EAI_NODATA: ENOTFOUND).
+_DNS_CODES = {socket.EAI_NONAME: "ENOTFOUND", socket.EAI_AGAIN: "EAI_AGAIN", socket.EAI_FAIL: "EAI_FAIL"}
+if hasattr(socket, "EAI_NODATA"):
+    _DNS_CODES[socket.EAI_NODATA] = "ENOTFOUND"
+
+
+def _address(host: str, port: int) -> str:
+    """The address Node names in ``connect ECONNREFUSED ADDRESS:PORT`` (an IPv4 one first)."""
+    try:
+        ipaddress.ip_address(host)
+        return f"{host}:{port}"
+    except ValueError:
+        pass
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return f"{host}:{port}"
+    ordered = sorted(found, key=lambda info: info[0] != socket.AF_INET)
+    return f"{ordered[0][4][0]}:{port}" if ordered else f"{host}:{port}"
+
+
+def _connection_error(prepared: PreparedRequest, exc: httpx.TransportError) -> str:
+    """Pi's message when no connection could be made: the SDK's ``Connection error.``
+    (@google/genai: fetch's ``fetch failed``) with the underlying reason pi-ai's
+    ``withCauseDetail`` appends, e.g. ``connect ECONNREFUSED 127.0.0.1:8080`` or
+    ``getaddrinfo ENOTFOUND host``."""
+    prefix = "fetch failed" if prepared.api == "google-generative-ai" else "Connection error."
+    error = _os_error(exc)
+    url = httpx.URL(prepared.url)
+    host = url.host
+    if isinstance(error, socket.gaierror):
+        code = _DNS_CODES.get(error.errno or 0, "ENOTFOUND")
+        return f"{prefix}: getaddrinfo {code} {host}"
+    if error is not None and isinstance(exc, httpx.ConnectError):
+        code = errno.errorcode.get(error.errno or 0, str(error.errno))
+        port = url.port or (443 if url.scheme == "https" else 80)
+        return f"{prefix}: connect {code} {_address(host, port)}"
+    return f"{prefix}: {exc}" if str(exc) else prefix
+
+
+def _stream_broken(exc: httpx.TransportError) -> str:
+    return f"Connection error.: {type(exc).__name__}"
+
+
 class _Failure(Exception):
     def __init__(self, message: str, retryable: bool) -> None:
         super().__init__(message)
         self.message = message
         self.retryable = retryable
+
+
+class _ProviderFailure(_Failure):
+    """A failure before the stream, which pi-ai's ``retryProviderRequest`` may retry."""
+
+    def __init__(self, message: str, status: int | None, headers: httpx.Headers | None, sdk: str) -> None:
+        super().__init__(message, is_retryable(message))
+        self.status = status
+        self.headers = headers
+        self.sdk_message = sdk
+        """The SDK error's own message, which a too long server-requested delay quotes."""
+
+    @property
+    def provider_retryable(self) -> bool:
+        # pi-ai mirrors the OpenAI/Anthropic SDK policy: x-should-retry, else no status
+        # (a connection error or timeout), 408, 409, 429 and 5xx.
+        should: str | None = self.headers.get("x-should-retry") if self.headers is not None else None
+        if should in ("true", "false"):
+            return should == "true"
+        return self.status is None or self.status in (408, 409, 429) or self.status >= 500
+
+
+def _parse_float(text: str) -> float:
+    """JavaScript's ``parseFloat``: the longest leading number, else NaN."""
+    found = re.match(r"\s*([+-]?(?:Infinity|\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?))", text)
+    if found is None:
+        return math.nan
+    number = found.group(1)
+    if "Infinity" in number:
+        return -math.inf if number.startswith("-") else math.inf
+    return float(number)
+
+
+def _provider_delay_s(failure: _ProviderFailure, retry_index: int, max_delay_ms: int) -> float:
+    """pi-ai's ``getRetryDelayMs``: ``retry-after-ms``, ``retry-after`` (seconds or a date),
+    else 0.5 s doubling to 8 s less up to a quarter of jitter."""
+
+    def checked(delay_ms: float) -> float:
+        if max_delay_ms > 0 and delay_ms > max_delay_ms:
+            message = (
+                f"Server requested {math.ceil(delay_ms / 1000)}s retry delay "
+                f"(max: {math.ceil(max_delay_ms / 1000)}s). {failure.sdk_message}"
+            )
+            raise _Failure(message, is_retryable(message))
+        return max(0.0, delay_ms) / 1000
+
+    headers = failure.headers
+    if headers is not None:
+        after_ms = headers.get("retry-after-ms")
+        if after_ms:
+            value = _parse_float(after_ms)
+            if math.isfinite(value):
+                return checked(value)
+        after = headers.get("retry-after")
+        if after:
+            seconds = _parse_float(after)
+            delay: float = math.nan
+            if math.isnan(seconds):
+                try:
+                    when = email.utils.parsedate_to_datetime(after)
+                    delay = (when.timestamp() - time.time()) * 1000
+                except (TypeError, ValueError):
+                    delay = math.nan
+            else:
+                delay = seconds * 1000
+            if math.isfinite(delay):
+                return checked(delay)
+    return float(min(0.5 * 2.0**retry_index, 8.0)) * (1 - random.random() * 0.25)
+
+
+def _sdk_message(api: str, status: int, body: str) -> str:
+    """The SDK error's message (``APIError.makeMessage``) before pi-ai formats it."""
+    text = body.strip()
+    if api == "google-generative-ai":
+        return _http_error(api, status, body, "")
+    try:
+        parsed = json.loads(text) if text else None
+    except ValueError:
+        parsed = None
+    # The OpenAI SDK keeps the body's "error" member, the Anthropic SDK the whole body.
+    if api == "anthropic-messages":
+        error = parsed
+    else:
+        error = parsed.get("error") if isinstance(parsed, dict) else None
+    if isinstance(error, dict) and error.get("message"):
+        inner = error["message"]
+        msg: str | None = (
+            inner if isinstance(inner, str) else json.dumps(inner, ensure_ascii=False, separators=(",", ":"))
+        )
+    elif error is not None:
+        msg = json.dumps(error, ensure_ascii=False, separators=(",", ":"))
+    else:
+        msg = None if parsed is not None else (text or None)
+    return f"{status} {msg}" if msg else f"{status} status code (no body)"
 
 
 def _label(request: SummaryRequest) -> str:
@@ -222,6 +398,7 @@ class _Base:
             )
         self.retry = RetryPolicy.from_settings(settings)
         self.timeout = timeout if timeout is not None else _idle_timeout(settings)
+        self._headers_timeout = _headers_timeout(settings, self.timeout)
         proxy = settings.value("httpProxy") if settings is not None else None
         # Pi: the httpProxy setting stands in for HTTP(S)_PROXY when neither is set.
         self._proxy: str | None = None
@@ -303,6 +480,37 @@ class _Base:
             manager.compact(summarizer, settings=summarizer.compaction_settings())
         """
         return manager.needs_compaction(self.model.context_window, self.compaction_settings())
+
+    def _request_timeouts(self, timeout: httpx.Timeout, prepared: PreparedRequest) -> dict[str, float | None]:
+        """Per-request timeouts until the headers arrive; the caller puts the client's own
+        back in this same dict before reading the stream (httpcore reads it lazily)."""
+        timeouts: dict[str, float | None] = dict(timeout.as_dict())
+        if prepared.api == "google-generative-ai":
+            return timeouts
+        limit = self._headers_timeout
+        for name in ("connect", "write", "pool", "read"):
+            current = timeouts.get(name)
+            timeouts[name] = limit if current is None or (limit is not None and limit < current) else current
+        timeouts["read"] = limit
+        return timeouts
+
+    def _http_failure(self, prepared: PreparedRequest, response: httpx.Response, body: str) -> _Failure:
+        status = response.status_code
+        message = _http_error(prepared.api, status, body, self.model.provider)
+        sdk = _sdk_message(prepared.api, status, body)
+        # @google/genai's errors carry a status but no headers (pi-ai sets them undefined).
+        headers = None if prepared.api == "google-generative-ai" else response.headers
+        return _ProviderFailure(message, status, headers, sdk)
+
+    def _unsent(self, prepared: PreparedRequest, exc: httpx.TransportError) -> _Failure:
+        """A request that got no response: the SDKs' timeout or connection error, which
+        pi-ai retries; @google/genai's fetch error has no status and is not retried there."""
+        if prepared.api == "google-generative-ai":
+            return _Failure(_connection_error(prepared, exc), True)
+        if isinstance(exc, httpx.TimeoutException):
+            return _ProviderFailure(_TIMED_OUT, None, None, _TIMED_OUT)
+        message = _connection_error(prepared, exc)
+        return _ProviderFailure(message, None, None, message)
 
     def _tick(self, request: SummaryRequest, received: int) -> None:
         if self.progress is not None:
@@ -390,20 +598,42 @@ class PiSummarizer(_Base):
                     time.sleep(self.retry.delay_s(attempt))
 
     def _send(self, client: httpx.Client, prepared: PreparedRequest, request: SummaryRequest) -> Reply:
+        # pi-ai's retryProviderRequest: retry.provider.maxRetries retries before the stream.
+        retries_left = self.retry.provider_max_retries
+        while True:
+            try:
+                return self._attempt(client, prepared, request)
+            except _ProviderFailure as failure:
+                if retries_left <= 0 or not failure.provider_retryable:
+                    raise
+                index = self.retry.provider_max_retries - retries_left
+                retries_left -= 1
+                time.sleep(_provider_delay_s(failure, index, self.retry.provider_max_retry_delay_ms))
+
+    def _attempt(self, client: httpx.Client, prepared: PreparedRequest, request: SummaryRequest) -> Reply:
+        timeouts = self._request_timeouts(client.timeout, prepared)
+        http_request = client.build_request(
+            "POST",
+            prepared.url,
+            headers=dict(prepared.headers),
+            content=prepared.body_bytes(),
+            extensions={"timeout": timeouts},
+        )
         try:
-            with client.stream(
-                "POST", prepared.url, headers=dict(prepared.headers), content=prepared.body_bytes()
-            ) as response:
+            response = client.send(http_request, stream=True)
+        except httpx.TransportError as exc:
+            raise self._unsent(prepared, exc) from None
+        timeouts.update(client.timeout.as_dict())
+        try:
+            with contextlib.closing(response):
                 if response.status_code >= 400:
                     body = response.read().decode("utf-8", "replace")
-                    message = _http_error(prepared.api, response.status_code, body, self.model.provider)
-                    raise _Failure(message, is_retryable(message))
+                    raise self._http_failure(prepared, response, body)
                 return _reply_from_lines(
                     prepared, self.model, response.iter_lines(), lambda n: self._tick(request, n)
                 )
         except httpx.TransportError as exc:
-            message = f"Connection error.: {type(exc).__name__}"
-            raise _Failure(message, True) from None
+            raise _Failure(_stream_broken(exc), True) from None
 
 
 class AsyncPiSummarizer(_Base):
@@ -438,14 +668,40 @@ class AsyncPiSummarizer(_Base):
     async def _send(
         self, client: httpx.AsyncClient, prepared: PreparedRequest, request: SummaryRequest
     ) -> Reply:
+        import asyncio
+
+        retries_left = self.retry.provider_max_retries
+        while True:
+            try:
+                return await self._attempt(client, prepared, request)
+            except _ProviderFailure as failure:
+                if retries_left <= 0 or not failure.provider_retryable:
+                    raise
+                index = self.retry.provider_max_retries - retries_left
+                retries_left -= 1
+                await asyncio.sleep(_provider_delay_s(failure, index, self.retry.provider_max_retry_delay_ms))
+
+    async def _attempt(
+        self, client: httpx.AsyncClient, prepared: PreparedRequest, request: SummaryRequest
+    ) -> Reply:
+        timeouts = self._request_timeouts(client.timeout, prepared)
+        http_request = client.build_request(
+            "POST",
+            prepared.url,
+            headers=dict(prepared.headers),
+            content=prepared.body_bytes(),
+            extensions={"timeout": timeouts},
+        )
         try:
-            async with client.stream(
-                "POST", prepared.url, headers=dict(prepared.headers), content=prepared.body_bytes()
-            ) as response:
+            response = await client.send(http_request, stream=True)
+        except httpx.TransportError as exc:
+            raise self._unsent(prepared, exc) from None
+        timeouts.update(client.timeout.as_dict())
+        try:
+            async with contextlib.aclosing(response):
                 if response.status_code >= 400:
                     body = (await response.aread()).decode("utf-8", "replace")
-                    message = _http_error(prepared.api, response.status_code, body, self.model.provider)
-                    raise _Failure(message, is_retryable(message))
+                    raise self._http_failure(prepared, response, body)
                 reader = reader_for(self.model)
                 decoder = SSEDecoder()
                 async for line in response.aiter_lines():
@@ -458,4 +714,4 @@ class AsyncPiSummarizer(_Base):
                     _feed(reader, last)
                 return _finish(reader)
         except httpx.TransportError as exc:
-            raise _Failure(f"Connection error.: {type(exc).__name__}", True) from None
+            raise _Failure(_stream_broken(exc), True) from None

@@ -10,7 +10,8 @@ the model.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -126,19 +127,170 @@ def _branch_model_and_thinking(branch: Iterable[Any]) -> tuple[tuple[str, str] |
     return model, thinking
 
 
-def _parse_flag(model_flag: str, registry: ModelRegistry) -> tuple[Model, str | None]:
-    text, thinking = model_flag, None
-    base, sep, suffix = model_flag.rpartition(":")
-    if sep and suffix in THINKING_LEVELS:
-        text, thinking = base, suffix
-    found = registry.find(text)
-    if found is None:
-        matches = [m for m in registry if m.id == text]
-        if len(matches) == 1:
-            found = matches[0]
-    if found is None:
+def _split_thinking(text: str) -> tuple[str, str] | None:
+    base, sep, suffix = text.rpartition(":")
+    return (base, suffix) if sep and suffix in THINKING_LEVELS else None
+
+
+def _split_provider(text: str, models: list[Model]) -> tuple[str, str] | None:
+    # Provider ids may hold "/" themselves, so Pi matches known ids, the longest first.
+    lower = text.lower()
+    best: tuple[str, str] | None = None
+    for model in models:
+        provider = model.provider
+        prefix = provider.strip().lower()
+        if not prefix or (best is not None and len(best[0]) >= len(provider)):
+            continue
+        slash = lower.find("/", len(prefix))
+        if slash == -1 or lower[:slash].strip() != prefix:
+            continue
+        model_text = text[slash + 1 :].strip()
+        if model_text:
+            best = (provider, model_text)
+    return best
+
+
+def _fuzzy_matches(text: str, models: Iterable[Model]) -> list[Model]:
+    lower = text.lower()
+    return [
+        m
+        for m in models
+        if lower in m.id.lower() or (isinstance(m.data.get("name"), str) and lower in m.data["name"].lower())
+    ]
+
+
+def _is_alias(model_id: str) -> bool:
+    return model_id.endswith("-latest") or re.search(r"-\d{8}$", model_id) is None
+
+
+# ICU's root order for the punctuation model ids use, before digits and letters.
+_PUNCTUATION = "_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$"
+
+
+def _collation_key(text: str) -> tuple[tuple[tuple[int, str], ...], str]:
+    """Close to ``localeCompare``: punctuation, then digits, then letters ignoring case; then
+    lower case before upper case."""
+    primary = tuple(
+        (0, chr(_PUNCTUATION.index(c) + 1)) if c in _PUNCTUATION else (1, c.casefold()) for c in text
+    )
+    return primary, text.swapcase()
+
+
+def _best_fuzzy(matches: list[Model]) -> Model | None:
+    """Aliases (``claude-sonnet-4-5``) over dated ids, then the latest (``localeCompare``,
+    which orders case-insensitively first)."""
+    aliases = [m for m in matches if _is_alias(m.id)]
+    pool = aliases or matches
+    ordered = sorted(pool, key=lambda m: _collation_key(m.id), reverse=True)
+    return ordered[0] if ordered else None
+
+
+# A resolution: ("resolved", model, level, warning) | ("ambiguous", candidates, usable) | not found.
+_Resolved = tuple[str, Any, Any, Any]
+
+
+def _select_reference(text: str, pool: list[Model], usable: Callable[[str], bool]) -> _Resolved | None:
+    lower = text.lower()
+    raw = [m for m in pool if m.id.lower() == lower]
+    split = _split_provider(text, pool)
+    named: Model | None = None
+    if split is not None:
+        provider, model_text = split
+        own = [m for m in pool if m.provider == provider]
+        lower_text = model_text.lower()
+        named = (
+            next((m for m in own if m.id.lower() == lower_text), None)
+            or next((m for m in raw if m.provider == provider), None)
+            or _best_fuzzy(_fuzzy_matches(model_text, own))
+        )
+    others = [m for m in raw if m is not named]
+    candidates = [named, *others] if named is not None else others
+    if not candidates:
+        return None
+    if len({m.provider for m in candidates}) == 1:
+        return ("resolved", candidates[0], None, None)
+    if named is not None and usable(named.provider):
+        return ("resolved", named, None, None)
+    usable_others = [m for m in others if usable(m.provider)]
+    if len(usable_others) == 1:
+        return ("resolved", usable_others[0], None, None)
+    if not usable_others and named is not None:
+        return ("resolved", named, None, None)
+    return ("ambiguous", candidates, len(usable_others), None)
+
+
+def _select_fuzzy(matches: list[Model], usable: Callable[[str], bool]) -> _Resolved | None:
+    if not matches:
+        return None
+    several = len({m.provider for m in matches}) > 1
+    usable_matches = [m for m in matches if usable(m.provider)] if several else []
+    pool = usable_matches or matches
+    best = _best_fuzzy(pool)
+    if best is None:
+        return None
+    tied = [m for m in pool if m.id == best.id]
+    if len({m.provider for m in tied}) == 1:
+        return ("resolved", best, None, None)
+    return ("ambiguous", tied, len(tied) if usable_matches else 0, None)
+
+
+def _resolve_text(text: str, pool: list[Model], usable: Callable[[str], bool]) -> _Resolved | None:
+    """Pi's ``resolveText`` for the CLI (fuzzy, a strict ``:LEVEL`` suffix)."""
+    found = _select_reference(text, pool, usable) or _select_fuzzy(_fuzzy_matches(text, pool), usable)
+    if found is not None:
+        return found
+    thinking = _split_thinking(text)
+    if thinking is None:
+        return None
+    inner = _resolve_text(thinking[0], pool, usable)
+    if inner is None:
+        return None
+    if inner[0] == "resolved":
+        return (inner[0], inner[1], None if inner[3] else thinking[1], inner[3])
+    return inner
+
+
+def _parse_flag(
+    model_flag: str, thinking_flag: str | None, registry: ModelRegistry, env: Mapping[str, str]
+) -> tuple[Model, str | None, str | None]:
+    """Pi's ``resolveCliModel``: an exact ``provider/id`` or id, then a partial id or name,
+    ``:LEVEL``, and for a known provider an unknown id as a custom model id (with a warning).
+    Returns the model, the level from the flag's suffix and the warning."""
+    models = list(registry)
+    if not models:
+        raise ModelError("No models available. Check your installation or add models to models.json.")
+    text = model_flag.strip()
+    found = _resolve_text(text, models, lambda p: has_configured_auth(registry, p, env)) if text else None
+    if found is not None and found[0] == "resolved":
+        return found[1], found[2], found[3]
+    if found is not None:
+        matches = ", ".join(sorted((m.key for m in found[1]), key=lambda k: (k.casefold(), k)))
+        hint = (
+            "No matching provider is authenticated."
+            if found[2] == 0
+            else "More than one matching provider is authenticated."
+        )
+        raise ModelError(
+            f'Model "{model_flag}" is ambiguous across providers: {matches}. {hint} '
+            "Use --provider or provider/model."
+        )
+    split = _split_provider(text, models) if text else None
+    if split is None:
         raise ModelError(f'Model "{model_flag}" not found. Use --list-models to see available models.')
-    return found, thinking
+    provider, model_text = split
+    suffix = _split_thinking(model_text)
+    # With --thinking the suffix stays part of the custom id.
+    model_id = model_text if thinking_flag else (suffix[0] if suffix else model_text)
+    level = None if thinking_flag else (suffix[1] if suffix else None)
+    own = [m for m in models if m.provider == provider]
+    default_id = DEFAULT_MODEL_PER_PROVIDER.get(provider)
+    base = next((m for m in own if m.id == default_id), own[0]) if default_id else own[0]
+    data = {**base.data, "id": model_id, "name": model_id}
+    requested = thinking_flag or level
+    if requested and requested != "off":
+        data["reasoning"] = True
+    warning = f'Model "{model_id}" not found for provider "{provider}". Using custom model id.'
+    return Model(data), level, warning
 
 
 def choose_model(
@@ -167,8 +319,8 @@ def choose_model(
     chosen: Model | None = None
     source = ""
     level: str | None = None
-    if model is not None:
-        chosen, flag_thinking = _parse_flag(model, registry)
+    if model:  # Pi: an empty --model is no --model
+        chosen, flag_thinking, warning = _parse_flag(model, thinking, registry, env)
         source, level = "flag", thinking or flag_thinking
     else:
         if branch_model is not None:

@@ -193,3 +193,45 @@ def test_an_agent_folder_holding_a_nul_byte_has_no_files(tmp_path: Path) -> None
     registry = ModelRegistry.load(directory)
     assert registry.error is None
     assert registry.find("anthropic/claude-sonnet-4-5") is not None
+
+
+MODEL_FLAG = json.loads((Path(__file__).parent / "golden" / "model_flag.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    "case", MODEL_FLAG["cases"], ids=lambda c: f"{c['model']!r}-{c['thinking']}-{c['authed']}"
+)
+def test_model_flag_resolves_as_pis_resolve_cli_model(
+    case: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # golden/model_flag.json: Pi 1.6.0's resolveCliModel on the same list (model_flag.mjs):
+    # partial ids and names, aliases over dated ids, :LEVEL, ambiguity by credentials,
+    # provider ids holding "/", and a custom id for a known provider.
+    from pisession.models import Model, _select
+
+    providers: dict[str, list[Model]] = {}
+    for data in MODEL_FLAG["models"]:
+        providers.setdefault(data["provider"], []).append(Model(dict(data, api="openai-completions")))
+    registry = ModelRegistry("/nonexistent", {p: tuple(m) for p, m in providers.items()}, {})
+    monkeypatch.setattr(_select, "has_configured_auth", lambda _r, provider, _e: provider in case["authed"])
+    if case["error"] is not None:
+        with pytest.raises(ModelError) as caught:
+            _select._parse_flag(case["model"], case["thinking"], registry, {})
+        assert str(caught.value) == case["error"]
+        return
+    if case["key"] is None:  # an empty --model is no --model
+        monkeypatch.setattr(_select, "_initial", lambda *_a: (registry.get("gate/other"), "first available"))
+        assert choose_model(registry, model=case["model"], env={}).source == "first available"
+        return
+    model, level, warning = _select._parse_flag(case["model"], case["thinking"], registry, {})
+    assert (model.key, level, warning) == (case["key"], case["thinkingLevel"], case["warning"])
+    assert (model.reasoning, model.data.get("name")) == (case["reasoning"], case["name"])
+
+
+def test_the_latest_fuzzy_match_is_ordered_as_localecompare() -> None:
+    # Node 22: [...ids].sort((x, y) => y.localeCompare(x)), as Pi's bestFuzzyMatch orders.
+    from pisession.models._select import _collation_key
+
+    ids = ["gpt-4o", "gpt-4.1", "gpt-4-1", "GPT-5", "gpt-5", "a_b", "a-b", "ab", "claude-3.5", "claude-35"]
+    node = ["GPT-5", "gpt-5", "gpt-4o", "gpt-4.1", "gpt-4-1", "claude-35", "claude-3.5", "ab", "a-b", "a_b"]
+    assert sorted(ids, key=_collation_key, reverse=True) == node
