@@ -587,3 +587,14 @@ def test_a_partial_compaction_keeps_its_preserved_segment_in_context(tmp_path: P
     compaction = next(e for e in manager.get_entries() if e.type == "compaction")
     kept = manager.get_entry(compaction.first_kept_entry_id)
     assert to_wire(kept.message)["content"] == "second prompt"
+
+
+def test_cli_takes_paths_after_its_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # argparse ends a nargs="*" list at the first option: `import claude --dry-run PATH` failed
+    # with "unrecognized arguments"
+    out = tmp_path / "out"
+    assert main(["import", "claude", "--session-dir", str(out), "--dry-run", str(CLAUDE)]) == 0
+    assert capsys.readouterr().out.count("would write") == 13 and not out.exists()
+    assert main(["import", "claude", "--dry-run", str(CLAUDE), "--no-such-flag"]) == 2
+    assert "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
+    assert main(["ls", "stray-word"]) == 2  # a command that names no list keeps argparse's rule

@@ -75,3 +75,4 @@ def register(commands: Commands) -> None:
         "paths", nargs="*", metavar="PATH", help="session files or folders (default: the whole store)"
     )
     sub.add_argument("--dry-run", action="store_true", help="convert and report, write nothing")
+    sub.set_defaults(intermixed="paths")  # PATHs may follow the options

@@ -191,7 +191,15 @@ def _main(argv: Sequence[str] | None, *, exiting: bool) -> int:
         if collecting:
             gc.enable()
     try:
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        if extras:
+            # argparse ends a command's PATH list at the first option (`import codex --dry-run
+            # PATH`): a command that names its list takes the words after it too
+            intermixed = getattr(args, "intermixed", None)
+            unknown = [w for w in extras if w.startswith("-")] if isinstance(intermixed, str) else extras
+            if unknown or not isinstance(intermixed, str):
+                parser.error("unrecognized arguments: " + " ".join(unknown))
+            getattr(args, intermixed).extend(extras)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 2
     handler = getattr(args, "handler", None)
