@@ -125,6 +125,8 @@ def build_request(
     prompt_text = sanitize_surrogates(prompt)
     input_tokens = estimate_input_tokens(system_prompt, prompt)
     base_max = clamp_max_tokens(model, input_tokens, model.max_tokens)
+    if model.provider == "github-copilot":
+        raise ModelError(f"{model.key}: pisession does not build GitHub Copilot's requests")
     builder = {
         "anthropic-messages": _anthropic,
         "openai-completions": _completions,
@@ -165,8 +167,6 @@ def _anthropic(
     base_max: int,
 ) -> _Built:
     compat = model.compat
-    if model.provider == "github-copilot":
-        raise ModelError(f"{model.key}: pisession does not build GitHub Copilot's requests")
     max_tokens = base_max
     thinking_enabled = reasoning is not None
     effort: str | None = None
@@ -379,8 +379,6 @@ def _completions(
     base_max: int,
 ) -> _Built:
     compat = _completions_compat(model)
-    if model.provider == "github-copilot":
-        raise ModelError(f"{model.key}: pisession does not build GitHub Copilot's requests")
     if model.reasoning and compat["thinkingFormat"] not in _THINKING_FORMATS:
         raise ModelError(
             f"{model.key}: pisession does not build Pi's {compat['thinkingFormat']} thinking request yet"
@@ -496,8 +494,6 @@ def _responses(
     base_max: int,
 ) -> _Built:
     compat = model.compat
-    if model.provider == "github-copilot":
-        raise ModelError(f"{model.key}: pisession does not build GitHub Copilot's requests")
     key = credentials.api_key
     chatgpt_sign_in = (
         model.provider == "openai"
@@ -531,7 +527,7 @@ def _responses(
             requested = level_map.get(effort) or effort if update_effort is None else "medium"
             body["reasoning"] = {"effort": requested, "summary": "auto"}
             body["include"] = ["reasoning.encrypted_content"]
-        elif model.provider != "github-copilot" and level_map.get("off", 0) is not None:
+        elif level_map.get("off", 0) is not None:
             body["reasoning"] = {"effort": level_map.get("off") or "none"}
         if model.provider == "xai":
             body["include"] = ["reasoning.encrypted_content"]
