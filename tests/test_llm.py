@@ -494,3 +494,13 @@ def test_an_unknown_host_names_the_lookup_failure_as_pi_does(tmp_path: Path) -> 
     expected = r"^Summarization failed: Connection error\.: getaddrinfo ENOTFOUND fake\.test$"
     with pytest.raises(ModelRequestError, match=expected):
         manager.compact(pi, settings=SETTINGS)
+
+
+@pytest.mark.parametrize("api", ["anthropic-messages", "openai-completions", "openai-responses"])
+def test_github_copilot_requests_are_refused_for_every_api(api: str) -> None:
+    from pisession.llm import build_request
+    from pisession.models import Credentials, Model, ModelError
+
+    data = {"provider": "github-copilot", "id": "m", "api": api, "baseUrl": "http://x", "maxTokens": 100}
+    with pytest.raises(ModelError, match="GitHub Copilot"):
+        build_request(Model(data), Credentials(None, {}, "missing"), "system", "prompt", None)
