@@ -84,7 +84,7 @@ def _sniff_lines(path: str, lines: list[Any]) -> Source:
     first = lines[0].data
     if first.get("type") == "session" and "version" in first and "cwd" in first:
         raise SourceFormatError(f"{path}: this is already a Pi session file")
-    if _codex.looks_like_codex(first):
+    if _codex.looks_like_codex(first, lines[1].data if len(lines) > 1 else None):
         return "codex"
     if any(_claude.looks_like_claude(line.data) for line in lines[:50]) and any(
         isinstance(line.data.get("uuid"), str) for line in lines

@@ -35,15 +35,26 @@ _CONTEXT_PREFIXES = (
 )
 
 
-def looks_like_codex(line: Mapping[str, Any]) -> bool:
+# Bare response items of the flat layout (no envelope, no Claude uuid).
+_FLAT_ITEMS = ("message", "reasoning", "function_call", "function_call_output", "local_shell_call")
+
+
+def looks_like_codex(line: Mapping[str, Any], following: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``line``, a file's first record, opens a Codex rollout. ``following`` is the
+    next record: the flat layout's meta line may hold only the id and the time, and then the
+    bare response item after it decides."""
     if line.get("type") in _ENVELOPES and "payload" in line:
         return True
-    # The flat layout: a meta line with the session id and the instructions, no envelope.
+    # The flat layout: a meta line with the session id (and the instructions), no envelope.
+    if "type" in line or not isinstance(line.get("id"), str) or "timestamp" not in line:
+        return False
+    if "instructions" in line or "git" in line:
+        return True
     return (
-        "type" not in line
-        and isinstance(line.get("id"), str)
-        and "timestamp" in line
-        and ("instructions" in line or "git" in line)
+        following is not None
+        and following.get("type") in _FLAT_ITEMS
+        and "uuid" not in following
+        and "payload" not in following
     )
 
 
