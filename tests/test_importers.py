@@ -8,6 +8,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,15 @@ CLAUDE = DATA / "claude"
 CODEX = DATA / "codex"
 ROLLOUT = CODEX / "rollout-2026-03-01T10-00-00-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl"
 SID = "11111111-2222-4333-8444-555555555555"
+
+PUBLIC = DATA / "public"
+PUBLIC_CLAUDE = sorted(p for p in (PUBLIC / "claude").rglob("*.jsonl") if "subagents" not in p.parts)
+PUBLIC_CODEX = sorted((PUBLIC / "codex").rglob("rollout-*.jsonl"))
+PUBLIC_BRANCHES = {
+    # "First attempt" and "Second attempt" are both prompts under the assistant record a1.
+    "dag_compact_after_rewind.jsonl": 2,
+    "dag_compact_after_rewind_preserved.jsonl": 2,
+}
 
 
 def one(path: Path, tmp_path: Path) -> SessionManager:
@@ -249,6 +260,15 @@ def test_codex_flat_old_layout(tmp_path: Path) -> None:
     assert sniff(CODEX / "rollout-2025-05-01-flat.jsonl") == "codex"
     manager = one(CODEX / "rollout-2025-05-01-flat.jsonl", tmp_path)
     assert context(manager) == [("user", "hello codex"), ("assistant", "hello")]
+    # claude-code-log's legacy rollout: a meta line with only the id and the time (no
+    # instructions, no git), then bare response items
+    legacy = DATA / "public" / "codex" / "claude-code-log" / "sessions"
+    legacy /= "rollout-44444444-4444-4444-8444-444444444444.jsonl"
+    assert sniff(legacy) == "codex"
+    assert context(one(legacy, tmp_path / "legacy")) == [
+        ("user", "Open the synthetic legacy session."),
+        ("assistant", "The synthetic legacy session is open."),
+    ]
 
 
 def test_import_all_walks_the_store_from_the_environment(
@@ -317,30 +337,57 @@ def test_cli_foreign_file_is_an_error_without_a_traceback(
 # ------------------------------------------------------------------------------ the real Pi
 
 
+ALL_SOURCES = [
+    *sorted(CLAUDE.glob("*.jsonl")),
+    CLAUDE / "agents" / f"{SID}.jsonl",
+    *sorted(CODEX.glob("*.jsonl")),
+    *sorted(p for p in (DATA / "public").rglob("*.jsonl") if "subagents" not in p.parts),
+]
+
+
+@contextlib.contextmanager
+def _deep_trees() -> Iterator[None]:
+    """Pi's trees nest one level per entry: a long session is deeper than Python's default
+    recursion limit allows json (and a recursive walk) to go."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20000))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _pi_read(path: Path, every_leaf: bool) -> dict:
+    """The oracle's dump of ``path``. ``every_leaf``: the context at every entry too (its output
+    grows with the square of the entries: 150 MB for the 1 MB public rollout)."""
+    out = subprocess.run(
+        ["node", str(ORACLE), "read", str(path), *(["--all-leaves"] if every_leaf else [])],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    with _deep_trees():
+        dump = json.loads(out.stdout)
+    assert dump["ok"], (path, dump)
+    return dump["dump"]
+
+
 @needs_oracle
-def test_every_imported_file_opens_in_pi_at_every_leaf(tmp_path: Path) -> None:
-    sources = [
-        *sorted(CLAUDE.glob("*.jsonl")),
-        CLAUDE / "agents" / f"{SID}.jsonl",
-        *sorted(CODEX.glob("*.jsonl")),
-        *sorted((DATA / "public" / "codex").glob("*.jsonl")),
-    ]
-    for source in sources:
-        for path in import_session(source, session_dir=tmp_path):
-            out = subprocess.run(
-                ["node", str(ORACLE), "read", str(path), "--all-leaves"],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            dump = json.loads(out.stdout)
-            assert dump["ok"], (source, dump)
-            ours = SessionManager.open(path)
-            assert dump["dump"]["leafId"] == ours.get_leaf_id()
-            entries = dump["dump"]["entries"]
-            parents = {e.get("parentId") for e in entries}
-            assert len([e for e in entries if e["id"] not in parents]) == len(leaves(ours))
-            assert os.path.getsize(path) > 0
+@pytest.mark.parametrize("source", ALL_SOURCES, ids=lambda p: p.relative_to(DATA).as_posix())
+def test_every_imported_file_opens_in_pi_at_every_leaf(tmp_path: Path, source: Path) -> None:
+    for path in import_session(source, session_dir=tmp_path):
+        ours = SessionManager.open(path)
+        ours_leaves = leaves(ours)
+        # A long linear session has one leaf, Pi's current one: read without every entry's context.
+        dump = _pi_read(path, every_leaf=len(ours.get_entries()) <= 300 or len(ours_leaves) > 1)
+        assert dump["leafId"] == ours.get_leaf_id()
+        entries = dump["entries"]
+        parents = {e.get("parentId") for e in entries}
+        pi_leaves = [e["id"] for e in entries if e["id"] not in parents]
+        assert sorted(pi_leaves) == sorted(ours_leaves)
+        if "leaves" in dump:
+            assert set(pi_leaves) <= set(dump["leaves"])
+        assert os.path.getsize(path) > 0
 
 
 def _real_pi_missing() -> str | None:
@@ -352,28 +399,38 @@ def _real_pi_missing() -> str | None:
     return None
 
 
+def _branches(node: dict) -> int:
+    return sum(_branches(child) for child in node["children"]) if node["children"] else 1
+
+
 @pytest.mark.skipif(_real_pi_missing() is not None, reason=_real_pi_missing() or "")
-@pytest.mark.parametrize("source", [CLAUDE / "rewind.jsonl", ROLLOUT])
+@pytest.mark.parametrize("source", ALL_SOURCES, ids=lambda p: p.relative_to(DATA).as_posix())
 def test_the_real_pi_resumes_an_import_with_the_same_branches(tmp_path: Path, source: Path) -> None:
+    """Pi 1.6.0's CLI (RPC mode) resumes every session an import writes (sub-agents too) and its
+    get_tree has as many branches as the source: as pisession counts them, and for the public
+    fixtures as PUBLIC_BRANCHES says."""
     project = tmp_path / "project"  # Pi refuses a session whose cwd does not exist
     project.mkdir()
-    (path,) = import_session(source, session_dir=tmp_path / "sessions", cwd=str(project))
-    done = subprocess.run(
-        [str(ORACLE.parent / "pi.sh"), "--mode", "rpc", "--session", str(path)],
-        input='{"type":"get_tree","id":"1"}\n',
-        capture_output=True,
-        text=True,
-        cwd=project,
-        env={**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")},
-        timeout=120,
-    )
-    (response,) = [json.loads(line) for line in done.stdout.splitlines() if '"response"' in line]
-    assert response["success"], response
-
-    def count(node: dict) -> int:
-        return sum(count(child) for child in node["children"]) if node["children"] else 1
-
-    assert sum(count(root) for root in response["data"]["tree"]) == 2
+    paths = import_session(source, session_dir=tmp_path / "sessions", cwd=str(project))
+    for number, path in enumerate(paths):
+        done = subprocess.run(
+            [str(ORACLE.parent / "pi.sh"), "--mode", "rpc", "--session", str(path)],
+            input='{"type":"get_tree","id":"1"}\n',
+            capture_output=True,
+            text=True,
+            cwd=project,
+            env={**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")},
+            timeout=180,
+        )
+        with _deep_trees():
+            (response,) = [json.loads(line) for line in done.stdout.splitlines() if '"response"' in line]
+            assert response["success"], response
+            found = sum(_branches(root) for root in response["data"]["tree"])
+        assert found == len(leaves(SessionManager.open(path)))
+        if number == 0 and PUBLIC in source.parents:
+            assert found == PUBLIC_BRANCHES.get(source.name, 1)
+        elif number == 0 and source.name in ("rewind.jsonl", ROLLOUT.name):
+            assert found == 2
 
 
 def test_a_looping_logical_parent_and_a_compact_summary_root(tmp_path: Path) -> None:
@@ -510,28 +567,41 @@ def test_usage_equals_ccusage_per_file(name: str, tmp_path: Path, capsys: pytest
     assert pi_daily(out, capsys) == CCUSAGE["files"][name]
 
 
-@pytest.mark.parametrize("source", ["claude", "codex"])
+STORES = {
+    "claude": sorted(p for p in CLAUDE.rglob("*.jsonl") if "subagents" not in p.parts),
+    "public_claude": sorted(
+        p for p in (DATA / "public" / "claude").rglob("*.jsonl") if "subagents" not in p.parts
+    ),
+    "codex": [*sorted(CODEX.glob("*.jsonl")), *sorted((DATA / "public" / "codex").glob("rollout-*.jsonl"))],
+    "public_codex": sorted((DATA / "public" / "codex").rglob("rollout-*.jsonl")),
+}
+
+
+@pytest.mark.parametrize("store_name", sorted(STORES))
 def test_import_all_usage_equals_ccusage_on_the_whole_store(
-    source: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store_name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Every fixture in one store, as ccusage read it: an API message copied into several files
-    (the hand-made Claude fixtures reuse msg_1/req_1) counts once, in the file whose copy has the
-    most output tokens (forks.jsonl's 322, not the first file's), as ccusage 20 does."""
+    """Every fixture of a set in one store, as ccusage read it (make_ccusage.py): an API message
+    copied into several files (the hand-made Claude fixtures reuse msg_1/req_1, claude-code-log's
+    two dag files share msg_a1/req_a1) counts once, in the file whose copy has the most output
+    tokens (forks.jsonl's 322, not the first file's), as ccusage 20 does."""
     store = tmp_path / "store"
-    if source == "claude":
-        shutil.copytree(CLAUDE, store / "-proj")
-    else:
-        store.mkdir()
-        for path in [*CODEX.glob("*.jsonl"), *(DATA / "public" / "codex").glob("*.jsonl")]:
-            shutil.copy(path, store)
+    source = "claude" if "claude" in store_name else "codex"
+    for path in STORES[store_name]:
+        folder = store / "-proj" if source == "claude" else store
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, folder / path.name)
+        agents = path.parent / path.stem
+        if agents.is_dir():
+            shutil.copytree(agents, folder / path.stem)
     out = tmp_path / "out"
     assert not [r for r in import_all(source, store, session_dir=out) if isinstance(r, Exception)]
-    assert pi_daily(out, capsys) == CCUSAGE["stores"][source]
-    if source == "claude":  # the same tokens at the same prices
+    assert pi_daily(out, capsys) == CCUSAGE["stores"][store_name]
+    if store_name == "claude":  # the same tokens at the same prices
         capsys.readouterr()
         assert main(["usage", "--session-dir", str(out), "--json", "--timezone", "UTC"]) == 0
         cost = json.loads(capsys.readouterr().out)["totals"]["totalCost"]
-        assert cost == pytest.approx(CCUSAGE["claude_store_cost"])
+        assert cost == pytest.approx(CCUSAGE["store_costs"]["claude"])
 
 
 def test_a_usage_only_codex_run_is_written_with_its_usage_outside_the_context(tmp_path: Path) -> None:
@@ -598,3 +668,142 @@ def test_cli_takes_paths_after_its_options(tmp_path: Path, capsys: pytest.Captur
     assert main(["import", "claude", "--dry-run", str(CLAUDE), "--no-such-flag"]) == 2
     assert "unrecognized arguments: --no-such-flag" in capsys.readouterr().err
     assert main(["ls", "stray-word"]) == 2  # a command that names no list keeps argparse's rule
+
+
+# ------------------------------------------------------------------------ public fixtures
+# Real or public files of other projects (tests/data/importers/LICENSES.md). Each is checked for
+# what issue 32's "How it will be checked" lists; the expected branch counts follow the rule in
+# pisession/importers/_claude.py (only a second prompt under one parent, a rewind, is a branch).
+
+
+def _public_id(path: Path) -> str:
+    return path.relative_to(PUBLIC).as_posix()
+
+
+def _claude_source_facts(path: Path) -> tuple[set[str], list[str]]:
+    """The models of a Claude file's assistant records, its compactions' summary texts."""
+    models, summaries = set(), []
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for record in records:
+        message = record.get("message") or {}
+        if record.get("type") == "assistant" and message.get("model") not in (None, "<synthetic>"):
+            models.add(message["model"])
+        if record.get("isCompactSummary"):
+            summaries.append(" ".join(b["text"] for b in message["content"] if b.get("type") == "text"))
+    return models, summaries
+
+
+def _codex_source_facts(path: Path) -> tuple[set[str], list[str]]:
+    models, summaries = set(), []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        payload = record.get("payload") or {}
+        if record.get("type") == "turn_context" and payload.get("model"):
+            models.add(payload["model"])
+        if record.get("type") == "compacted":
+            text = payload.get("message") or ""
+            for item in reversed(payload.get("replacement_history") or []):
+                if not text and item.get("role") == "user":
+                    text = "\n".join(c.get("text", "") for c in item.get("content", [])).strip()
+            summaries.append(text)
+    return models or {"unknown"}, summaries
+
+
+def _unpaired_results(manager: SessionManager) -> list[str]:
+    """toolResult messages whose call is not in an assistant message before them on their branch."""
+    unpaired = []
+    for entry in manager.get_entries():
+        if entry.type != "message" or to_wire(entry.message)["role"] != "toolResult":
+            continue
+        calls = {
+            block["id"]
+            for e in manager.get_branch(entry.id)
+            if e.type == "message" and to_wire(e.message)["role"] == "assistant"
+            for block in to_wire(e.message)["content"]
+            if block["type"] == "toolCall"
+        }
+        if to_wire(entry.message)["toolCallId"] not in calls:
+            unpaired.append(entry.id)
+    return unpaired
+
+
+@pytest.mark.parametrize("path", [*PUBLIC_CLAUDE, *PUBLIC_CODEX], ids=_public_id)
+def test_public_fixture_keeps_branches_pairs_models_and_compactions(tmp_path: Path, path: Path) -> None:
+    result = import_file(path, session_dir=tmp_path)
+    assert result.written, result.notes
+    models, summaries = (_claude_source_facts if path in PUBLIC_CLAUDE else _codex_source_facts)(path)
+    seen_models: set[str] = set()
+    for number, written in enumerate(result.written):
+        manager = SessionManager.open(written)
+        assert _unpaired_results(manager) == []
+        seen_models |= {m["model"] for m in messages(manager, "assistant")}
+        if number == 0:
+            assert len(leaves(manager)) == PUBLIC_BRANCHES.get(path.name, 1)
+            compactions = [e for e in manager.get_entries() if e.type == "compaction"]
+            assert [c.summary for c in compactions] == summaries
+    assert seen_models == models
+    again = import_file(path, session_dir=tmp_path)
+    assert again.written == [] and again.existing == result.written
+
+
+def test_public_claude_rewind_then_compaction_keeps_the_active_branch(tmp_path: Path) -> None:
+    """claude-code-log's dag_compact_after_rewind: the second attempt is the active branch, the
+    compaction carries the source's summary and Pi's context after it is Claude's."""
+    base = PUBLIC / "claude" / "claude-code-log"
+    summary = (
+        "This session is being continued from a previous conversation that ran out of context. "
+        "Summary: the user asked for a plan."
+    )
+    manager = one(base / "dag_compact_after_rewind.jsonl", tmp_path / "a")
+    branch = [to_wire(e.message) for e in manager.get_branch() if e.type == "message"]
+    assert [_text(m) for m in branch] == [
+        "Start", "Ready", "Second attempt", "Second answer", "Keep going", "Kept going",
+        "After compaction", "Final answer",
+    ]  # fmt: skip
+    assert context(manager) == [
+        ("compactionSummary", summary),
+        ("user", "After compaction"),
+        ("assistant", "Final answer"),
+    ]
+    # A partial compaction: Claude kept "Second answer", "Keep going", "Kept going" after the
+    # summary (compactMetadata.preservedSegment); "Kept going" is written after the boundary.
+    manager = one(base / "dag_compact_after_rewind_preserved.jsonl", tmp_path / "b")
+    assert context(manager) == [
+        ("compactionSummary", summary),
+        ("assistant", "Second answer"),
+        ("user", "Keep going"),
+        ("assistant", "Kept going"),
+        ("user", "After compaction"),
+        ("assistant", "Final answer"),
+    ]
+
+
+def _text(message: dict) -> str:
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return " ".join(b["text"] for b in content if b["type"] == "text")
+
+
+def test_public_claude_sub_agent_files_and_sidechains_become_linked_sessions(tmp_path: Path) -> None:
+    base = PUBLIC / "claude" / "claude-code-log"
+    main_path, *agents = import_session(
+        base / "minimal_showcase" / "55550000-0000-4000-8000-000000000001.jsonl", session_dir=tmp_path
+    )
+    assert len(agents) == 2
+    for agent, prompt in zip(agents, ["Survey src/web", "Survey src/jobs"], strict=True):
+        sub = SessionManager.open(agent)
+        assert sub.get_header().parent_session == str(main_path)
+        assert context(sub)[0][1].startswith(prompt)
+    main_session = SessionManager.open(main_path)
+    assert [m["toolCallId"] for m in messages(main_session, "toolResult")] == [
+        "toolu_sc_inspect", "toolu_sc_refresh", "toolu_sc_wake", "toolu_sc_showcol1", "toolu_sc_showcol2",
+    ]  # fmt: skip
+    # A real 2.0.46 file with its sidechain inline: the sub-agent's two records of one API
+    # message are one Pi message, in a session of its own.
+    main_path, side = import_session(base / "sidechain_integrated.jsonl", session_dir=tmp_path / "s")
+    sub = SessionManager.open(side)
+    assert sub.get_header().parent_session == str(main_path)
+    (reply,) = messages(sub, "assistant")
+    assert [b["type"] for b in reply["content"]] == ["text", "toolCall"]
+    assert reply["usage"]["output"] == 183 and reply["usage"]["cacheWrite"] == 19830
