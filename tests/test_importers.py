@@ -681,15 +681,23 @@ def _public_id(path: Path) -> str:
 
 
 def _claude_source_facts(path: Path) -> tuple[set[str], list[str]]:
-    """The models of a Claude file's assistant records, its compactions' summary texts."""
+    """The models of a Claude session's assistant records (its sub-agent files and the
+    sub-agent messages copied into progress records too); its compactions' summary texts."""
     models, summaries = set(), []
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    for record in records:
-        message = record.get("message") or {}
-        if record.get("type") == "assistant" and message.get("model") not in (None, "<synthetic>"):
-            models.add(message["model"])
-        if record.get("isCompactSummary"):
-            summaries.append(" ".join(b["text"] for b in message["content"] if b.get("type") == "text"))
+    files = [path, *sorted((path.parent / path.stem / "subagents").glob("*.jsonl"))]
+    for number, file in enumerate(files):
+        for line in file.read_text().splitlines():
+            record = json.loads(line)
+            copied = (record.get("data") or {}).get("message") if record.get("type") == "progress" else None
+            for found in (record, copied if isinstance(copied, dict) else {}):
+                message = found.get("message") or {}
+                if found.get("type") == "assistant" and message.get("model") not in (None, "<synthetic>"):
+                    models.add(message["model"])
+            if number == 0 and record.get("isCompactSummary"):
+                content = record["message"]["content"]
+                if isinstance(content, list):
+                    content = "\n".join(b["text"] for b in content if b.get("type") == "text")
+                summaries.append(content)
     return models, summaries
 
 
@@ -807,3 +815,23 @@ def test_public_claude_sub_agent_files_and_sidechains_become_linked_sessions(tmp
     (reply,) = messages(sub, "assistant")
     assert [b["type"] for b in reply["content"]] == ["text", "toolCall"]
     assert reply["usage"]["output"] == 183 and reply["usage"]["cacheWrite"] == 19830
+
+
+def test_a_sub_agent_known_only_from_progress_records_becomes_its_session(tmp_path: Path) -> None:
+    """Claude Code 2.1 copies a running sub-agent's messages into agent_progress records of the
+    main file. spotter's subagent.jsonl came without its subagents/ folder: the sub-agent's
+    conversation (and its Haiku usage, which ccusage counts) is only there. It becomes a
+    sub-agent session linked by parentSession; with the agent's own file present the progress
+    copies are not imported a second time (spotter's ae4a77f8 file)."""
+    base = PUBLIC / "claude" / "spotter"
+    main_path, agent = import_session(base / "subagent.jsonl", session_dir=tmp_path)
+    sub = SessionManager.open(agent)
+    assert sub.get_header().parent_session == str(main_path)
+    replies = messages(sub, "assistant")
+    assert {m["model"] for m in replies} == {"claude-haiku-4-5-20251001"}
+    assert sum(m["usage"]["output"] for m in replies) == 7
+    assert sum(m["usage"]["cacheRead"] for m in replies) == 95343
+    assert context(sub)[0][1].startswith("Draft bead content for setting up Credo")
+    assert _unpaired_results(sub) == []
+    paths = import_session(base / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl", session_dir=tmp_path / "b")
+    assert len(paths) == 3  # the main session and its two agent files, no progress copy

@@ -190,10 +190,24 @@ def _usage_owners(files: list[Path]) -> dict[tuple[str, str], str]:
                 lines = read_lines(str(path)).lines
             except (OSError, SourceFormatError):
                 continue
-            for key, output in _claude.usage_outputs(lines).items():
+            records = list(lines)
+            if path == main:
+                for copied in _progress_only(str(main), lines).values():
+                    records.extend(copied)
+            for key, output in _claude.usage_outputs(records).items():
                 if key not in best or output > best[key][0]:
                     best[key] = (output, os.path.abspath(path))
     return {key: owner for key, (_, owner) in best.items()}
+
+
+def _progress_only(name: str, lines: list[Any]) -> dict[str, list[Any]]:
+    """The sub-agents of a Claude main file known only from its progress records: those whose
+    own ``subagents/agent-<id>.jsonl`` is missing (an agent file holds the same records)."""
+    path = Path(name)
+    if path.parent.name == "subagents":
+        return {}
+    files = {p.stem[len("agent-") :] for p in (path.parent / path.stem / "subagents").glob("agent-*.jsonl")}
+    return {agent: records for agent, records in _claude.progress_agents(lines).items() if agent not in files}
 
 
 def _not_owned(owners: dict[tuple[str, str], str], path: str | Path) -> set[tuple[str, str]]:
@@ -314,6 +328,11 @@ def _import_claude(
         target = _target(result, f"{stem}/{sub.stem}", work, session_dir, scratch)
         if target.existing is None:
             _write_claude(records[0].records, target, work, main_path, result, _not_owned(owners, sub), None)
+    # Keyed as the agent's own file would be, so that the same sub-agent is one Pi session.
+    for agent, copied in [] if is_agent else _progress_only(name, lines).items():
+        target = _target(result, f"{stem}/agent-{agent}", work, session_dir, scratch)
+        if target.existing is None:
+            _write_claude(copied, target, work, main_path, result, counted, None)
 
 
 def _write_claude(

@@ -20,7 +20,13 @@ import attrs
 
 from ._common import Line, SessionWriter, as_dict, as_list, as_str, ms_from_iso, usage_wire
 
-__all__ = ["ClaudeConversation", "conversations", "looks_like_claude", "write_conversation"]
+__all__ = [
+    "ClaudeConversation",
+    "conversations",
+    "looks_like_claude",
+    "progress_agents",
+    "write_conversation",
+]
 
 PROVIDER = "anthropic"
 API = "anthropic-messages"
@@ -103,6 +109,37 @@ def conversations(lines: list[Line], *, all_sidechain: bool = False) -> list[Cla
         found.append(
             ClaudeConversation(f"sidechain:{root}", records, agent if isinstance(agent, str) else None)
         )
+    return found
+
+
+def progress_agents(lines: list[Line]) -> dict[str, list[Line]]:
+    """The sub-agent conversations Claude Code 2.1 copies into the main file's
+    ``agent_progress`` records, by agent id: each record the sub-agent wrote, once. The copies
+    carry no ``parentUuid``: each follows the one before it."""
+    found: dict[str, list[Line]] = {}
+    seen: set[str] = set()
+    for line in lines:
+        outer = line.data
+        progress = as_dict(outer.get("data")) if outer.get("type") == "progress" else {}
+        agent, copy = progress.get("agentId"), as_dict(progress.get("message"))
+        uuid = copy.get("uuid")
+        if (
+            progress.get("type") != "agent_progress"
+            or not isinstance(agent, str)
+            or not isinstance(uuid, str)
+            or uuid in seen
+            or copy.get("type") not in _CONVERSATION
+        ):
+            continue
+        seen.add(uuid)
+        records = found.setdefault(agent, [])
+        record = {**copy, "isSidechain": True, "agentId": agent}
+        if "parentUuid" not in copy:
+            record["parentUuid"] = records[-1].data["uuid"] if records else None
+        for key in ("cwd", "sessionId", "version", "gitBranch"):
+            if key in outer:
+                record.setdefault(key, outer[key])
+        records.append(Line(line.number, record))
     return found
 
 
