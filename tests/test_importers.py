@@ -302,6 +302,16 @@ def test_public_codex_rollouts_keep_every_token(tmp_path: Path, path: Path) -> N
     calls = {b["id"] for m in messages(manager, "assistant") for b in m["content"] if b["type"] == "toolCall"}
     assert {m["toolCallId"] for m in messages(manager, "toolResult")} <= calls
     assert {m["model"] for m in messages(manager, "assistant")} == {"gpt-5.3-codex"}
+    # agent_message events echo the reply items (sanitized differently here): taken once
+    items = [
+        part["text"]
+        for line in path.read_text().splitlines()
+        for record in [json.loads(line)]
+        if record.get("type") == "response_item" and record["payload"].get("role") == "assistant"
+        for part in record["payload"].get("content", [])
+    ]
+    texts = [b["text"] for m in messages(manager, "assistant") for b in m["content"] if b["type"] == "text"]
+    assert texts == items
 
 
 # -------------------------------------------------------------------------------- the CLI
@@ -835,3 +845,33 @@ def test_a_sub_agent_known_only_from_progress_records_becomes_its_session(tmp_pa
     assert _unpaired_results(sub) == []
     paths = import_session(base / "ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl", session_dir=tmp_path / "b")
     assert len(paths) == 3  # the main session and its two agent files, no progress copy
+
+
+CCL_CODEX = PUBLIC / "codex" / "claude-code-log" / "sessions" / "2026" / "01"
+
+
+def test_codex_sub_agent_thread_links_its_parent_and_keeps_an_event_only_reply(tmp_path: Path) -> None:
+    """claude-code-log's spawn_agent pair: the sub-agent's rollout names its parent in
+    session_meta.source.subagent.thread_spawn.parent_thread_id (imported after the parent, it
+    links the parent's Pi session), and its reply exists only as an agent_message event (no
+    response item repeats it): the reply is kept, not dropped as an echo."""
+    parent = import_session(
+        CCL_CODEX / "03" / "rollout-2026-01-03T04-05-06-22222222-2222-4222-8222-222222222222.jsonl",
+        session_dir=tmp_path,
+    )[0]
+    child_path = CCL_CODEX / "03" / "rollout-2026-01-03T04-05-10-33333333-3333-4333-8333-333333333333.jsonl"
+    child = SessionManager.open(import_session(child_path, session_dir=tmp_path)[0])
+    assert child.get_header().parent_session == str(parent)
+    assert context(child)[-2:] == [
+        ("user", "Inspect fixtures."),
+        ("assistant", "The fixtures are fully synthetic."),
+    ]
+    # a reply written both as an event and as a response item is taken once
+    both = SessionManager.open(
+        import_session(
+            CCL_CODEX / "02" / "rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl",
+            session_dir=tmp_path,
+        )[0]
+    )
+    said = [text for role, text in context(both) if role == "assistant"]
+    assert said.count("The synthetic files are alpha.txt and beta.txt.") == 1

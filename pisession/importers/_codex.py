@@ -251,6 +251,13 @@ def fork_parent(lines: list[Line], meta: CodexMeta) -> str | None:
     parent = meta.get("forked_from_id")
     if isinstance(parent, str) and parent:
         return parent
+    # A sub-agent thread (spawn_agent) names the thread that spawned it.
+    source = meta.get("source")
+    spawn = source.get("subagent") if isinstance(source, dict) else None
+    spawn = spawn.get("thread_spawn") if isinstance(spawn, dict) else None
+    parent = spawn.get("parent_thread_id") if isinstance(spawn, dict) else None
+    if isinstance(parent, str) and parent:
+        return parent
     for line in lines:
         payload = line.data.get("payload")
         if line.data.get("type") == "session_meta" and isinstance(payload, dict):
@@ -285,11 +292,18 @@ def write_rollout(lines: list[Line], writer: SessionWriter, meta: CodexMeta) -> 
     rollout = _Rollout(writer, meta)
     events = _events(lines)
     # Prompts recorded as response items, so that the same prompt as an event is not taken twice.
+    # Prompts recorded as response items, so that the same prompt as an event is not taken twice.
     item_prompts: dict[str, int] = {}
     for kind, payload, _ in events:
         if kind == "response_item" and payload.get("type") == "message" and payload.get("role") == "user":
             text = _plain(_texts(payload.get("content")))
             item_prompts[text] = item_prompts.get(text, 0) + 1
+    # Replies are response items, and agent_message events echo them (sanitized copies do not
+    # even match in text); a rollout with no reply item (a sub-agent thread) has only the events.
+    replies_are_events = not any(
+        kind == "response_item" and payload.get("type") == "message" and payload.get("role") == "assistant"
+        for kind, payload, _ in events
+    )
     copy_ends = _fork_copy_end(events, meta)
     for number, (kind, payload, ms) in enumerate(events):
         rollout.copying = number < copy_ends
@@ -338,6 +352,10 @@ def write_rollout(lines: list[Line], writer: SessionWriter, meta: CodexMeta) -> 
                     for url in as_list(payload.get("images")):
                         blocks.extend(_texts([{"type": "input_image", "image_url": url}]))
                     rollout.user(blocks, ms)
+            elif item == "agent_message" and replies_are_events:
+                said = payload.get("message")
+                if isinstance(said, str) and said:
+                    rollout.assistant_block({"type": "text", "text": said}, ms)
             elif item not in _ECHOES:
                 rollout.skip(f"event_msg:{item}")
             continue
