@@ -569,5 +569,64 @@ write(
     ],
 )
 
+# A sub-agent thread (spawn_agent): its session_meta names the spawning thread in
+# source.subagent.thread_spawn, then replays the parent's history as the parent wrote it (the
+# same lines, the parent's timestamps; the shape of claude-code-log's public fixture), then its
+# own turn. ccusage counts the replayed tokens in the parent when the parent is in the store.
+SPAWNER = "0199dddd-0000-7000-8000-000000000001"
+SPAWNED = "0199dddd-0000-7000-8000-000000000002"
+
+
+def at(second, record):
+    return {**record, "timestamp": f"2026-03-02T10:00:{second:02d}.000Z"}
+
+
+def meta(second, sid, source):
+    payload = {
+        "id": sid,
+        "cwd": CWD,
+        "originator": "codex_cli_rs",
+        "cli_version": "0.120.0",
+        "source": source,
+    }
+    return at(second, env(0, "session_meta", {**payload, "timestamp": at(second, {})["timestamp"]}))
+
+
+spawner = [
+    meta(0, SPAWNER, "cli"),
+    at(1, env(0, "turn_context", {"cwd": CWD, "model": "gpt-5-codex"})),
+    at(2, env(0, "event_msg", {"type": "user_message", "message": "plan it"})),
+    at(3, item(0, msg("assistant", "spawning a helper", "output_text"))),
+    at(4, tokens(0, (1000, 400, 100, 0), (1000, 400, 100, 0))),
+]
+spawn_call = {
+    "type": "function_call",
+    "name": "spawn_agent",
+    "arguments": '{"message":"look"}',
+    "call_id": "s1",
+}
+write(
+    "codex/rollout-2026-03-02T10-00-00-" + SPAWNER + ".jsonl",
+    [
+        *spawner,
+        at(5, item(0, spawn_call)),
+        at(6, tokens(0, (2500, 1400, 150, 0), (1500, 1000, 50, 0))),
+        at(20, item(0, {"type": "function_call_output", "call_id": "s1", "output": "looked"})),
+        at(21, item(0, msg("assistant", "the helper looked", "output_text"))),
+        at(22, tokens(0, (4500, 3000, 200, 0), (2000, 1600, 50, 0))),
+    ],
+)
+write(
+    "codex/rollout-2026-03-02T10-00-07-" + SPAWNED + ".jsonl",
+    [
+        meta(7, SPAWNED, {"subagent": {"thread_spawn": {"parent_thread_id": SPAWNER, "depth": 1}}}),
+        *spawner[1:],
+        at(8, env(0, "turn_context", {"cwd": CWD, "model": "gpt-5-codex"})),
+        at(9, env(0, "event_msg", {"type": "user_message", "message": "look"})),
+        at(10, item(0, msg("assistant", "looked", "output_text"))),
+        at(11, tokens(0, (1800, 900, 130, 0), (800, 500, 30, 0))),
+    ],
+)
+
 with open(os.path.join(HERE, "foreign.json"), "w") as f:
     f.write('{"hello": "world"}\n')
