@@ -278,8 +278,8 @@ def test_import_all_walks_the_store_from_the_environment(
     shutil.copytree(CODEX, home / "sessions" / "2026" / "03" / "01")
     monkeypatch.setenv("CODEX_HOME", str(home))
     results = import_all("codex", session_dir=tmp_path / "out")
-    assert len(results) == 5 and all(not isinstance(r, Exception) for r in results)
-    assert len(list((tmp_path / "out").glob("*.jsonl"))) == 5
+    assert len(results) == 7 and all(not isinstance(r, Exception) for r in results)
+    assert len(list((tmp_path / "out").glob("*.jsonl"))) == 7
 
 
 @pytest.mark.parametrize(
@@ -875,3 +875,33 @@ def test_codex_sub_agent_thread_links_its_parent_and_keeps_an_event_only_reply(t
     )
     said = [text for role, text in context(both) if role == "assistant"]
     assert said.count("The synthetic files are alpha.txt and beta.txt.") == 1
+
+
+SPAWNED = CODEX / "rollout-2026-03-02T10-00-07-0199dddd-0000-7000-8000-000000000002.jsonl"
+SPAWNER = CODEX / "rollout-2026-03-02T10-00-00-0199dddd-0000-7000-8000-000000000001.jsonl"
+
+
+def test_a_codex_sub_agent_replays_its_parents_tokens_only_where_the_parent_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A spawned thread starts with its parent's lines replayed. Imported with its parent (one
+    store), the replayed token counts are the parent's and only the sub-agent's own turn counts;
+    imported alone, every token in it counts. Both as ccusage 20.0.24 counts them (golden data:
+    the codex store and each file alone)."""
+    store = tmp_path / "store"
+    store.mkdir()
+    for path in (SPAWNER, SPAWNED):
+        shutil.copy(path, store)
+    results = import_all("codex", store, session_dir=tmp_path / "both")
+    assert not [r for r in results if isinstance(r, Exception)]
+    day = "2026-03-02 gpt-5-codex"
+    parent, child = (CCUSAGE["files"][f"codex/{p.name}"][day] for p in (SPAWNER, SPAWNED))
+    assert parent == [1500, 200, 3000, 0] and child == [900, 130, 900, 0]
+    # the sub-agent's own turn: 1800 input (900 cached) and 130 output, less the replayed 1000
+    # (400 cached) and 100
+    assert pi_daily(tmp_path / "both", capsys) == {day: [1500 + 300, 200 + 30, 3000 + 500, 0]}
+    sub = SessionManager.open(results[1].written[0])  # type: ignore[union-attr]
+    assert sub.get_header().parent_session == str(results[0].written[0])  # type: ignore[union-attr]
+    assert [t for r, t in context(sub) if r == "user"] == ["plan it", "look"]  # the replay stays
+    import_session(SPAWNED, session_dir=tmp_path / "alone")
+    assert pi_daily(tmp_path / "alone", capsys) == {day: child}

@@ -149,11 +149,12 @@ def import_all(
     files = find_sources(source, root)
     results: list[ImportResult | SourceFormatError] = []
     owners = _usage_owners(files) if source == "claude" else {}
+    rollouts = _rollout_ids(files) if source == "codex" else {}
     for number, path in enumerate(files, 1):
         if on_file is not None:
             on_file(number, len(files), path)
         try:
-            results.append(_import(path, source, session_dir, None, dry_run, owners))
+            results.append(_import(path, source, session_dir, None, dry_run, owners, rollouts))
         except SourceFormatError as error:
             results.append(error)
     return results
@@ -171,6 +172,19 @@ def import_file(
     what was skipped. ``dry_run`` converts the file in a temporary folder and writes nothing."""
     name = os.path.abspath(os.path.expanduser(os.fspath(path)))
     return _import(path, source, session_dir, cwd, dry_run, _usage_owners([Path(name)]))
+
+
+def _rollout_ids(files: list[Path]) -> dict[str, Path]:
+    """Each Codex rollout's session id, for a spawned thread to find its parent's lines."""
+    found: dict[str, Path] = {}
+    for path in files:
+        try:
+            meta = _codex.meta_of(read_lines(str(path)).lines)
+        except (OSError, SourceFormatError):
+            continue
+        if isinstance(meta.get("id"), str):
+            found.setdefault(meta["id"], path)
+    return found
 
 
 def _claude_files(main: Path) -> list[Path]:
@@ -223,6 +237,7 @@ def _import(
     cwd: str | None,
     dry_run: bool,
     owners: dict[tuple[str, str], str],
+    rollouts: dict[str, Path] | None = None,
 ) -> ImportResult:
     name = os.path.abspath(os.path.expanduser(os.fspath(path)))
     lines = read_lines(name)
@@ -240,7 +255,7 @@ def _import(
         if found == "claude":
             _import_claude(name, lines.lines, result, session_dir, cwd, scratch, owners)
         else:
-            _import_codex(name, lines.lines, result, session_dir, cwd, scratch)
+            _import_codex(name, lines.lines, result, session_dir, cwd, scratch, rollouts or {})
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -378,7 +393,13 @@ def _record(result: ImportResult, written: list[str], target: _Target) -> str | 
 
 
 def _import_codex(
-    name: str, lines: list[Any], result: ImportResult, session_dir: Any, cwd: str | None, scratch: str | None
+    name: str,
+    lines: list[Any],
+    result: ImportResult,
+    session_dir: Any,
+    cwd: str | None,
+    scratch: str | None,
+    rollouts: dict[str, Path],
 ) -> None:
     meta = _codex.meta_of(lines)
     key = meta.get("id") if isinstance(meta.get("id"), str) else Path(name).stem
@@ -397,6 +418,9 @@ def _import_codex(
     with writing(
         target.folder, target.session_id, work, start, parent_session=parent, on_done=written.append
     ) as out:
-        stats = _codex.write_rollout(lines, out, meta)
+        spawner = _codex.spawn_parent(meta)
+        parent_file = rollouts.get(spawner) if spawner is not None else None
+        parent_lines = read_lines(str(parent_file)).lines if parent_file is not None else None
+        stats = _codex.write_rollout(lines, out, meta, parent_lines)
         _finish(out, result, stats, lines[-1].data.get("timestamp"))
     _record(result, written, target)

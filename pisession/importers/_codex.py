@@ -19,7 +19,7 @@ from typing import Any
 
 from ._common import Line, SessionWriter, as_list, as_str, ms_from_iso, usage_wire
 
-__all__ = ["CodexMeta", "looks_like_codex", "meta_of", "write_rollout"]
+__all__ = ["CodexMeta", "looks_like_codex", "meta_of", "spawn_parent", "write_rollout"]
 
 PROVIDER = "openai-codex"
 API = "openai-codex-responses"
@@ -251,12 +251,8 @@ def fork_parent(lines: list[Line], meta: CodexMeta) -> str | None:
     parent = meta.get("forked_from_id")
     if isinstance(parent, str) and parent:
         return parent
-    # A sub-agent thread (spawn_agent) names the thread that spawned it.
-    source = meta.get("source")
-    spawn = source.get("subagent") if isinstance(source, dict) else None
-    spawn = spawn.get("thread_spawn") if isinstance(spawn, dict) else None
-    parent = spawn.get("parent_thread_id") if isinstance(spawn, dict) else None
-    if isinstance(parent, str) and parent:
+    parent = spawn_parent(meta)  # a sub-agent thread (spawn_agent)
+    if parent is not None:
         return parent
     for line in lines:
         payload = line.data.get("payload")
@@ -288,7 +284,38 @@ def _fork_copy_end(events: list[tuple[str, dict[str, Any], int]], meta: CodexMet
     return len(events)
 
 
-def write_rollout(lines: list[Line], writer: SessionWriter, meta: CodexMeta) -> dict[str, Any]:
+def spawn_parent(meta: CodexMeta) -> str | None:
+    """The thread that spawned this sub-agent thread (``source.subagent.thread_spawn``)."""
+    source = meta.get("source")
+    spawn = source.get("subagent") if isinstance(source, dict) else None
+    spawn = spawn.get("thread_spawn") if isinstance(spawn, dict) else None
+    parent = spawn.get("parent_thread_id") if isinstance(spawn, dict) else None
+    return parent if isinstance(parent, str) and parent else None
+
+
+def _replay_end(events: list[tuple[str, dict[str, Any], int]], parent: list[Line]) -> int:
+    """Where a spawned thread's replay of its parent's lines ends: the run of events after its
+    own ``session_meta`` that are, line for line, events of the parent (0: no replay)."""
+    metas = [n for n, (kind, _, _) in enumerate(events) if kind == "session_meta"]
+    if not metas:
+        return 0
+
+    def key(event: tuple[str, dict[str, Any], int]) -> str:
+        return json.dumps(event, sort_keys=True, ensure_ascii=False)
+
+    known = {key(event) for event in _events(parent) if event[0] != "session_meta"}
+    end = metas[0] + 1
+    while end < len(events) and key(events[end]) in known:
+        end += 1
+    return end if end > metas[0] + 1 else 0
+
+
+def write_rollout(
+    lines: list[Line], writer: SessionWriter, meta: CodexMeta, parent_lines: list[Line] | None = None
+) -> dict[str, Any]:
+    """``parent_lines``: the rollout of the thread that spawned this one, when it is imported
+    too: the lines replayed from it keep their place in the context, and their tokens are the
+    parent's (as ccusage counts them when both files are in the store)."""
     rollout = _Rollout(writer, meta)
     events = _events(lines)
     # Prompts recorded as response items, so that the same prompt as an event is not taken twice.
@@ -305,6 +332,8 @@ def write_rollout(lines: list[Line], writer: SessionWriter, meta: CodexMeta) -> 
         for kind, payload, _ in events
     )
     copy_ends = _fork_copy_end(events, meta)
+    if parent_lines is not None:
+        copy_ends = max(copy_ends, _replay_end(events, parent_lines))
     for number, (kind, payload, ms) in enumerate(events):
         rollout.copying = number < copy_ends
         item = payload.get("type")
