@@ -62,8 +62,9 @@ def run(ccusage: str, source: str, home: Path) -> dict[str, list[float]]:
 
 def compact(source: Path, target: Path) -> None:
     """The records as Claude Code writes them (JSON.stringify: no spaces). ccusage 20.0.24 skips
-    a line with a space after a colon (a byte-level prefilter), and some public fixtures were
-    re-serialized by their project with spaces: the same records, compact, are what it counts."""
+    a line without the bytes `"usage":{` (a byte-level prefilter, measured), and some public
+    fixtures were re-serialized by their project with spaces: the same records, compact, are
+    what it counts."""
     out = []
     for line in source.read_text(encoding="utf-8").splitlines(keepends=True):
         try:
