@@ -905,3 +905,45 @@ def test_a_codex_sub_agent_replays_its_parents_tokens_only_where_the_parent_is(
     assert [t for r, t in context(sub) if r == "user"] == ["plan it", "look"]  # the replay stays
     import_session(SPAWNED, session_dir=tmp_path / "alone")
     assert pi_daily(tmp_path / "alone", capsys) == {day: child}
+
+
+def _said_on_chain(path: Path) -> tuple[list[str], list[str]]:
+    """The user texts and assistant texts of a Claude file's active chain, walked up from its
+    newest conversation record by parentUuid (logicalParentUuid across a compaction): what
+    Claude Code shows when it resumes the file."""
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    by_id = {r["uuid"]: r for r in records if isinstance(r.get("uuid"), str)}
+    talk = [r for r in records if r.get("type") in ("user", "assistant") and not r.get("isSidechain")]
+    chain, record, seen = [], talk[-1], set()
+    while record is not None and record["uuid"] not in seen:
+        seen.add(record["uuid"])
+        chain.append(record)
+        record = by_id.get(record.get("parentUuid")) or by_id.get(record.get("logicalParentUuid"))
+    users, replies = [], []
+    for record in reversed(chain):
+        if record.get("type") not in ("user", "assistant"):
+            continue  # a compact boundary, a progress record: no text of the conversation
+        content = record["message"]["content"]
+        text = _text({"content": content if isinstance(content, str) else [
+            b for b in content if isinstance(b, dict) and b.get("type") == "text"
+        ]})  # fmt: skip
+        if text.strip() and not record.get("isCompactSummary"):
+            (users if record["type"] == "user" else replies).append(text)
+    return users, replies
+
+
+@pytest.mark.parametrize(
+    "path",
+    # the preserved-segment file loops back under its boundary (a walk up cannot read it):
+    # test_public_claude_rewind_then_compaction_keeps_the_active_branch checks it
+    [p for p in PUBLIC_CLAUDE if p.name != "dag_compact_after_rewind_preserved.jsonl"],
+    ids=_public_id,
+)
+def test_public_claude_active_branch_texts_come_through_in_order(tmp_path: Path, path: Path) -> None:
+    users, replies = _said_on_chain(path)
+    manager = SessionManager.open(import_session(path, session_dir=tmp_path)[0])
+    branch = [to_wire(e.message) for e in manager.get_branch() if e.type == "message"]
+    assert [t for m in branch if m["role"] == "user" for t in [_text(m)] if t.strip()] == users
+    said = iter(" ".join(b["text"] for b in m["content"] if b["type"] == "text") for m in branch
+                if m["role"] == "assistant")  # fmt: skip
+    assert all(any(reply in text for text in said) for reply in replies)  # in order, each kept
