@@ -454,7 +454,7 @@ def _update(
         # MAX_LINE_BYTES, a longer one is read past unheld), not its size
         crc_from, crc = (0, 0) if start == 0 or old is None else (old.size - start, old.crc)
         reader = CheckedRange(handle, size - start, crc_from, crc)
-        from ._usage import usage_rows
+        from ._fastread import read_lines
 
         usage: list[Any] = []
         damaged = 0
@@ -470,13 +470,9 @@ def _update(
                 if type(line) is SkippedLine and len(line) > MAX_LINE_BYTES:
                     long_lines.append((lines_read if numbered else start + offset, len(line)))
                 offset += len(line) + 1
-            if summary.foreign:
-                return
-            feed_lines(summary, split_cr(lines))
-            if not summary.foreign:
-                found, bad = usage_rows(lines, summary.header)
-                usage.extend(found)
-                damaged += bad
+            found, bad = read_lines(summary, lines)
+            usage.extend(found)
+            damaged += bad
 
         waiting: list[bytes] | None = None
         for lines in iter_line_lists(reader):
