@@ -277,3 +277,23 @@ _FIELDS = st.sampled_from(
 def test_random_values_read_alike(changes: list[tuple[str, str, Any]], more: list[bytes]) -> None:
     entry = _assistant(**{prefix + field: value for prefix, field, value in changes})
     _check([[HEADER, _line(entry), *more, _line(entry)]])
+
+
+_DIGITS = st.sampled_from("0123456789")
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    parts=st.tuples(
+        st.integers(0, 9999), st.integers(0, 13), st.integers(0, 32), st.integers(0, 25), st.integers(0, 61)
+    ),
+    seconds=st.text(_DIGITS | st.sampled_from(" +-٣x"), min_size=2, max_size=2),
+    ms=st.text(_DIGITS | st.sampled_from(" +٣"), min_size=3, max_size=3),
+)
+def test_a_usage_time_is_what_javascript_reads(parts: tuple[int, ...], seconds: str, ms: str) -> None:
+    from pisession._js import js_date_ms
+    from pisession.catalog._usage import _timestamp_ms
+
+    year, month, day, hour, minute = parts
+    stamp = f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{seconds}.{ms}Z"
+    assert _timestamp_ms(stamp) == js_date_ms(stamp)

@@ -77,27 +77,45 @@ def _as_entry(head: Any) -> dict[str, Any]:
     }
 
 
-_ISO = re.compile(rb"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})Z")
-_DAY_MS: dict[bytes, int | None] = {}
+_MINUTE = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)", re.ASCII)
+_MINUTE_MS: dict[str, int | None] = {}
+_CACHED_MINUTES = 1 << 16
+
+
+def _minute_ms(minute: str) -> int | None:
+    """``new Date(minute + ":00.000Z").getTime()`` for ``YYYY-MM-DDTHH:MM`` (None: not a date)."""
+    match = _MINUTE.fullmatch(minute)
+    if match is None:
+        return None
+    hour, minutes = int(match[4]), int(match[5])
+    if hour > 23 or minutes > 59:
+        return None
+    day = js_date_ms(minute[:10])  # a date alone is UTC midnight; None for 2026-02-30
+    return None if day is None else day + (hour * 60 + minutes) * 60_000
 
 
 def _timestamp_ms(timestamp: str) -> int | None:
     """``new Date(timestamp).getTime()``: Pi's own form (``2026-11-03T00:20:00.008Z``) read
-    directly, anything else by :func:`js_date_ms`."""
-    raw = timestamp.encode("ascii", "replace")
-    match = _ISO.fullmatch(raw)
-    if match is None:
-        return js_date_ms(timestamp)
-    hour, minute, second, ms = (int(x) for x in match.groups()[3:])
-    if hour > 23 or minute > 59 or second > 59:
-        return js_date_ms(timestamp)
-    day = _DAY_MS.get(raw[:10], -1)
-    if day == -1:
-        day = js_date_ms(timestamp[:10])  # a date alone is UTC midnight; None for 2026-02-30
-        _DAY_MS[raw[:10]] = day
-    if day is None:
-        return js_date_ms(timestamp)
-    return day + ((hour * 60 + minute) * 60 + second) * 1000 + ms
+    directly, its minute's time cached (the rows of a session share few minutes), anything else
+    by :func:`js_date_ms`."""
+    if len(timestamp) == 24 and timestamp[16] == ":" and timestamp[19] == "." and timestamp[23] == "Z":
+        minute = timestamp[:16]
+        base = _MINUTE_MS.get(minute, -1)
+        if base == -1:
+            if len(_MINUTE_MS) >= _CACHED_MINUTES:
+                _MINUTE_MS.clear()
+            base = _MINUTE_MS[minute] = _minute_ms(minute)
+        seconds, ms = timestamp[17:19], timestamp[20:23]
+        if (
+            base is not None
+            and seconds.isascii()
+            and seconds.isdigit()
+            and ms.isascii()
+            and ms.isdigit()
+            and seconds < "60"
+        ):
+            return base + int(seconds) * 1000 + int(ms)
+    return js_date_ms(timestamp)
 
 
 def usage_rows(data: bytes | Iterable[bytes], header: dict[str, Any] | None) -> tuple[list[UsageRow], int]:
