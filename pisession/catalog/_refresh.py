@@ -417,6 +417,9 @@ class FileRead(Record):
     damaged: int
     long_lines: list[tuple[int, int]]
     numbered: bool
+    all_text: bytes  # the row's text and JSON made ahead (in the worker, for a new file)
+    modified: float | None
+    wire_head: bytes | None
 
 
 def read_new_file(path: str, index: bool) -> FileRead | str:
@@ -427,7 +430,7 @@ def read_new_file(path: str, index: bool) -> FileRead | str:
     except OSError as error:
         return f"cannot be read: {error.strerror or error}"
     with handle:
-        read = _read(None, False, handle, None, index)
+        read = _read(None, False, handle, None, index, path)
     assert isinstance(read, FileRead)
     return read
 
@@ -475,7 +478,7 @@ def _update(
             deleted += 0 if old is None else _delete(connection, fts, path)
             return None, f"cannot be read: {error.strerror or error}", deleted
         with handle:
-            outcome = _read(connection, fts, handle, old, index)
+            outcome = _read(connection, fts, handle, old, index, path)
         if isinstance(outcome, Row):
             return outcome, "", deleted
         read = outcome
@@ -485,7 +488,7 @@ def _update(
 
 
 def _read(
-    connection: sqlite3.Connection | None, fts: bool, handle: Any, old: Row | None, index: bool
+    connection: sqlite3.Connection | None, fts: bool, handle: Any, old: Row | None, index: bool, path: str
 ) -> FileRead | Row:
     """Read an open file as :func:`_update` needs it: its row, when it is as it was read (caught
     up in the search index with ``index``), else what reading it (in full, or from its old end)
@@ -575,6 +578,9 @@ def _read(
             offset -= 1  # take() counts a "\n" after each line: this part has none
             take([last[:ended]])
         cut, partial = offset, last[ended:]
+    all_text = pack_text(" ".join(summary.texts))
+    modified, wire_head = _made_ahead(summary, path, partial)
+    summary.texts = []  # kept as all_text: not sent twice from a worker
     return FileRead(
         stats=stats,
         checked_ns=checked_ns,
@@ -593,6 +599,9 @@ def _read(
         damaged=damaged,
         long_lines=long_lines,
         numbered=numbered,
+        all_text=all_text,
+        modified=modified,
+        wire_head=wire_head,
     )
 
 
@@ -620,8 +629,7 @@ def _store(
         indexed = start + cut  # a file that is no session has nothing to index
     else:
         indexed = old.indexed if appended and old is not None else 0
-    all_text = pack_text(" ".join(summary.texts))
-    modified, wire_head = _made_ahead(summary, path, partial)
+    all_text, modified, wire_head = read.all_text, read.modified, read.wire_head
     local = (
         read.zone_read
         or local_zone_reads() != zone_reads
