@@ -21,6 +21,7 @@ import zlib
 from typing import Any
 
 from .._discovery import (
+    SessionInfo,
     SessionSummary,
     feed_lines,
     folder_names,
@@ -36,6 +37,7 @@ from .._load import (
     iter_file_lines,
     iter_line_lists,
     open_regular,
+    parse_line,
     warn_long_lines,
 )
 from .._record import Record, replace
@@ -202,6 +204,7 @@ def current(
                 fts,
                 stale,
                 changed,
+                {c.path for c in changed if c.path not in rows},
                 index,
                 counts,
                 skipped,
@@ -258,6 +261,7 @@ def _write_pass(
     fts: bool,
     stale: list[str],
     changed: list[Candidate],
+    new: set[str],
     index: bool,
     counts: dict[str, int],
     skipped: list[SkippedFile],
@@ -265,37 +269,43 @@ def _write_pass(
     on_progress: ProgressCallback | None,
     total: int,
 ) -> None:
-    """Delete the rows of files gone and catch the changed files up, in short write transactions."""
+    """Delete the rows of files gone and catch the changed files up, in short write transactions;
+    the files in ``new`` (no row when this pass began) are read by worker processes when there
+    are enough of them (:mod:`._workers`)."""
+    from ._workers import prefetched
+
     done = total - len(changed)
     if on_progress is not None and changed:
         on_progress(done, total)
-    started = time.monotonic()
     dropped = 0  # search rows deleted: their words must then be purged from the index
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        for path in stale:
-            dropped += _delete(connection, fts, path)
-        for candidate in changed:
-            if time.monotonic() - started > _COMMIT_EVERY:
-                connection.execute("COMMIT")
-                connection.execute("BEGIN IMMEDIATE")
-                started = time.monotonic()
-            row, outcome, deleted = _update(connection, fts, candidate, index)
-            dropped += deleted
-            if row is None:
-                unread.add(candidate.path)
-            if outcome in counts:
-                counts[outcome] += 1
-            elif outcome and not any(s.path == candidate.path for s in skipped):
-                skipped.append(SkippedFile(candidate.path, outcome))
-            done += 1
-            if on_progress is not None:
-                on_progress(done, total)
-        connection.execute("COMMIT")
-    except BaseException:
-        if connection.in_transaction:
-            connection.execute("ROLLBACK")
-        raise
+    with prefetched([c.path for c in changed if c.path in new], index) as reads:
+        started = time.monotonic()
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            for path in stale:
+                dropped += _delete(connection, fts, path)
+            for candidate in changed:
+                if time.monotonic() - started > _COMMIT_EVERY:
+                    connection.execute("COMMIT")
+                    connection.execute("BEGIN IMMEDIATE")
+                    started = time.monotonic()
+                read = next(reads) if candidate.path in new else None
+                row, outcome, deleted = _update(connection, fts, candidate, index, read)
+                dropped += deleted
+                if row is None:
+                    unread.add(candidate.path)
+                if outcome in counts:
+                    counts[outcome] += 1
+                elif outcome and not any(s.path == candidate.path for s in skipped):
+                    skipped.append(SkippedFile(candidate.path, outcome))
+                done += 1
+                if on_progress is not None:
+                    on_progress(done, total)
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
     if dropped:
         _purge(connection, fts)
 
@@ -386,14 +396,69 @@ def _add_messages(
         )
 
 
+class FileRead(Record):
+    """What reading a file (in full, or from its old end) gave, before any of it is stored: made
+    in this process or, for a file with no row yet, in a worker process (so it pickles)."""
+
+    stats: os.stat_result
+    checked_ns: int
+    zone: str
+    zone_read: bool  # a date was read in the local time zone
+    start: int
+    appended: bool
+    summary: SessionSummary
+    total: int
+    crc: int
+    head: bytes
+    tail: bytes
+    cut: int
+    partial: bytes | None
+    usage: list[Any]
+    damaged: int
+    long_lines: list[tuple[int, int]]
+    numbered: bool
+    all_text: bytes  # the row's text and JSON made ahead (in the worker, for a new file)
+    modified: float | None
+    wire_head: bytes | None
+
+
+def read_new_file(path: str, index: bool) -> FileRead | str:
+    """Read a file that has no row, in full: what :func:`_update` would read of it, or why it
+    cannot be read (run in a worker process: it touches no database)."""
+    try:
+        handle = open_regular(path)
+    except OSError as error:
+        return f"cannot be read: {error.strerror or error}"
+    with handle:
+        read = _read(None, False, handle, None, index, path)
+    assert isinstance(read, FileRead)
+    return read
+
+
+def warm_up() -> None:
+    """Import and build what :func:`read_new_file` uses, before worker processes are forked
+    (each would otherwise import it again)."""
+    from ._fastread import _decoders
+    from ._usage import _decoder
+
+    _decoder()
+    _decoders()
+    parse_line(b"{}")
+
+
 def _update(
-    connection: sqlite3.Connection, fts: bool, candidate: Candidate, index: bool
+    connection: sqlite3.Connection,
+    fts: bool,
+    candidate: Candidate,
+    index: bool,
+    prefetched: FileRead | str | None = None,
 ) -> tuple[Row | None, str, int]:
     """Catch one file up inside the caller's write transaction: (its row, what was done, how many
     search rows were deleted).
 
     With ``index``, its messages also reach the search index (listing alone leaves that to
-    the first search: the index is most of a first build's cost).
+    the first search: the index is most of a first build's cost). ``prefetched``: the file read
+    in full by :func:`read_new_file` (a worker process), used if the file still has no row.
     """
     path = candidate.path
     found = connection.execute(f"SELECT {FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
@@ -402,114 +467,174 @@ def _update(
     if old is not None and not old.intact():
         deleted = _delete(connection, fts, path)  # damaged: read the file again, from scratch
         old = None
-    try:
-        handle = open_regular(path)
-    except OSError as error:
-        deleted += 0 if old is None else _delete(connection, fts, path)
-        return None, f"cannot be read: {error.strerror or error}", deleted
+    if old is None and prefetched is not None:
+        if isinstance(prefetched, str):
+            return None, prefetched, deleted
+        read = prefetched
+    else:
+        try:
+            handle = open_regular(path)
+        except OSError as error:
+            deleted += 0 if old is None else _delete(connection, fts, path)
+            return None, f"cannot be read: {error.strerror or error}", deleted
+        with handle:
+            outcome = _read(connection, fts, handle, old, index, path)
+        if isinstance(outcome, Row):
+            return outcome, "", deleted
+        read = outcome
+    if read.long_lines:
+        warn_long_lines(path, read.long_lines, at_bytes=not read.numbered, listed=True)
+    return _store(connection, fts, candidate, old, read, index, deleted)
+
+
+def _read(
+    connection: sqlite3.Connection | None, fts: bool, handle: Any, old: Row | None, index: bool, path: str
+) -> FileRead | Row:
+    """Read an open file as :func:`_update` needs it: its row, when it is as it was read (caught
+    up in the search index with ``index``), else what reading it (in full, or from its old end)
+    gave. Touches no database when ``old`` is None."""
     zone = local_zone_key()
-    with handle:
-        checked_ns = time.time_ns()
-        stats = os.fstat(handle.fileno())
-        size = stats.st_size
-        fresh = old is not None and _same(old, stats)  # another process may have just caught it up
-        # written in the tick it was read in: unchanged if its bytes are (far cheaper than parsing)
-        if (
-            old is not None
-            and not fresh
-            and _same(old, stats, racy_too=True)
-            and file_crc(handle, size + 1) == old.crc
-        ):
-            connection.execute("UPDATE files SET checked_ns = ? WHERE id = ?", (checked_ns, old.id))
-            old = replace(old, checked_ns=checked_ns)
-            fresh = True
-        if fresh:
-            assert old is not None
-            if index and old.indexed < old.parsed:
-                _index(connection, fts, old.id, handle, old.indexed, old.parsed)
-                connection.execute("UPDATE files SET indexed = parsed WHERE id = ?", (old.id,))
-                old = replace(old, indexed=old.parsed)
-            return old, "", deleted
-        start = 0
-        summary = SessionSummary(messages=[] if index else None)
-        # what was read before in another zone's local time is read again, in this one
-        appended = old is not None and old.zone in (None, zone) and _grew(old, stats, handle)
-        zone_reads = local_zone_reads()
-        if appended:
-            assert old is not None
-            kept = connection.execute(
-                "SELECT all_text, wire_head, modified, text_crc FROM files WHERE id = ?", (old.id,)
-            ).fetchone()
-            # text that fails its checksum is not carried on: the file is read again in full
-            appended = text_intact(*kept)
-        if appended:
-            assert old is not None
-            start = old.parsed
-            summary = old.summary(unpack_text(kept[0]))
-            summary.messages = [] if index else None
-            if index and old.indexed < old.parsed:
-                _index(connection, fts, old.id, handle, old.indexed, old.parsed)
-        handle.seek(start)
-        # read in chunks, whole lines parsed as they come: a file costs its longest line (at most
-        # MAX_LINE_BYTES, a longer one is read past unheld), not its size
-        crc_from, crc = (0, 0) if start == 0 or old is None else (old.size - start, old.crc)
-        reader = CheckedRange(handle, size - start, crc_from, crc)
-        from ._usage import usage_rows
+    checked_ns = time.time_ns()
+    stats = os.fstat(handle.fileno())
+    size = stats.st_size
+    fresh = old is not None and _same(old, stats)  # another process may have just caught it up
+    # written in the tick it was read in: unchanged if its bytes are (far cheaper than parsing)
+    if (
+        old is not None
+        and not fresh
+        and _same(old, stats, racy_too=True)
+        and file_crc(handle, size + 1) == old.crc
+    ):
+        assert connection is not None
+        connection.execute("UPDATE files SET checked_ns = ? WHERE id = ?", (checked_ns, old.id))
+        old = replace(old, checked_ns=checked_ns)
+        fresh = True
+    if fresh:
+        assert old is not None and connection is not None
+        if index and old.indexed < old.parsed:
+            _index(connection, fts, old.id, handle, old.indexed, old.parsed)
+            connection.execute("UPDATE files SET indexed = parsed WHERE id = ?", (old.id,))
+            old = replace(old, indexed=old.parsed)
+        return old
+    start = 0
+    summary = SessionSummary(messages=[] if index else None)
+    # what was read before in another zone's local time is read again, in this one
+    appended = old is not None and old.zone in (None, zone) and _grew(old, stats, handle)
+    zone_reads = local_zone_reads()
+    if appended:
+        assert old is not None and connection is not None
+        kept = connection.execute(
+            "SELECT all_text, wire_head, modified, text_crc FROM files WHERE id = ?", (old.id,)
+        ).fetchone()
+        # text that fails its checksum is not carried on: the file is read again in full
+        appended = text_intact(*kept)
+    if appended:
+        assert old is not None and connection is not None
+        start = old.parsed
+        summary = old.summary(unpack_text(kept[0]))
+        summary.messages = [] if index else None
+        if index and old.indexed < old.parsed:
+            _index(connection, fts, old.id, handle, old.indexed, old.parsed)
+    handle.seek(start)
+    # read in chunks, whole lines parsed as they come: a file costs its longest line (at most
+    # MAX_LINE_BYTES, a longer one is read past unheld), not its size
+    crc_from, crc = (0, 0) if start == 0 or old is None else (old.size - start, old.crc)
+    reader = CheckedRange(handle, size - start, crc_from, crc)
+    from ._fastread import read_lines
 
-        usage: list[Any] = []
-        damaged = 0
-        offset = 0  # where the next line begins in what is read
-        numbered = start == 0  # a full read knows line numbers; an appended one, byte offsets
-        long_lines: list[tuple[int, int]] = []
-        lines_read = 0
+    usage: list[Any] = []
+    damaged = 0
+    offset = 0  # where the next line begins in what is read
+    numbered = start == 0  # a full read knows line numbers; an appended one, byte offsets
+    long_lines: list[tuple[int, int]] = []
+    lines_read = 0
 
-        def take(lines: list[bytes]) -> None:
-            nonlocal offset, damaged, lines_read
-            for line in lines:
-                lines_read += 1
-                if type(line) is SkippedLine and len(line) > MAX_LINE_BYTES:
-                    long_lines.append((lines_read if numbered else start + offset, len(line)))
-                offset += len(line) + 1
-            if summary.foreign:
-                return
-            feed_lines(summary, split_cr(lines))
-            if not summary.foreign:
-                found, bad = usage_rows(lines, summary.header)
-                usage.extend(found)
-                damaged += bad
+    def take(lines: list[bytes]) -> None:
+        nonlocal offset, damaged, lines_read
+        for line in lines:
+            lines_read += 1
+            if type(line) is SkippedLine and len(line) > MAX_LINE_BYTES:
+                long_lines.append((lines_read if numbered else start + offset, len(line)))
+            offset += len(line) + 1
+        found, bad = read_lines(summary, lines)
+        usage.extend(found)
+        damaged += bad
 
-        waiting: list[bytes] | None = None
-        for lines in iter_line_lists(reader):
-            if waiting is not None:
-                take(waiting)
-            waiting = lines
-        assert waiting is not None and len(waiting) == 1  # the text after the last "\n"
-        last = waiting[0]
-        partial: bytes | None
-        if type(last) is SkippedLine:  # not held: kept aside unread, as a long unfinished line is
-            if len(last) > MAX_LINE_BYTES:
-                long_lines.append((lines_read + 1 if numbered else start + offset, len(last)))
-            cut, partial = offset, None
-        else:
-            ended = last.rfind(b"\r") + 1  # Pi's readline also ends a line at a lone "\r"
-            if ended:
-                offset -= 1  # take() counts a "\n" after each line: this part has none
-                take([last[:ended]])
-            cut, partial = offset, last[ended:]
-        if long_lines:
-            warn_long_lines(path, long_lines, at_bytes=not numbered, listed=True)
-    size = start + reader.total
+    waiting: list[bytes] | None = None
+    for lines in iter_line_lists(reader):
+        if waiting is not None:
+            take(waiting)
+        waiting = lines
+    assert waiting is not None and len(waiting) == 1  # the text after the last "\n"
+    last = waiting[0]
+    partial: bytes | None
+    if type(last) is SkippedLine:  # not held: kept aside unread, as a long unfinished line is
+        if len(last) > MAX_LINE_BYTES:
+            long_lines.append((lines_read + 1 if numbered else start + offset, len(last)))
+        cut, partial = offset, None
+    else:
+        ended = last.rfind(b"\r") + 1  # Pi's readline also ends a line at a lone "\r"
+        if ended:
+            offset -= 1  # take() counts a "\n" after each line: this part has none
+            take([last[:ended]])
+        cut, partial = offset, last[ended:]
+    all_text = pack_text(" ".join(summary.texts))
+    modified, wire_head = _made_ahead(summary, path, partial)
+    summary.texts = []  # kept as all_text: not sent twice from a worker
+    return FileRead(
+        stats=stats,
+        checked_ns=checked_ns,
+        zone=zone,
+        zone_read=local_zone_reads() != zone_reads,
+        start=start,
+        appended=appended,
+        summary=summary,
+        total=reader.total,
+        crc=reader.crc,
+        head=reader.head,
+        tail=reader.tail,
+        cut=cut,
+        partial=partial,
+        usage=usage,
+        damaged=damaged,
+        long_lines=long_lines,
+        numbered=numbered,
+        all_text=all_text,
+        modified=modified,
+        wire_head=wire_head,
+    )
+
+
+def _store(
+    connection: sqlite3.Connection,
+    fts: bool,
+    candidate: Candidate,
+    old: Row | None,
+    read: FileRead,
+    index: bool,
+    deleted: int,
+) -> tuple[Row | None, str, int]:
+    """Write what :func:`_read` gave as the file's row (and its usage and search rows)."""
+    path = candidate.path
+    stats, checked_ns, zone, start = read.stats, read.checked_ns, read.zone, read.start
+    appended, summary, cut, partial = read.appended, read.summary, read.cut, read.partial
+    usage, damaged = read.usage, read.damaged
+    zone_reads = local_zone_reads()
+    size = start + read.total
     if summary.foreign:
         partial = b""
     status = FOREIGN if summary.foreign else SESSION if summary.header is not None else PENDING
-    head, tail = _edges(reader.head, reader.tail, reader.total, start, old if appended else None)
+    head, tail = _edges(read.head, read.tail, read.total, start, old if appended else None)
     if index or status != SESSION:
         indexed = start + cut  # a file that is no session has nothing to index
     else:
         indexed = old.indexed if appended and old is not None else 0
-    all_text = pack_text(" ".join(summary.texts))
-    modified, wire_head = _made_ahead(summary, path, partial)
-    local = local_zone_reads() != zone_reads or (appended and old is not None and old.zone is not None)
+    all_text, modified, wire_head = read.all_text, read.modified, read.wire_head
+    local = (
+        read.zone_read
+        or local_zone_reads() != zone_reads
+        or (appended and old is not None and old.zone is not None)
+    )
     values = (
         path,
         candidate.dir,
@@ -519,7 +644,7 @@ def _update(
         stats.st_mtime_ns,
         stats.st_ctime_ns,
         checked_ns,
-        reader.crc,
+        read.crc,
         start + cut,
         indexed,
         head,
@@ -586,13 +711,33 @@ def _made_ahead(
     info = summary.info(path, None)  # a header time in local time: the row keeps the zone
     if info is None:
         return None, None
+    info = replace(info, all_messages_text="")
     try:
-        row = row_json(replace(info, all_messages_text=""))
+        row = _plain_row_json(info) or row_json(info)
     except RecursionError:  # a header id nested deeper than the json module goes
         return None, None
     empty_text = b'"allMessagesText": ""\n  }'
     assert row.endswith(empty_text)
     return info.modified.timestamp(), row[: -len(empty_text) + len(b'"allMessagesText": ')]
+
+
+def _plain_row_json(info: SessionInfo) -> bytes | None:
+    """:func:`row_json`'s bytes written by orjson (the json module's encoder with ``indent`` is
+    pure Python: most of a row's cost), where they are the same: a row of text, safe integers
+    and nulls (orjson refuses lone surrogates); None for anything else, or without orjson."""
+    wire = info.to_wire()
+    for value in wire.values():
+        kind = type(value)
+        if not (kind is str or value is None or (kind is int and -(2**63) <= value < 2**64)):
+            return None
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - a dependency, optional at run time
+        return None
+    try:
+        return orjson.dumps([wire], option=orjson.OPT_INDENT_2)[2:-2]
+    except TypeError:
+        return None
 
 
 # ----------------------------------------------------------------------------------- change detection

@@ -77,27 +77,57 @@ def _as_entry(head: Any) -> dict[str, Any]:
     }
 
 
-_ISO = re.compile(rb"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{3})Z")
-_DAY_MS: dict[bytes, int | None] = {}
+_MINUTE = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)", re.ASCII)
+_MINUTE_MS: dict[str, int | None] = {}
+_CACHED_MINUTES = 1 << 16
+
+
+def _minute_ms(minute: str) -> int | None:
+    """``new Date(minute + ":00.000Z").getTime()`` for ``YYYY-MM-DDTHH:MM`` (None: not a date)."""
+    match = _MINUTE.fullmatch(minute)
+    if match is None:
+        return None
+    year, month, day, hour, minutes = (int(part) for part in match.groups())
+    if hour > 23 or minutes > 59 or not 1 <= month <= 12 or day < 1:
+        return None
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if day > (29 if month == 2 and leap else _MONTH_DAYS[month]):
+        return None  # 2026-02-30: JavaScript's ISO form refuses it
+    # days since 1970-01-01 in the proleptic Gregorian calendar (Hinnant's days_from_civil)
+    y = year - (month <= 2)
+    era = y // 400
+    year_of_era = y - era * 400
+    day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    days = era * 146097 + day_of_era - 719468
+    return days * 86_400_000 + (hour * 60 + minutes) * 60_000
+
+
+_MONTH_DAYS = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 def _timestamp_ms(timestamp: str) -> int | None:
     """``new Date(timestamp).getTime()``: Pi's own form (``2026-11-03T00:20:00.008Z``) read
-    directly, anything else by :func:`js_date_ms`."""
-    raw = timestamp.encode("ascii", "replace")
-    match = _ISO.fullmatch(raw)
-    if match is None:
-        return js_date_ms(timestamp)
-    hour, minute, second, ms = (int(x) for x in match.groups()[3:])
-    if hour > 23 or minute > 59 or second > 59:
-        return js_date_ms(timestamp)
-    day = _DAY_MS.get(raw[:10], -1)
-    if day == -1:
-        day = js_date_ms(timestamp[:10])  # a date alone is UTC midnight; None for 2026-02-30
-        _DAY_MS[raw[:10]] = day
-    if day is None:
-        return js_date_ms(timestamp)
-    return day + ((hour * 60 + minute) * 60 + second) * 1000 + ms
+    directly, its minute's time cached (the rows of a session share few minutes), anything else
+    by :func:`js_date_ms`."""
+    if len(timestamp) == 24 and timestamp[16] == ":" and timestamp[19] == "." and timestamp[23] == "Z":
+        minute = timestamp[:16]
+        base = _MINUTE_MS.get(minute, -1)
+        if base == -1:
+            if len(_MINUTE_MS) >= _CACHED_MINUTES:
+                _MINUTE_MS.clear()
+            base = _MINUTE_MS[minute] = _minute_ms(minute)
+        seconds, ms = timestamp[17:19], timestamp[20:23]
+        if (
+            base is not None
+            and seconds.isascii()
+            and seconds.isdigit()
+            and ms.isascii()
+            and ms.isdigit()
+            and seconds < "60"
+        ):
+            return base + int(seconds) * 1000 + int(ms)
+    return js_date_ms(timestamp)
 
 
 def usage_rows(data: bytes | Iterable[bytes], header: dict[str, Any] | None) -> tuple[list[UsageRow], int]:

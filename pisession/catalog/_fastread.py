@@ -1,0 +1,212 @@
+"""One decode per line for a catalog read: the listing's row and the usage rows together.
+
+The exact reading of a line (:func:`pisession._discovery.feed_lines` for the listing's row,
+:func:`pisession.catalog._usage.usage_rows` for the usage rows) parses every line twice, in full,
+and walks the values with JavaScript's rules for every odd type. Nearly every line Pi writes has
+plain types: this module decodes those once, with msgspec, into typed fields (a message's content
+left undecoded unless its text is needed), and hands any other line to the exact reading. A line
+takes the quick way only when msgspec accepts it with the types below, so the two ways agree on
+it; a line it refuses (invalid UTF-8, a lone surrogate, an odd type, a number out of range) is
+read the exact way, with nothing of it counted twice.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from .._discovery import SessionSummary, feed_lines, split_cr
+from .._js import MISSING, js_date_ms
+from ._usage import UsageRow, _timestamp_ms, kind_key, usage_rows
+
+_USAGE_MARK = b'"usage"'
+_ESCAPE_MARK = b"\\u"  # a key written with escapes may still read "usage": the exact way decides
+_SAFE = 2**53
+
+
+@functools.cache
+def _decoders() -> tuple[Callable[[bytes], Any], Callable[[Any], Any], tuple[type[Exception], ...]] | None:
+    """(line decoder, content decoder, their errors), or None without msgspec."""
+    try:
+        import msgspec
+    except ImportError:  # exercised by tests that hide it
+        return None
+    from typing import Annotated
+    from typing import Any as AnyType
+
+    safe_int = Annotated[int, msgspec.Meta(ge=-_SAFE, le=_SAFE)]
+    cost = msgspec.defstruct("_QuickCost", [("total", float)], gc=False)
+    usage = msgspec.defstruct(
+        "_QuickUsage",
+        [*((name, safe_int) for name in ("input", "output", "cacheRead", "cacheWrite")), ("cost", cost)],
+        gc=False,
+    )
+    message = msgspec.defstruct(
+        "_QuickMessage",
+        [
+            *(
+                (name, AnyType, MISSING)
+                for name in ("role", "timestamp", "provider", "model", "responseModel")
+            ),
+            ("content", msgspec.Raw, None),  # read only where its text is listed
+            ("usage", usage | None, None),
+        ],
+        gc=False,
+    )
+    entry = msgspec.defstruct(
+        "_QuickEntry",
+        [
+            *((name, AnyType, MISSING) for name in ("type", "id", "timestamp")),
+            ("message", message | None, None),
+        ],
+        gc=False,
+    )
+    block = msgspec.defstruct(
+        "_QuickBlock", [("type", AnyType, MISSING), ("text", AnyType, MISSING)], gc=False
+    )
+    line = msgspec.json.Decoder(entry).decode
+    content = msgspec.json.Decoder(str | list[block]).decode  # type: ignore[valid-type]
+    return line, content, (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+
+
+def read_lines(summary: SessionSummary, lines: list[bytes]) -> tuple[list[UsageRow], int]:
+    """Feed ``lines`` (whole lines split on ``"\\n"``) to ``summary`` and return their usage rows
+    and damaged-line count: what ``feed_lines(summary, split_cr(lines))`` followed by
+    ``usage_rows(lines, summary.header)`` give, each line decoded once where its types allow."""
+    decoders = _decoders()
+    if decoders is None or summary.foreign or summary.messages is not None:
+        return _exact(summary, lines)
+    decode, decode_content, errors = decoders
+    rows: list[UsageRow] = []
+    damaged = 0
+    start = 0
+    while summary.header is None:
+        # up to the header, line by line: the first entry read decides whether this is a session
+        # (no line before it carries usage, so reading them before the header is known is alike)
+        if start == len(lines):
+            return rows, damaged
+        line = lines[start]
+        start += 1
+        feed_lines(summary, split_cr([line]))
+        if summary.foreign:
+            return [], 0  # the exact reading counts nothing of a batch that shows a foreign file
+        damaged += usage_rows([line], None)[1]
+    header = summary.header
+    fallback: list[int] = []
+    for line in lines[start:] if start else lines:
+        if not line:
+            continue
+        if type(line) is bytes and b"\r" not in line:
+            try:
+                entry = decode(line)
+            except errors:
+                entry = None
+            quick = entry is not None and _quick(
+                summary, entry, line, header, rows, fallback, decode_content, errors
+            )
+            if quick:
+                continue
+        damaged += _exact_line(summary, line, header, rows)
+    return rows, damaged
+
+
+def _quick(
+    summary: SessionSummary,
+    entry: Any,
+    line: bytes,
+    header: dict[str, Any],
+    rows: list[UsageRow],
+    fallback: list[int],
+    decode_content: Callable[[Any], Any],
+    errors: tuple[type[Exception], ...],
+) -> bool:
+    """Take one decoded line; False (nothing taken) where only the exact reading can tell."""
+    kind = entry.type
+    if kind != "message":
+        # only a session's name and usage are read from other entries: those go the exact way
+        return not (
+            kind == "session_info" or type(kind) is not str or _USAGE_MARK in line or _ESCAPE_MARK in line
+        )
+    message = entry.message
+    if message is None:
+        return False
+    role = message.role
+    if role != "user" and role != "assistant":
+        if message.usage is not None:
+            return False  # a tool result's usage: the exact way
+        summary.message_count += 1  # no text of it is listed (the search index reads it elsewhere)
+        return True
+    stamp = message.timestamp
+    raw = message.content
+    if raw is None or not (type(stamp) is int or type(stamp) is float):
+        return False
+    try:
+        content = decode_content(raw)
+    except errors:
+        return False
+    if type(content) is str:
+        text = content
+    else:
+        parts = []
+        for block in content:
+            if block.type == "text":
+                if type(block.text) is not str:
+                    return False
+                parts.append(block.text)
+        text = " ".join(parts)
+    usage = message.usage
+    if role == "assistant" and usage is not None:
+        model = message.responseModel
+        if model is None or model is MISSING:
+            model = message.model
+        provider = message.provider
+        if type(model) is not str or type(provider) is not str:
+            return False
+        entry_id = entry.id if type(entry.id) is str else ""
+        timestamp = entry.timestamp if type(entry.timestamp) is str else ""
+        ms = _timestamp_ms(timestamp) if timestamp else None
+        if ms is None:
+            if not fallback:
+                moment = header.get("timestamp")
+                fallback.append((js_date_ms(moment) if isinstance(moment, str) else None) or 0)
+            ms = fallback[0]
+        rows.append(
+            (
+                entry_id,
+                timestamp,
+                ms,
+                kind_key("message", f"{provider}/{model}"),
+                usage.input,
+                usage.output,
+                usage.cacheRead,
+                usage.cacheWrite,
+                float(usage.cost.total),
+            )
+        )
+    summary.message_count += 1
+    activity = float(stamp)
+    base = summary.last_activity or 0.0
+    summary.last_activity = activity if activity > base else base
+    if text:
+        summary.texts.append(text)
+        if not summary.first_message and role == "user":
+            summary.first_message = text
+    return True
+
+
+def _exact(summary: SessionSummary, lines: list[bytes]) -> tuple[list[UsageRow], int]:
+    if summary.foreign:
+        return [], 0
+    feed_lines(summary, split_cr(lines))
+    if summary.foreign:
+        return [], 0
+    return usage_rows(lines, summary.header)
+
+
+def _exact_line(summary: SessionSummary, line: bytes, header: dict[str, Any], rows: list[UsageRow]) -> int:
+    """Read one line the exact way; its usage rows join ``rows``; its damaged count is returned."""
+    feed_lines(summary, split_cr([line]))
+    found, damaged = usage_rows([line], header)
+    rows.extend(found)
+    return damaged

@@ -1,0 +1,149 @@
+"""Reading the files a first build needs in worker processes, while this process writes the rows.
+
+A cold catalog (a new user, a fresh container, a CI job) reads every session once; parsing is
+CPU-bound, so it uses every core: the files that have no row yet are read in full by a pool of
+worker processes (:func:`pisession.catalog._refresh.read_new_file`, which touches no database),
+in the order the refresh stores them, and the refresh writes each result as it comes, in its
+own short transactions. Everything else a refresh does (catching a grown file up, checking a
+changed one, a row another process wrote meanwhile) stays in this process, unchanged.
+
+Bounded: a worker whose results wait in its pipe (64 KiB on Linux) waits too, so memory does
+not grow with the number of files. The workers never outlive this process: they are forked
+before the write lock is taken (no import again, no database handle used), end when their pipe
+closes, ask the kernel to end them when their parent dies (Linux), ignore Ctrl-C (the parent's
+to handle), and are ended (and reaped) when the reading ends, on an error too. A process with
+other threads (a library caller's) reads in one process: a fork could copy a held lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+# typing for type checkers only (the refresh imports this module, not the other way round)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._refresh import FileRead
+
+
+# Files to read before worker processes pay for themselves (a fork and a pickle per file).
+PARALLEL_FROM = 32
+
+
+def worker_count(files: int) -> int:
+    """How many worker processes read ``files`` new files: every core this process may use
+    (``$PISESSION_WORKERS`` overrides; 1 reads them in this process)."""
+    wanted = os.environ.get("PISESSION_WORKERS", "")
+    if wanted.isdigit():
+        count = int(wanted)
+    else:
+        if files < PARALLEL_FROM:
+            return 1
+        try:
+            count = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            count = os.cpu_count() or 1
+    return max(1, min(count, files, 32))
+
+
+def _start_worker(parent: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            pr_set_pdeathsig = 1
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the request above took hold
+        os._exit(1)
+
+
+def _forkable() -> bool:
+    """Whether this process can fork workers safely: a POSIX system, and no other thread that
+    could hold a lock the child would need (a library caller's threads: then one process)."""
+    if not hasattr(os, "fork"):
+        return False
+    threading = sys.modules.get("threading")
+    return threading is None or threading.active_count() == 1
+
+
+@contextlib.contextmanager
+def prefetched(paths: list[str], index: bool) -> Iterator[Iterator[FileRead | str | None]]:
+    """One result per path of ``paths``, in order: what :func:`read_new_file` gave in a worker,
+    or None (read it in this process: too few files for workers, a worker that failed, or no
+    process could start).
+
+    Worker ``k`` of ``n`` reads paths ``k``, ``k + n``, ... in order and writes each result to
+    its own pipe, so reading the pipes in turn gives the results in order; a full pipe stops
+    its worker until this process reads on (memory stays bounded), and a parent gone closes
+    the pipe (the worker's next write fails: it ends).
+    """
+    count = worker_count(len(paths)) if _forkable() else 1
+    if count <= 1:
+        yield iter([None] * len(paths))
+        return
+    import pickle
+
+    from ._refresh import read_new_file, warm_up
+
+    warm_up()  # what the workers need, imported once here: never an import in a forked child
+    parent = os.getpid()
+    workers: list[tuple[int, Any]] = []
+    try:
+        for k in range(count):
+            try:
+                readable, writable = os.pipe()
+            except OSError:  # no more files here: this process reads them all
+                break
+            try:
+                pid = os.fork()
+            except OSError:  # no more processes here (a limit, a sandbox): this process reads them all
+                os.close(readable)
+                os.close(writable)
+                break
+            if pid == 0:  # pragma: no cover - the child (its work is checked through the parent)
+                try:
+                    os.close(readable)
+                    for _, earlier in workers:
+                        earlier.close()
+                    _start_worker(parent)
+                    with open(writable, "wb") as out:
+                        for path in paths[k::count]:
+                            try:
+                                result: FileRead | str | None = read_new_file(path, index)
+                            except Exception:  # read again in the parent, which then raises it
+                                result = None
+                            pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+                            out.flush()
+                finally:
+                    os._exit(0)
+            os.close(writable)
+            workers.append((pid, open(readable, "rb")))  # noqa: SIM115 - closed below
+        yield _results(workers, len(paths)) if len(workers) == count else iter([None] * len(paths))
+    finally:
+        for pid, pipe in workers:
+            pipe.close()  # a worker still writing then ends
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
+
+
+def _results(workers: list[tuple[int, Any]], total: int) -> Iterator[FileRead | str | None]:
+    import pickle
+
+    failed: set[int] = set()
+    for n in range(total):
+        k = n % len(workers)
+        if k in failed:
+            yield None
+            continue
+        try:
+            yield pickle.load(workers[k][1])
+        except Exception:  # the worker died (killed, out of memory): this process reads its files
+            failed.add(k)
+            yield None

@@ -1,0 +1,279 @@
+"""A first build reads the new files in worker processes: the same rows, usage and skips as
+reading them in this process, no worker left behind (not even when the parent is killed), and
+the quick look at each line (:func:`_feed`) summing up a file exactly as the full parse does."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pisession.catalog._refresh as refresh_module
+from pisession._discovery import SessionSummary, feed_lines, list_all_sessions
+from pisession.catalog import Catalog
+from pisession.catalog._fastread import _exact as exact_lines
+from pisession.catalog._fastread import read_lines
+from pisession.catalog._workers import worker_count
+from pisession.usage import usage_report
+from tests.test_catalog import REPO, age, header, line, msg, sessions, write
+
+
+def assistant(eid: str, text: str, cost: float, stamp: str = "2025-01-02T03:04:07.123Z") -> dict[str, Any]:
+    entry = msg(eid, "assistant", [{"type": "text", "text": text}])
+    entry["timestamp"] = stamp
+    entry["message"].update(
+        provider="openai",
+        model="gpt-5",
+        usage={
+            "input": 10,
+            "output": 5,
+            "cacheRead": 1,
+            "cacheWrite": 0,
+            "totalTokens": 16,
+            "cost": {"total": cost},
+        },
+    )
+    return entry
+
+
+def odd_folder(folder: Path) -> None:
+    """Sessions with usage, and the files a read must tell apart (foreign, damaged, long lines)."""
+    sessions(folder, 6)
+    for n in range(6):
+        write(
+            folder / f"usage{n}.jsonl",
+            header(f"usage-{n}", stamp=f"2025-02-0{n + 1}T00:00:00.000Z"),
+            msg("u", "user", f"question {n}"),
+            assistant("a1", f"answer {n}", 0.25 + n, f"2025-02-0{n + 1}T23:59:59.999Z"),
+            assistant("a2", "late", 0.5, "2025-02-01T24:00:00.000Z"),
+            assistant("a3", "odd date", 0.5, "2025-02-30T10:00:00.000Z"),
+            msg("t", "toolResult", [{"type": "text", "text": "ok"}]),
+        )
+    write(folder / "notes.jsonl", tail=b"just some notes\n")
+    write(folder / "damaged.jsonl", header("dmg"), msg("u", "user", "x"), tail=b'{"type":"message"\n')
+    write(folder / "partial.jsonl", header("partial"), tail=b'{"type":"message","id":"x"')
+
+
+def everything(database: Path, folder: Path) -> tuple[Any, ...]:
+    with Catalog(database) as catalog:
+        listed = catalog.list_all(str(folder))
+        listed_json = catalog.list_all_json(str(folder))
+        skipped = sorted((Path(s.path).name, s.reason) for s in catalog.last_report.skipped)
+        report = usage_report("daily", session_dir=str(folder), timezone="UTC", catalog=catalog)
+        found = catalog.search("question", all=True, session_dir=str(folder))
+    return listed, listed_json, skipped, report, [h.session_id for h in found]
+
+
+def test_workers_give_what_this_process_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "sessions"
+    odd_folder(folder)
+    results = []
+    for workers in ("1", "2"):
+        monkeypatch.setenv("PISESSION_WORKERS", workers)
+        results.append(everything(tmp_path / f"catalog-{workers}.sqlite3", folder))
+    assert results[0] == results[1]
+    assert results[1][0] == list_all_sessions(str(folder))
+    assert not children()  # the workers are gone (and reaped) with the call
+
+
+def test_the_workers_are_used_and_read_each_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "sessions"
+    sessions(folder, 40)
+    monkeypatch.setenv("PISESSION_WORKERS", "2")
+    in_parent: list[str] = []
+    read = refresh_module._read
+
+    def counted(connection: Any, fts: bool, handle: Any, old: Any, index: bool, path: str) -> Any:
+        if os.getpid() == parent:
+            in_parent.append(handle.name)
+        return read(connection, fts, handle, old, index, path)
+
+    parent = os.getpid()
+    monkeypatch.setattr(refresh_module, "_read", counted)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+        assert catalog.last_report.read == 40
+    assert in_parent == []  # every file was read by a worker
+
+
+def test_worker_count() -> None:
+    assert worker_count(1) == 1
+    assert worker_count(10) == 1  # too few files to pay for starting processes
+    assert 1 <= worker_count(1000) <= (os.cpu_count() or 1)
+
+
+def children() -> set[int]:
+    """This process's child processes (Linux's /proc)."""
+    found: set[int] = set()
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/children") as handle:
+            found.update(int(pid) for pid in handle.read().split())
+    return found
+
+
+def test_a_killed_parent_leaves_no_worker(tmp_path: Path) -> None:
+    # the workers' results fill their pipes (the parent does not read them): the workers are
+    # busy when the parent is killed, and must end all the same
+    (path,) = sessions(tmp_path / "sessions", 1)
+    script = (
+        "import os, sys, time\n"
+        "pids = []\n"
+        "fork = os.fork\n"
+        "def counted():\n"
+        "    pid = fork()\n"
+        "    if pid:\n"
+        "        pids.append(pid)\n"
+        "    return pid\n"
+        "os.fork = counted\n"
+        "from pisession.catalog._workers import prefetched\n"
+        "with prefetched([sys.argv[1]] * 5000, False) as reads:\n"
+        "    print(*pids, flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PISESSION_WORKERS": "2"}
+    child = subprocess.Popen([sys.executable, "-c", script, str(path)], stdout=subprocess.PIPE, env=env)
+    assert child.stdout is not None
+    pids = [int(pid) for pid in child.stdout.readline().split()]
+    assert len(pids) == 2
+    time.sleep(0.5)
+    assert all(_alive(pid) for pid in pids)  # blocked on their full pipes
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().split(b") ")[-1][:1] not in (b"Z", b"X")
+    except FileNotFoundError:
+        return False
+
+
+ODD_LINES = [
+    b'{"type":"a","type":"message","message":{"role":"toolResult","content":"x"}}',
+    b'{"type":"message","message":{"role":"toolResult","role":"user","content":"became a user"}}',
+    b'{"type":"message","message":{"role":"toolResult","content":"a\x01b"}}',
+    b'{"type":"message","message":{"role":"toolResult","content":"\\ud800"}}',
+    b'{"type":"message","message":{"role":"toolResult","content":"\xff"},"n":123456789012345678901234567890}',
+    b'{"type":"message","message":{"role":"toolResult","content":[' + b"[" * 2000 + b"]" * 2000 + b"]}}",
+    b'{"type":"message","message":{"role":"toolResult","content":[' + b"[" * 600 + b"]" * 600 + b"]}}",
+    b'{"type":"message","message":{"role":"toolResult","content":"x"},}',
+    b'{"t\\u0079pe":"message","message":{"r\\u006fle":"assistant","content":"escaped keys"}}',
+    b'{"type":"message","message":null}',
+    b'{"type":"message","message":"text"}',
+    b'{"type":"message","message":{"content":"no role"}}',
+    b'{"type":"message","message":{"role":7}}',
+    b'{"type":"message"}',
+    b'{"type":"message","message":{"role":"custom","content":"x"}} ',
+    b'{"type":"session_info","name":" named "}',
+    b'{"type":"label","label":"x"}',
+    b'{"type":["message"]}',
+    b"[1, 2]",
+    b"not json",
+    b'\xef\xbb\xbf{"type":"message","message":{"role":"toolResult","content":"bom"}}',
+    line(msg("t", "toolResult", [{"type": "text", "text": "tool text"}]))[:-1],
+    line(msg("u", "user", "a question"))[:-1],
+    b'{"type":"message","id":"a","message":{"role":"assistant","content":[{"type":"thinking","thinking":"t"},'
+    b'{"type":"text","text":"shown"},{"text":"no type"},{"type":"text"},{"type":"toolCall","arguments":{}}],'
+    b'"timestamp":1735787045000,"usage":{"input":1}}}',
+    b'{"type":"message","message":{"role":"user","content":[{"type":"text","text":12345678901234567890123}]}}',
+    b'{"type":"message","message":{"role":"user","content":[{"type":"text","text":1e400}]}}',
+    b'{"type":"message","message":{"role":"user","content":["bare"]}}',
+    b'{"type":"message","message":{"role":"user","content":7}}',
+    b'{"type":"message","message":{"role":"user","content":{"type":"text","text":"object"}}}',
+    b'{"type":"message","message":{"role":"user","content":null,"timestamp":5}}',
+    b'{"type":"message","message":{"role":"user"},"timestamp":"2025-01-02T03:04:06.000Z"}',
+    b'{"type":"message","id":{"an":"object"},"message":{"role":"user","content":"object id"}}',
+    b'{"type":"message","id":123456789012345678901234567890,"message":{"role":"user","content":"big id"}}',
+    b'{"type":"message","message":{"role":"user","content":"late","timestamp":123456789012345678901234567890}}',
+    b'{"type":"message","message":{"role":"user","content":"neg","timestamp":-1e400}}',
+    b'{"type":"message","message":{"role":"assistant","content":"str time",'
+    b'"timestamp":"2025-01-02T03:04:06Z"}}',
+    b'{"type":"message","timestamp":7,"message":{"role":"assistant","content":"number entry time"}}',
+    b'{"type":"message","message":{"role":"user","content":"dup","content":"second"}}',
+    b'{"type":"message","message":{"role":"user","content":"\\u00e9\\ud83d\\ude00 escapes"}}',
+]
+
+
+@pytest.mark.parametrize("index", [False, True])
+def test_the_quick_look_sums_up_lines_as_the_full_parse(index: bool) -> None:
+    lines = [line(header("h"))[:-1], *ODD_LINES, *reversed(ODD_LINES)]
+    quick = SessionSummary(messages=[] if index else None)
+    quick_rows = read_lines(quick, lines)
+    full = SessionSummary(messages=[] if index else None)
+    full_rows = exact_lines(full, lines)
+    assert quick.message_count == full.message_count > 0
+    assert [getattr(quick, name) for name in SessionSummary.__slots__] == [
+        getattr(full, name) for name in SessionSummary.__slots__
+    ]
+    assert quick_rows == full_rows
+
+
+def test_the_quick_look_leaves_a_file_without_header_foreign() -> None:
+    lines = [line(msg("t", "toolResult", "x"))[:-1], line(header("late"))[:-1]]
+    quick, full = SessionSummary(), SessionSummary()
+    assert read_lines(quick, lines) == ([], 0)
+    feed_lines(full, lines)
+    assert quick.foreign and full.foreign and quick.header is None
+
+
+def test_a_large_folder_through_the_command_line(tmp_path: Path) -> None:
+    # the console script, past the size where the pool starts by itself: same JSON as the scan
+    agent = tmp_path / "agent"
+    folder = agent / "sessions" / "--project--"
+    sessions(folder, 40)
+    for path in folder.iterdir():
+        age(path)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "PI_CODING_AGENT_DIR": str(agent),
+        "PISESSION_CATALOG": str(tmp_path / "catalog.sqlite3"),
+        "TZ": "UTC",
+    }
+    env.pop("PISESSION_WORKERS", None)
+    run = [sys.executable, "-m", "pisession.cli"]
+    cold = subprocess.run([*run, "ls", "--all", "--json"], env=env, capture_output=True, check=True)
+    scan = subprocess.run(
+        [*run, "ls", "--all", "--json", "--no-catalog"], env=env, capture_output=True, check=True
+    )
+    assert cold.stdout == scan.stdout and cold.stderr == b""
+    assert len(json.loads(cold.stdout)) == 40
+
+
+def test_a_worker_that_dies_leaves_its_files_to_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "sessions"
+    odd_folder(folder)
+    sessions(folder, 40)
+    monkeypatch.setenv("PISESSION_WORKERS", "2")
+    parent = os.getpid()
+    read = refresh_module.read_new_file
+
+    def dying(path: str, index: bool) -> Any:
+        if os.getpid() != parent and path.endswith("s3.jsonl"):
+            os._exit(1)  # killed in the middle of its share
+        return read(path, index)
+
+    monkeypatch.setattr(refresh_module, "read_new_file", dying)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+        assert catalog.last_error is None
+        report = usage_report("daily", session_dir=str(folder), timezone="UTC", catalog=catalog)
+    monkeypatch.setenv("PISESSION_WORKERS", "1")
+    assert report == usage_report("daily", session_dir=str(folder), timezone="UTC", catalog=False)
+    assert not children()
