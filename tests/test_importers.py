@@ -16,7 +16,7 @@ import pytest
 
 from pisession import SessionManager, SourceFormatError, to_wire
 from pisession.cli.main import main
-from pisession.importers import find_sources, import_all, import_file, import_session, sniff
+from pisession.importers import ImportResult, find_sources, import_all, import_file, import_session, sniff
 from tests.conftest import ORACLE, needs_oracle
 
 DATA = Path(__file__).parent / "data" / "importers"
@@ -176,6 +176,103 @@ def test_sub_agent_files_come_with_their_session(tmp_path: Path) -> None:
     assert sub.get_header().parent_session == str(paths[0])
     assert messages(sub, "assistant")[0]["usage"]["output"] == 700
     assert find_sources("claude", CLAUDE / "agents") == [CLAUDE / "agents" / f"{SID}.jsonl"]
+
+
+def _claude_line(sid: str, uuid: str, parent: str | None, kind: str, second: int, **extra: object) -> str:
+    content = extra.pop("content")
+    message: dict[str, object] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message.update(id=f"msg_{uuid}", model="claude-haiku-4-5-20251001", stop_reason="end_turn",
+                       usage={"input_tokens": 10 + second, "output_tokens": 5, "cache_read_input_tokens": 0,
+                              "cache_creation_input_tokens": 0})  # fmt: skip
+        extra["requestId"] = f"req_{uuid}"
+    record = {"parentUuid": parent, "isSidechain": False, "sessionId": sid, "cwd": "/work/app",
+              "version": "2.0.64", "type": kind, "uuid": uuid, "message": message,
+              "timestamp": f"2025-12-10T19:37:{second:02d}.000Z", **extra}  # fmt: skip
+    return json.dumps(record) + "\n"
+
+
+def test_claude_2_0_sub_agent_files_beside_their_session_come_with_it(tmp_path: Path) -> None:
+    """Claude Code 2.0 (seen in a real 2.0.64 store) wrote a session's sub-agents beside its file,
+    as agent-<id>.jsonl whose records carry the session's id (2.1 moved them into
+    <session>/subagents/). They are the session's sub-agents, linked by parentSession, not
+    sessions of their own; an agent file whose session file is not there stays one."""
+    sid = "4c2ddfdc-0000-4000-8000-000000000001"
+    project = tmp_path / "projects" / "-work-app"
+    project.mkdir(parents=True)
+    (project / f"{sid}.jsonl").write_text(
+        _claude_line(sid, "u1", None, "user", 1, content="hello")
+        + _claude_line(sid, "a1", "u1", "assistant", 2, content=[{"type": "text", "text": "hi"}])
+    )
+    agent = project / "agent-36541525.jsonl"
+    agent.write_text(
+        _claude_line(sid, "s1", None, "user", 0, content="Warmup", isSidechain=True, agentId="36541525")
+        + _claude_line(
+            sid,
+            "s2",
+            "s1",
+            "assistant",
+            3,
+            content=[{"type": "text", "text": "ready"}],
+            isSidechain=True,
+            agentId="36541525",
+        )
+    )
+    lone = "9e9e9e9e-0000-4000-8000-000000000002"  # its session file is not in the folder
+    (project / "agent-50243ee8.jsonl").write_text(
+        _claude_line(lone, "x1", None, "user", 0, content="Warmup", isSidechain=True, agentId="50243ee8")
+        + _claude_line(
+            lone,
+            "x2",
+            "x1",
+            "assistant",
+            4,
+            content=[{"type": "text", "text": "ok"}],
+            isSidechain=True,
+            agentId="50243ee8",
+        )
+    )
+    assert find_sources("claude", project) == [project / f"{sid}.jsonl", project / "agent-50243ee8.jsonl"]
+    out = tmp_path / "out"
+    first, alone = import_all("claude", project, session_dir=out)
+    assert isinstance(first, ImportResult) and isinstance(alone, ImportResult)
+    main_path, sub_path = first.written
+    sub = SessionManager.open(sub_path)
+    assert sub.get_header().parent_session == str(main_path)
+    assert [m["usage"]["input"] for m in messages(sub, "assistant")] == [13]
+    assert [t for r, t in context(sub) if r == "user"] == ["Warmup"]
+    assert len(alone.written) == 1
+    # the agent file imported on its own is the same Pi session, already there
+    again = import_file(agent, session_dir=out)
+    assert again.written == [] and again.existing == [sub_path]
+
+
+def test_a_split_message_without_request_id_counts_once_where_ccusage_counts_each_record(
+    tmp_path: Path,
+) -> None:
+    """Claude Code on Bedrock (real 2.0.64 to 2.1.7 files, message ids msg_bdrk_...) writes no
+    requestId. One API message split over two records is one Pi message with its usage once.
+    ccusage 20.0.24 dedupes only records that have both ids, so it counts each record: measured on
+    these records written as Claude Code writes them, it reports input 20, output 409, cache read
+    100, cache write 200 (a deliberate difference, docs/how-to/importing.md)."""
+    sid = "b0000000-0000-4000-8000-000000000001"
+    lines = [_claude_line(sid, "u1", None, "user", 1, content="list the tools")]
+    for uuid, parent, second, block, output in (
+        ("a1", "u1", 2, {"type": "thinking", "thinking": "hm", "signature": "s"}, 3),
+        ("a2", "a1", 3, {"type": "text", "text": "Here they are."}, 406),
+    ):
+        record = json.loads(_claude_line(sid, uuid, parent, "assistant", second, content=[block]))
+        del record["requestId"]
+        record["message"]["id"] = "msg_bdrk_01"
+        record["message"]["usage"] = {"input_tokens": 10, "cache_creation_input_tokens": 100,
+                                      "cache_read_input_tokens": 50, "output_tokens": output}  # fmt: skip
+        lines.append(json.dumps(record) + "\n")
+    source = tmp_path / f"{sid}.jsonl"
+    source.write_text("".join(lines))
+    (reply,) = messages(one(source, tmp_path / "out"), "assistant")
+    assert [b["type"] for b in reply["content"]] == ["thinking", "text"]
+    usage = reply["usage"]
+    assert (usage["input"], usage["output"], usage["cacheRead"], usage["cacheWrite"]) == (10, 406, 50, 100)
 
 
 def test_torn_last_line_imports_what_is_readable_and_says_so(tmp_path: Path) -> None:
