@@ -307,6 +307,37 @@ def test_foreign_files_are_clear_errors_that_write_nothing(tmp_path: Path) -> No
     assert not target.exists()
 
 
+def test_a_claude_file_with_no_conversation_is_nothing_to_import_not_a_foreign_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Claude Code 1.0 leaves summary-only files in the store (a real 1.0.17 store holds one
+    beside its sessions: one `summary` record whose leafUuid is in another file), and 2.x files
+    of snapshots only. They are Claude Code's own files with nothing to import: a note, not a
+    "not a claude session" error that fails a one-file import."""
+    store = tmp_path / "-work-app"
+    store.mkdir()
+    summary = store / "ff71dbed-0000-4000-8000-000000000001.jsonl"
+    summary.write_text('{"type":"summary","summary":"AI Music Generation","leafUuid":"4c7d4d5a"}\n')
+    snapshots = store / "ff71dbed-0000-4000-8000-000000000002.jsonl"
+    snapshots.write_text(
+        '{"type":"file-history-snapshot","messageId":"m1","snapshot":{"messageId":"m1",'
+        '"trackedFileBackups":{},"timestamp":"2026-01-01T00:00:00.000Z"},"isSnapshotUpdate":false}\n'
+    )
+    for path in (summary, snapshots):
+        assert sniff(path) == "claude"
+        result = import_file(path, session_dir=tmp_path / "out")
+        assert result.written == [] and any("nothing to import" in n for n in result.notes)
+    capsys.readouterr()
+    assert main(["import", "claude", "--session-dir", str(tmp_path / "out"), str(store)]) == 0
+    assert "skipped" not in capsys.readouterr().err.replace("0 skipped", "")
+    assert not (tmp_path / "out").exists()
+    # a record of another tool with a "type" alone is still foreign
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"type":"x","sessionId":"y"}\n')
+    with pytest.raises(SourceFormatError):
+        import_file(other, session_dir=tmp_path / "out")
+
+
 def test_the_source_is_never_modified_and_dry_run_writes_nothing(tmp_path: Path) -> None:
     copy = tmp_path / "torn.jsonl"
     shutil.copy(CLAUDE / "torn.jsonl", copy)
@@ -339,6 +370,41 @@ def test_codex_prompt_as_event_and_item_is_taken_once(tmp_path: Path) -> None:
     (call,) = [b for m in messages(manager, "assistant") for b in m["content"] if b["type"] == "toolCall"]
     assert call["arguments"] == {"command": ["pytest", "-q"]}
     assert messages(manager, "toolResult")[0]["toolCallId"] == "call_1"
+
+
+def test_codex_prompt_with_a_pasted_image_is_taken_once(tmp_path: Path) -> None:
+    """Codex 0.93 (a real rollout) records a prompt with a pasted image as an item whose text
+    parts wrap the image ("<image name=[Image #1]>", the image, "</image>", then the typed text)
+    and as a user_message event holding the typed text alone: one prompt, with its image (it was
+    taken twice, the second time without the image)."""
+    png = "iVBORw0KGgo="
+    typed = "why does the label break here? [Image #1]"
+    envelopes = [
+        ("session_meta", {"id": "0199eeee-0000-7000-8000-000000000001", "cwd": "/work/app",
+                          "timestamp": "2026-02-01T10:00:00.000Z", "cli_version": "0.93.0"}),
+        ("turn_context", {"cwd": "/work/app", "model": "gpt-5.2-codex"}),
+        ("response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "<image name=[Image #1]>"},
+            {"type": "input_image", "image_url": f"data:image/png;base64,{png}"},
+            {"type": "input_text", "text": "</image>"},
+            {"type": "input_text", "text": typed}]}),
+        ("event_msg", {"type": "user_message", "message": typed, "images": [],
+                       "local_images": ["/tmp/shot.png"]}),
+        ("response_item", {"type": "message", "role": "assistant",
+                           "content": [{"type": "output_text", "text": "It wraps."}]}),
+        ("event_msg", {"type": "user_message", "message": "thanks"}),
+    ]  # fmt: skip
+    rollout = tmp_path / "rollout-2026-02-01T10-00-00-0199eeee-0000-7000-8000-000000000001.jsonl"
+    rollout.write_text(
+        "".join(
+            json.dumps({"timestamp": f"2026-02-01T10:00:0{n}.000Z", "type": kind, "payload": payload}) + "\n"
+            for n, (kind, payload) in enumerate(envelopes)
+        )
+    )
+    prompts = messages(one(rollout, tmp_path / "out"), "user")
+    assert len(prompts) == 2
+    assert [b.get("data") for b in prompts[0]["content"] if b["type"] == "image"] == [png]
+    assert _text(prompts[0]).endswith(typed) and _text(prompts[1]) == "thanks"
 
 
 def test_codex_rollback_is_a_branch_and_empty_compacted_message(tmp_path: Path) -> None:

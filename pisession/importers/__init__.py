@@ -80,6 +80,10 @@ def sniff(path: str | os.PathLike[str]) -> Source:
     return _sniff_lines(os.fspath(path), lines.lines)
 
 
+# Records Claude Code writes outside the conversation tree (no uuid).
+_CLAUDE_OUTSIDE_TREE = ("summary", "file-history-snapshot", "queue-operation", "custom-title")
+
+
 def _sniff_lines(path: str, lines: list[Any]) -> Source:
     if not lines:
         raise SourceFormatError(f"{path}: no readable record: not a Claude Code or Codex session")
@@ -91,6 +95,10 @@ def _sniff_lines(path: str, lines: list[Any]) -> Source:
     if any(_claude.looks_like_claude(line.data) for line in lines[:50]) and any(
         isinstance(line.data.get("uuid"), str) for line in lines
     ):
+        return "claude"
+    if all(line.data.get("type") in _CLAUDE_OUTSIDE_TREE and "payload" not in line.data for line in lines):
+        # Claude Code's own files with no conversation in them (a summary-only file left by a
+        # resumed session, a file of snapshots): nothing to import, not another format.
         return "claude"
     raise SourceFormatError(f"{path}: not a Claude Code or Codex CLI session (line 1 is neither format)")
 
