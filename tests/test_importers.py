@@ -16,7 +16,7 @@ import pytest
 
 from pisession import SessionManager, SourceFormatError, to_wire
 from pisession.cli.main import main
-from pisession.importers import find_sources, import_all, import_file, import_session, sniff
+from pisession.importers import ImportResult, find_sources, import_all, import_file, import_session, sniff
 from tests.conftest import ORACLE, needs_oracle
 
 DATA = Path(__file__).parent / "data" / "importers"
@@ -178,6 +178,103 @@ def test_sub_agent_files_come_with_their_session(tmp_path: Path) -> None:
     assert find_sources("claude", CLAUDE / "agents") == [CLAUDE / "agents" / f"{SID}.jsonl"]
 
 
+def _claude_line(sid: str, uuid: str, parent: str | None, kind: str, second: int, **extra: object) -> str:
+    content = extra.pop("content")
+    message: dict[str, object] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message.update(id=f"msg_{uuid}", model="claude-haiku-4-5-20251001", stop_reason="end_turn",
+                       usage={"input_tokens": 10 + second, "output_tokens": 5, "cache_read_input_tokens": 0,
+                              "cache_creation_input_tokens": 0})  # fmt: skip
+        extra["requestId"] = f"req_{uuid}"
+    record = {"parentUuid": parent, "isSidechain": False, "sessionId": sid, "cwd": "/work/app",
+              "version": "2.0.64", "type": kind, "uuid": uuid, "message": message,
+              "timestamp": f"2025-12-10T19:37:{second:02d}.000Z", **extra}  # fmt: skip
+    return json.dumps(record) + "\n"
+
+
+def test_claude_2_0_sub_agent_files_beside_their_session_come_with_it(tmp_path: Path) -> None:
+    """Claude Code 2.0 (seen in a real 2.0.64 store) wrote a session's sub-agents beside its file,
+    as agent-<id>.jsonl whose records carry the session's id (2.1 moved them into
+    <session>/subagents/). They are the session's sub-agents, linked by parentSession, not
+    sessions of their own; an agent file whose session file is not there stays one."""
+    sid = "4c2ddfdc-0000-4000-8000-000000000001"
+    project = tmp_path / "projects" / "-work-app"
+    project.mkdir(parents=True)
+    (project / f"{sid}.jsonl").write_text(
+        _claude_line(sid, "u1", None, "user", 1, content="hello")
+        + _claude_line(sid, "a1", "u1", "assistant", 2, content=[{"type": "text", "text": "hi"}])
+    )
+    agent = project / "agent-36541525.jsonl"
+    agent.write_text(
+        _claude_line(sid, "s1", None, "user", 0, content="Warmup", isSidechain=True, agentId="36541525")
+        + _claude_line(
+            sid,
+            "s2",
+            "s1",
+            "assistant",
+            3,
+            content=[{"type": "text", "text": "ready"}],
+            isSidechain=True,
+            agentId="36541525",
+        )
+    )
+    lone = "9e9e9e9e-0000-4000-8000-000000000002"  # its session file is not in the folder
+    (project / "agent-50243ee8.jsonl").write_text(
+        _claude_line(lone, "x1", None, "user", 0, content="Warmup", isSidechain=True, agentId="50243ee8")
+        + _claude_line(
+            lone,
+            "x2",
+            "x1",
+            "assistant",
+            4,
+            content=[{"type": "text", "text": "ok"}],
+            isSidechain=True,
+            agentId="50243ee8",
+        )
+    )
+    assert find_sources("claude", project) == [project / f"{sid}.jsonl", project / "agent-50243ee8.jsonl"]
+    out = tmp_path / "out"
+    first, alone = import_all("claude", project, session_dir=out)
+    assert isinstance(first, ImportResult) and isinstance(alone, ImportResult)
+    main_path, sub_path = first.written
+    sub = SessionManager.open(sub_path)
+    assert sub.get_header().parent_session == str(main_path)
+    assert [m["usage"]["input"] for m in messages(sub, "assistant")] == [13]
+    assert [t for r, t in context(sub) if r == "user"] == ["Warmup"]
+    assert len(alone.written) == 1
+    # the agent file imported on its own is the same Pi session, already there
+    again = import_file(agent, session_dir=out)
+    assert again.written == [] and again.existing == [sub_path]
+
+
+def test_a_split_message_without_request_id_counts_once_where_ccusage_counts_each_record(
+    tmp_path: Path,
+) -> None:
+    """Claude Code on Bedrock (real 2.0.64 to 2.1.7 files, message ids msg_bdrk_...) writes no
+    requestId. One API message split over two records is one Pi message with its usage once.
+    ccusage 20.0.24 dedupes only records that have both ids, so it counts each record: measured on
+    these records written as Claude Code writes them, it reports input 20, output 409, cache read
+    100, cache write 200 (a deliberate difference, docs/how-to/importing.md)."""
+    sid = "b0000000-0000-4000-8000-000000000001"
+    lines = [_claude_line(sid, "u1", None, "user", 1, content="list the tools")]
+    for uuid, parent, second, block, output in (
+        ("a1", "u1", 2, {"type": "thinking", "thinking": "hm", "signature": "s"}, 3),
+        ("a2", "a1", 3, {"type": "text", "text": "Here they are."}, 406),
+    ):
+        record = json.loads(_claude_line(sid, uuid, parent, "assistant", second, content=[block]))
+        del record["requestId"]
+        record["message"]["id"] = "msg_bdrk_01"
+        record["message"]["usage"] = {"input_tokens": 10, "cache_creation_input_tokens": 100,
+                                      "cache_read_input_tokens": 50, "output_tokens": output}  # fmt: skip
+        lines.append(json.dumps(record) + "\n")
+    source = tmp_path / f"{sid}.jsonl"
+    source.write_text("".join(lines))
+    (reply,) = messages(one(source, tmp_path / "out"), "assistant")
+    assert [b["type"] for b in reply["content"]] == ["thinking", "text"]
+    usage = reply["usage"]
+    assert (usage["input"], usage["output"], usage["cacheRead"], usage["cacheWrite"]) == (10, 406, 50, 100)
+
+
 def test_torn_last_line_imports_what_is_readable_and_says_so(tmp_path: Path) -> None:
     for path in (CLAUDE / "torn.jsonl", CODEX / "rollout-torn.jsonl"):
         result = import_file(path, session_dir=tmp_path)
@@ -208,6 +305,37 @@ def test_foreign_files_are_clear_errors_that_write_nothing(tmp_path: Path) -> No
     with pytest.raises(SourceFormatError, match="not codex"):
         import_session(CLAUDE / "rewind.jsonl", source="codex", session_dir=target)
     assert not target.exists()
+
+
+def test_a_claude_file_with_no_conversation_is_nothing_to_import_not_a_foreign_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Claude Code 1.0 leaves summary-only files in the store (a real 1.0.17 store holds one
+    beside its sessions: one `summary` record whose leafUuid is in another file), and 2.x files
+    of snapshots only. They are Claude Code's own files with nothing to import: a note, not a
+    "not a claude session" error that fails a one-file import."""
+    store = tmp_path / "-work-app"
+    store.mkdir()
+    summary = store / "ff71dbed-0000-4000-8000-000000000001.jsonl"
+    summary.write_text('{"type":"summary","summary":"AI Music Generation","leafUuid":"4c7d4d5a"}\n')
+    snapshots = store / "ff71dbed-0000-4000-8000-000000000002.jsonl"
+    snapshots.write_text(
+        '{"type":"file-history-snapshot","messageId":"m1","snapshot":{"messageId":"m1",'
+        '"trackedFileBackups":{},"timestamp":"2026-01-01T00:00:00.000Z"},"isSnapshotUpdate":false}\n'
+    )
+    for path in (summary, snapshots):
+        assert sniff(path) == "claude"
+        result = import_file(path, session_dir=tmp_path / "out")
+        assert result.written == [] and any("nothing to import" in n for n in result.notes)
+    capsys.readouterr()
+    assert main(["import", "claude", "--session-dir", str(tmp_path / "out"), str(store)]) == 0
+    assert "skipped" not in capsys.readouterr().err.replace("0 skipped", "")
+    assert not (tmp_path / "out").exists()
+    # a record of another tool with a "type" alone is still foreign
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"type":"x","sessionId":"y"}\n')
+    with pytest.raises(SourceFormatError):
+        import_file(other, session_dir=tmp_path / "out")
 
 
 def test_the_source_is_never_modified_and_dry_run_writes_nothing(tmp_path: Path) -> None:
@@ -242,6 +370,41 @@ def test_codex_prompt_as_event_and_item_is_taken_once(tmp_path: Path) -> None:
     (call,) = [b for m in messages(manager, "assistant") for b in m["content"] if b["type"] == "toolCall"]
     assert call["arguments"] == {"command": ["pytest", "-q"]}
     assert messages(manager, "toolResult")[0]["toolCallId"] == "call_1"
+
+
+def test_codex_prompt_with_a_pasted_image_is_taken_once(tmp_path: Path) -> None:
+    """Codex 0.93 (a real rollout) records a prompt with a pasted image as an item whose text
+    parts wrap the image ("<image name=[Image #1]>", the image, "</image>", then the typed text)
+    and as a user_message event holding the typed text alone: one prompt, with its image (it was
+    taken twice, the second time without the image)."""
+    png = "iVBORw0KGgo="
+    typed = "why does the label break here? [Image #1]"
+    envelopes = [
+        ("session_meta", {"id": "0199eeee-0000-7000-8000-000000000001", "cwd": "/work/app",
+                          "timestamp": "2026-02-01T10:00:00.000Z", "cli_version": "0.93.0"}),
+        ("turn_context", {"cwd": "/work/app", "model": "gpt-5.2-codex"}),
+        ("response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "<image name=[Image #1]>"},
+            {"type": "input_image", "image_url": f"data:image/png;base64,{png}"},
+            {"type": "input_text", "text": "</image>"},
+            {"type": "input_text", "text": typed}]}),
+        ("event_msg", {"type": "user_message", "message": typed, "images": [],
+                       "local_images": ["/tmp/shot.png"]}),
+        ("response_item", {"type": "message", "role": "assistant",
+                           "content": [{"type": "output_text", "text": "It wraps."}]}),
+        ("event_msg", {"type": "user_message", "message": "thanks"}),
+    ]  # fmt: skip
+    rollout = tmp_path / "rollout-2026-02-01T10-00-00-0199eeee-0000-7000-8000-000000000001.jsonl"
+    rollout.write_text(
+        "".join(
+            json.dumps({"timestamp": f"2026-02-01T10:00:0{n}.000Z", "type": kind, "payload": payload}) + "\n"
+            for n, (kind, payload) in enumerate(envelopes)
+        )
+    )
+    prompts = messages(one(rollout, tmp_path / "out"), "user")
+    assert len(prompts) == 2
+    assert [b.get("data") for b in prompts[0]["content"] if b["type"] == "image"] == [png]
+    assert _text(prompts[0]).endswith(typed) and _text(prompts[1]) == "thanks"
 
 
 def test_codex_rollback_is_a_branch_and_empty_compacted_message(tmp_path: Path) -> None:

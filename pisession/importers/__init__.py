@@ -16,6 +16,8 @@ nothing; a torn last line (a file cut mid-record) is skipped and reported.
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import shutil
 import tempfile
@@ -78,6 +80,10 @@ def sniff(path: str | os.PathLike[str]) -> Source:
     return _sniff_lines(os.fspath(path), lines.lines)
 
 
+# Records Claude Code writes outside the conversation tree (no uuid).
+_CLAUDE_OUTSIDE_TREE = ("summary", "file-history-snapshot", "queue-operation", "custom-title")
+
+
 def _sniff_lines(path: str, lines: list[Any]) -> Source:
     if not lines:
         raise SourceFormatError(f"{path}: no readable record: not a Claude Code or Codex session")
@@ -89,6 +95,10 @@ def _sniff_lines(path: str, lines: list[Any]) -> Source:
     if any(_claude.looks_like_claude(line.data) for line in lines[:50]) and any(
         isinstance(line.data.get("uuid"), str) for line in lines
     ):
+        return "claude"
+    if all(line.data.get("type") in _CLAUDE_OUTSIDE_TREE and "payload" not in line.data for line in lines):
+        # Claude Code's own files with no conversation in them (a summary-only file left by a
+        # resumed session, a file of snapshots): nothing to import, not another format.
         return "claude"
     raise SourceFormatError(f"{path}: not a Claude Code or Codex CLI session (line 1 is neither format)")
 
@@ -108,12 +118,13 @@ def default_root(source: Source) -> Path:
 
 def find_sources(source: Source, root: str | os.PathLike[str] | None = None) -> list[Path]:
     """The session files under ``root`` (default: the agent's store), in name order. Claude
-    sub-agent files (``<session>/subagents/agent-*.jsonl``) come with their session, not here."""
+    sub-agent files (``<session>/subagents/agent-*.jsonl``, and Claude Code 2.0's
+    ``agent-*.jsonl`` beside their session's file) come with their session, not here."""
     base = Path(root) if root is not None else default_root(source)
     if base.is_file():
         return [base]
     if source == "claude":
-        found = [p for p in base.rglob("*.jsonl") if "subagents" not in p.parts]
+        found = [p for p in base.rglob("*.jsonl") if "subagents" not in p.parts and _main_of_agent(p) is None]
     else:
         found = [*base.rglob("rollout-*.jsonl"), *base.rglob("rollout-*.json")]
     return sorted(p for p in found if p.is_file())
@@ -189,9 +200,50 @@ def _rollout_ids(files: list[Path]) -> dict[str, Path]:
 
 def _claude_files(main: Path) -> list[Path]:
     """A Claude session file and its sub-agent files, each read on its own."""
-    if main.parent.name == "subagents":
-        return [main]
-    return [main, *sorted((main.parent / main.stem / "subagents").glob("agent-*.jsonl"))]
+    return [main, *_agent_files(main)]
+
+
+def _agent_files(main: Path) -> list[Path]:
+    """The sub-agent files of a Claude session file: ``<session>/subagents/agent-*.jsonl``
+    (Claude Code 2.1), and before that (2.0) ``agent-*.jsonl`` files beside it whose records
+    carry its session id."""
+    if main.parent.name == "subagents" or main.name.startswith("agent-"):
+        return []
+    nested = sorted((main.parent / main.stem / "subagents").glob("agent-*.jsonl"))
+    beside = [p for p in sorted(main.parent.glob("agent-*.jsonl")) if _main_of_agent(p) == main]
+    return [*nested, *beside]
+
+
+def _main_of_agent(path: Path) -> Path | None:
+    """The session file beside a Claude Code 2.0 sub-agent file (``agent-<id>.jsonl`` whose
+    records carry that session's id), when it is there."""
+    if not path.name.startswith("agent-") or path.parent.name == "subagents":
+        return None
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    session = _first_session_id(str(path), stat.st_mtime_ns, stat.st_size)
+    main = path.parent / f"{session}.jsonl" if session else None
+    return main if main is not None and main != path and main.is_file() else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _first_session_id(path: str, mtime_ns: int, size: int) -> str | None:
+    """The ``sessionId`` of the first of a file's first lines that has one (keyed by the
+    file's time and size, so that a store is read once however many sessions ask)."""
+    try:
+        with open(path, "rb") as handle:
+            for _, raw in zip(range(20), handle, strict=False):
+                try:
+                    data = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(data, dict) and isinstance(data.get("sessionId"), str):
+                    return str(data["sessionId"])
+    except OSError:
+        return None
+    return None
 
 
 def _usage_owners(files: list[Path]) -> dict[tuple[str, str], str]:
@@ -220,7 +272,7 @@ def _progress_only(name: str, lines: list[Any]) -> dict[str, list[Any]]:
     path = Path(name)
     if path.parent.name == "subagents":
         return {}
-    files = {p.stem[len("agent-") :] for p in (path.parent / path.stem / "subagents").glob("agent-*.jsonl")}
+    files = {p.stem[len("agent-") :] for p in _agent_files(path)}
     return {agent: records for agent, records in _claude.progress_agents(lines).items() if agent not in files}
 
 
@@ -303,8 +355,12 @@ def _import_claude(
 ) -> None:
     counted = _not_owned(owners, name)
     stem = Path(name).stem
-    is_agent = Path(name).parent.name == "subagents"
-    key_base = f"{Path(name).parent.parent.name}/{stem}" if is_agent else stem
+    beside = _main_of_agent(Path(name))  # a 2.0 sub-agent file imported on its own
+    is_agent = Path(name).parent.name == "subagents" or beside is not None
+    if beside is not None:
+        key_base = f"{beside.stem}/{stem}"
+    else:
+        key_base = f"{Path(name).parent.parent.name}/{stem}" if is_agent else stem
     work = cwd or _claude_cwd(lines)
     convs = _claude.conversations(lines, all_sidechain=is_agent)
     if not convs:
@@ -318,8 +374,10 @@ def _import_claude(
     if unplaced:
         listed = ", ".join(f"{count} {kind}" for kind, count in sorted(unplaced.items()))
         result.notes.append(f"records outside the conversation tree, not copied: {listed}")
-    sub_files = [] if is_agent else sorted((Path(name).parent / stem / "subagents").glob("agent-*.jsonl"))
+    sub_files = [] if is_agent else _agent_files(Path(name))
     main_path: str | None = None
+    if beside is not None:  # linked to its session when that was imported
+        main_path = find_imported(target_folder(work, session_dir), session_id_for("claude", beside.stem))
     for conv in convs:
         main = conv.key == "main"
         target = _target(
@@ -329,7 +387,7 @@ def _import_claude(
             if main:
                 main_path = target.existing
             continue
-        parent = None if main else main_path
+        parent = main_path if not main or beside is not None else None
         written = _write_claude(conv.records, target, work, parent, result, counted, name if main else None)
         if main:
             main_path = written

@@ -14,6 +14,7 @@ follows is a Pi branch.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -110,6 +111,18 @@ def _texts(content: Any) -> list[dict[str, Any]]:
 
 def _plain(blocks: list[dict[str, Any]]) -> str:
     return "\n".join(as_str(block.get("text")) for block in blocks if block["type"] == "text").strip()
+
+
+# Codex wraps a pasted image in the prompt's item as text parts of their own, "<image name=[Image
+# #1]>" and "</image>", around the image; its user_message event holds the typed text alone.
+_IMAGE_TAG = re.compile(r"</?image\b[^>]*>")
+
+
+def _prompt_key(blocks: list[dict[str, Any]]) -> str:
+    """A prompt item's text as its ``user_message`` event has it: the image wrappers left out."""
+    return _plain(
+        [b for b in blocks if b["type"] != "text" or not _IMAGE_TAG.fullmatch(as_str(b.get("text")).strip())]
+    )
 
 
 def _arguments(text: Any) -> dict[str, Any]:
@@ -323,7 +336,7 @@ def write_rollout(
     item_prompts: dict[str, int] = {}
     for kind, payload, _ in events:
         if kind == "response_item" and payload.get("type") == "message" and payload.get("role") == "user":
-            text = _plain(_texts(payload.get("content")))
+            text = _prompt_key(_texts(payload.get("content")))
             item_prompts[text] = item_prompts.get(text, 0) + 1
     # Replies are response items, and agent_message events echo them (sanitized copies do not
     # even match in text); a rollout with no reply item (a sub-agent thread) has only the events.
