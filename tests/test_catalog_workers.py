@@ -134,8 +134,9 @@ def test_a_killed_parent_leaves_no_worker(tmp_path: Path) -> None:
         "        pids.append(pid)\n"
         "    return pid\n"
         "os.fork = counted\n"
+        "from pisession.catalog._refresh import read_new_file, warm_up\n"
         "from pisession.catalog._workers import prefetched\n"
-        "with prefetched([sys.argv[1]] * 5000, False) as reads:\n"
+        "with prefetched([sys.argv[1]] * 5000, False, read_new_file, warm_up) as reads:\n"
         "    print(*pids, flush=True)\n"
         "    time.sleep(60)\n"
     )

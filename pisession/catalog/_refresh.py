@@ -278,7 +278,7 @@ def _write_pass(
     if on_progress is not None and changed:
         on_progress(done, total)
     dropped = 0  # search rows deleted: their words must then be purged from the index
-    with prefetched([c.path for c in changed if c.path in new], index) as reads:
+    with prefetched([c.path for c in changed if c.path in new], index, read_new_file, warm_up) as reads:
         started = time.monotonic()
         connection.execute("BEGIN IMMEDIATE")
         try:

@@ -2,7 +2,7 @@
 
 A cold catalog (a new user, a fresh container, a CI job) reads every session once; parsing is
 CPU-bound, so it uses every core: the files that have no row yet are read in full by a pool of
-worker processes (:func:`pisession.catalog._refresh.read_new_file`, which touches no database),
+worker processes (the refresh's reader, handed in, which touches no database),
 in the order the refresh stores them, and the refresh writes each result as it comes, in its
 own short transactions. Everything else a refresh does (catching a grown file up, checking a
 changed one, a row another process wrote meanwhile) stays in this process, unchanged.
@@ -21,13 +21,12 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
-# typing for type checkers only (the refresh imports this module, not the other way round)
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from ._refresh import FileRead
+# A file's result: what the reader gave (pickled through the pipe), or None (read it here).
+# The reader comes from the caller: the refresh imports this module, not the other way round.
+_Result = TypeVar("_Result")
 
 
 # Files to read before worker processes pay for themselves (a fork and a pickle per file).
@@ -72,8 +71,13 @@ def _forkable() -> bool:
 
 
 @contextlib.contextmanager
-def prefetched(paths: list[str], index: bool) -> Iterator[Iterator[FileRead | str | None]]:
-    """One result per path of ``paths``, in order: what :func:`read_new_file` gave in a worker,
+def prefetched(
+    paths: list[str],
+    index: bool,
+    read: Callable[[str, bool], _Result],
+    warm_up: Callable[[], None],
+) -> Iterator[Iterator[_Result | None]]:
+    """One result per path of ``paths``, in order: what ``read(path, index)`` gave in a worker
     or None (read it in this process: too few files for workers, a worker that failed, or no
     process could start).
 
@@ -87,8 +91,6 @@ def prefetched(paths: list[str], index: bool) -> Iterator[Iterator[FileRead | st
         yield iter([None] * len(paths))
         return
     import pickle
-
-    from ._refresh import read_new_file, warm_up
 
     warm_up()  # what the workers need, imported once here: never an import in a forked child
     parent = os.getpid()
@@ -114,7 +116,7 @@ def prefetched(paths: list[str], index: bool) -> Iterator[Iterator[FileRead | st
                     with open(writable, "wb") as out:
                         for path in paths[k::count]:
                             try:
-                                result: FileRead | str | None = read_new_file(path, index)
+                                result: _Result | None = read(path, index)
                             except Exception:  # read again in the parent, which then raises it
                                 result = None
                             pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -133,7 +135,7 @@ def prefetched(paths: list[str], index: bool) -> Iterator[Iterator[FileRead | st
                 os.waitpid(pid, 0)
 
 
-def _results(workers: list[tuple[int, Any]], total: int) -> Iterator[FileRead | str | None]:
+def _results(workers: list[tuple[int, Any]], total: int) -> Iterator[Any]:
     import pickle
 
     failed: set[int] = set()
