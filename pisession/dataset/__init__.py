@@ -35,7 +35,7 @@ from ._export import (
     DatasetError,
     Exporter,
     Failed,
-    prepared_sessions,
+    batches,
     project_of,
     read_source,
     select_sources,
@@ -183,22 +183,26 @@ def write_parquet(
         done = total - len(dirty)
         if on_progress is not None and total:
             on_progress(done, total)
-        for source, result in prepared_sessions(dirty, exporter.out, workers, scope.cwd):
-            if isinstance(result, Failed):
-                skipped.append(SkippedSession(source.path, result.reason))
-                if result.fingerprint is not None:  # not a session: not read again until it changes
-                    exporter.remove(source.key)
-                    exporter.record(
-                        source, result.fingerprint, result.read_ns, None, None, None, crc=result.crc
-                    )
-            elif not scope.selects(result.cwd):
-                result.discard()
-            else:
-                files += exporter.install(source, result)
-                written += 1
-            done += 1
-            if on_progress is not None:
-                on_progress(done, total)
+        jobs = exporter.jobs(dirty, scope.cwd)
+        for batch in batches(jobs, workers, len(dirty)):
+            names, installed = exporter.install_bundles(batch)
+            files += installed
+            for source, result in batch.results:
+                if isinstance(result, Failed):
+                    skipped.append(SkippedSession(source.path, result.reason))
+                    if result.fingerprint is not None:  # not a session: not read again until it changes
+                        exporter.remove(source.key, rewrite=False)
+                        exporter.record(
+                            source, result.fingerprint, result.read_ns, None, None, None, crc=result.crc
+                        )
+                elif result.bundle is None and not scope.selects(result.cwd):
+                    result.discard()
+                else:
+                    files += exporter.install(source, result, names)
+                    written += 1
+                done += 1
+                if on_progress is not None:
+                    on_progress(done, total)
         exporter.save()
     return DatasetReport(
         out_dir=exporter.out,
