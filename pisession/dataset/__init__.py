@@ -10,8 +10,10 @@ Needs ``pyarrow`` (``pip install "pisession[data]"``)::
     print(report.written, report.unchanged, report.removed)
 
 Tables: ``sessions``, ``entries``, ``messages``, ``tool_calls``, ``usage`` (:data:`SCHEMAS`).
-The folder is ``OUT/<table>/project=<the session's cwd, escaped>/<session id>.parquet``; writing it
-again reads only the sessions that changed since and removes the files of deleted ones.
+The folder is ``OUT/<table>/project=<the session's cwd, escaped>/<file>.parquet``: the small
+sessions of a project share bundle files (``bundle-<12 hex>.parquet``), a large one has its own
+(``<session id>.parquet``); writing it again reads only the sessions that changed since, writes
+again only their files or bundles, and removes the rows of deleted ones.
 """
 
 from __future__ import annotations
@@ -155,8 +157,8 @@ def write_parquet(
     file changed since the last run are read (``full=True``: all of them); the files of
     sessions that were deleted are removed. Each file is written under a hidden temporary name
     and renamed into place. ``on_progress(done, total)`` is called as sessions are handled.
-    ``workers``: processes that read and write sessions side by side, each holding one session
-    at a time (default 1: all in this process; ``None``: up to the number of CPUs, at most 4,
+    ``workers``: processes that read and write sessions side by side, each holding one bundle
+    (at most 512 KB of session files) or one large session at a time (default 1: all in this process; ``None``: up to the number of CPUs, at most 4,
     once there are 32 sessions or more to write, as ``pisession dataset`` does). Worker
     processes import the calling script again, as :mod:`multiprocessing` does: call it with
     ``workers`` other than 1 only under ``if __name__ == "__main__":``. Raises
