@@ -163,6 +163,11 @@ def _row_damages() -> list[tuple[str, Any]]:
         ("ctime a fraction", ("ctime", 1.5)),
         ("row a list", ("row", [1])),
         ("source a relative path", ("key", "x.jsonl")),
+        ("bundle a path", ("bundle", "a/b")),
+        ("bundle dot-dot", ("bundle", "..")),
+        ("bundled with a stem too", ("stem", "s000")),
+        ("bundled without its session id", ("session", None)),
+        ("session id a number", ("session", 5)),
     ]
 
 
@@ -191,6 +196,51 @@ def test_a_damaged_manifest_row_is_a_dataset_error_naming_the_file(
     message = str(raised.value)
     assert str(out / MANIFEST) in message and "\n" not in message, message
     assert _snapshot(out) == before
+
+
+@pytest.mark.parametrize("clash", ["one id twice in a bundle", "a stem named as a bundle"])
+def test_rows_that_share_a_bundle_wrongly_are_a_dataset_error(
+    exported: tuple[Path, Path], clash: str
+) -> None:
+    root, out = exported
+    data = _manifest(out)
+    row, other = list(data["sessions"].values())[:2]
+    if clash == "one id twice in a bundle":
+        other["session"] = row["session"]
+    else:
+        other.update(stem=row["bundle"], bundle=None)
+    (out / MANIFEST).write_text(json.dumps(data), encoding="utf-8")
+    before = _snapshot(out)
+    with pytest.raises(DatasetError, match="not as pisession writes it"):
+        write_parquet(out, session_dir=root)
+    assert _snapshot(out) == before
+
+
+@pytest.mark.parametrize("damage", ["garbage", "another table", "missing", "a link"])
+def test_a_bundle_that_cannot_be_read_back_is_rebuilt_from_its_sessions(
+    exported: tuple[Path, Path], tmp_path: Path, damage: str
+) -> None:
+    root, out = exported
+    (entries,) = (out / "entries" / PART).glob("bundle-*.parquet")
+    if damage == "garbage":
+        entries.write_bytes(b"PAR1 not really")
+    elif damage == "another table":
+        (usage,) = (out / "usage" / PART).glob("bundle-*.parquet")
+        entries.write_bytes(usage.read_bytes())
+    elif damage == "missing":
+        entries.unlink()
+    else:
+        elsewhere = tmp_path / "elsewhere.parquet"
+        elsewhere.write_bytes(entries.read_bytes())
+        entries.unlink()
+        entries.symlink_to(elsewhere)
+    _append(root / "--proj--" / "s002.jsonl", "one more")
+    write_parquet(out, session_dir=root)
+    clean = tmp_path / "clean"
+    write_parquet(clean, session_dir=root)
+    assert _tables(out) == _tables(clean) and "feedf00d" in str(_tables(out))
+    assert not any(p.is_symlink() for p in out.rglob("*"))
+    assert write_parquet(out, session_dir=root).unchanged == 6
 
 
 @pytest.mark.parametrize(

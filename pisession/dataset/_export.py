@@ -27,7 +27,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any
 
 import filelock
@@ -1004,8 +1004,9 @@ def _prepared(session: SessionRows, files: dict[str, str], project: str) -> Prep
 # its bundle, the other sessions' rows taken back from the bundle's files, not re-read.
 
 # session-file bytes a bundle gathers: a re-export of an appended session writes at most this
-# again (1 MB made the cold export of 1,000 small sessions 10 % cheaper in CPU than 512 KB,
-# and a re-export after 10 scattered appends about 1.4 x dearer)
+# again. Measured on 1,000 sessions: 1 MB made the cold export about 10 % cheaper in CPU and a
+# re-export after 10 scattered appends about 1.4 x dearer; 256 KB cost the cold export of the
+# larger sessions (~100 KB each) 20 % more CPU for no clear gain in the re-export.
 BUNDLE_BYTES = 512 << 10
 OWN_FILE_BYTES = 256 << 10  # a session this large gets files of its own
 _BUNDLE_OWNER = "\x00bundle"  # the owner of a bundle's name in Exporter._owners: never a path
@@ -1109,8 +1110,8 @@ def _rows_of(table: pa.Table, ids: set[str]) -> pa.Table:
     return table.filter(pc.is_in(table["session_id"], value_set=pa.array(sorted(ids), pa.string())))
 
 
-def _read_bundle(out: str, project: str, name: str, ids: set[str]) -> dict[str, pa.Table]:
-    """The rows of sessions ``ids`` in a bundle's files, each table with its schema; raises
+def _read_bundle(out: str, project: str, name: str) -> dict[str, pa.Table]:
+    """A bundle's five tables, each with its schema; raises
     (``OSError``, Arrow's errors, :class:`DatasetError`) when a file is missing, not a regular
     file, or not as pisession writes it."""
     tables = {}
@@ -1124,8 +1125,7 @@ def _read_bundle(out: str, project: str, name: str, ids: set[str]) -> dict[str, 
             read = pq.ParquetFile(handle).read(use_threads=False)  # read_table's dataset costs more
         if not read.schema.equals(SCHEMAS[table]):
             raise DatasetError(f"{name}.parquet does not have the {table} table's columns")
-        read = pa.Table.from_arrays(read.columns, schema=SCHEMAS[table])
-        tables[table] = _rows_of(read, ids)
+        tables[table] = pa.Table.from_arrays(read.columns, schema=SCHEMAS[table])
     return tables
 
 
@@ -1133,20 +1133,20 @@ def run_job(job: Job) -> Batch:
     """Do one :class:`Job` (in a worker process, or in this one)."""
     keep = dict(job.keep)
     sources = list(job.sources)
+    refill: set[str] = set()  # sessions kept, read again: written whatever the run's cwd
     old: dict[str, pa.Table] | None = None
     if job.bundle is not None and (keep or job.members):
         try:
-            old = _read_bundle(
-                job.out, job.project, job.bundle, {i for i, _ in keep.values()} | set(job.members.values())
-            )
+            old = _read_bundle(job.out, job.project, job.bundle)
         except (OSError, pa.ArrowException, DatasetError):
             # its files are not as written: the sessions kept from them are read again
             sources += [Source(key, folder, key) for key, (_, folder) in keep.items()]
-            keep = {}
+            refill, keep = set(keep), {}
     read: list[tuple[Source, Prepared | Failed, SessionRows | None]] = []
     for source in sources:
         result, session = _read(source.path, source.folder)
-        if session is not None and job.cwd is not None and not cwd_matches(session.cwd, job.cwd):
+        checked = job.cwd is not None and source.key not in refill
+        if session is not None and checked and not cwd_matches(session.cwd, job.cwd or ""):
             session = None  # outside the selection: nothing written
         member = job.members.get(source.key)
         # unreadable now, or outside the selection: its rows are left as they were
@@ -1190,7 +1190,7 @@ def run_job(job: Job) -> Batch:
     return Batch(results, bundles, emptied)
 
 
-def batches(jobs: list[Job], workers: int | None, sessions: int) -> Iterator[Batch]:
+def batches(jobs: list[Job], workers: int | None, sessions: int) -> Generator[Batch, None, None]:
     """Each job done: in this process, or (``workers`` > 1, or None and enough sessions to be
     worth starting processes) in a pool of worker processes, the largest jobs first."""
     count = _worker_count(sessions, workers, len(jobs))
