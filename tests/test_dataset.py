@@ -26,7 +26,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 import pisession  # noqa: E402
 from pisession.cli.main import main as cli_main  # noqa: E402
-from pisession.dataset import SCHEMAS, TABLES, DatasetError, tables, write_parquet  # noqa: E402
+from pisession.dataset import SCHEMAS, TABLES, DatasetError, _export, tables, write_parquet  # noqa: E402
 from pisession.dataset._export import partition_name  # noqa: E402
 
 SAMPLE_PROJECT = "/home/dev/todo-app"  # the sample session's cwd: its project
@@ -433,6 +433,27 @@ def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+@pytest.fixture
+def own_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every session in files of its own, as a large one is (the file names under test)."""
+    monkeypatch.setattr(_export, "OWN_FILE_BYTES", 0)
+
+
+def _partition(out: Path, table: str, project: str) -> pa.Table:
+    """A table's rows in a project's partition, whichever files (bundles) hold them."""
+    files = sorted((out / table / partition_name(project)).glob("*.parquet"))
+    return pa.concat_tables([pq.read_table(p) for p in files])
+
+
+def _content(out: Path) -> dict[str, list[str]]:
+    """Each partition's rows (as JSON, sorted; a row twice shows), whatever files hold them."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(out.rglob("*.parquet")):
+        rows = found.setdefault(str(path.parent.relative_to(out)), [])
+        rows += [json.dumps(row, sort_keys=True, default=str) for row in pq.read_table(path).to_pylist()]
+    return {where: sorted(rows) for where, rows in found.items()}
+
+
 def _files(out: Path) -> dict[str, tuple[int, int]]:
     return {
         str(p.relative_to(out)): (p.stat().st_ino, p.stat().st_mtime_ns)
@@ -443,11 +464,12 @@ def _files(out: Path) -> dict[str, tuple[int, int]]:
 def test_every_file_has_its_table_schema_and_the_hive_layout(agent: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     report = write_parquet(out)
-    assert report.sessions == 9 and report.written == 9 and report.files_written == 45
+    # the small sessions of each project share a bundle: one file per table and project
+    assert report.sessions == 9 and report.written == 9 and report.files_written == 10
     assert not report.skipped
     for table in TABLES:
         files = sorted((out / table).glob("project=*/*.parquet"))
-        assert len(files) == 9
+        assert len(files) == 2 and all(p.name.startswith("bundle-") for p in files)
         for path in files:
             assert pq.read_schema(path).remove_metadata() == SCHEMAS[table].remove_metadata()
     assert {p.name for p in (out / "usage").iterdir()} == {partition_name(p) for p in PROJECTS}
@@ -583,13 +605,19 @@ def test_re_export_rewrites_only_changed_sessions_and_removes_deleted_ones(
     changed = {name for name in first if now.get(name) != first[name]}
     sample_part = partition_name(SAMPLE_PROJECT)
     assert changed == {name for name in first if name.startswith(tuple(TABLES)) and sample_part in name}
-    assert len(changed) == 5
-    entries = pq.read_table(next((out / "entries" / partition_name(SAMPLE_PROJECT)).glob("*.parquet")))
-    assert "feedf00d" in entries.column("entry_id").to_pylist()
-    (agent / "sessions" / "--cases--" / "context_edits.jsonl").unlink()
+    assert len(changed) == 5  # the sample's bundle: its five tables
+    assert "feedf00d" in _partition(out, "entries", SAMPLE_PROJECT).column("entry_id").to_pylist()
+    ids = set(_partition(out, "sessions", "/project").column("session_id").to_pylist())
+    gone = agent / "sessions" / "--cases--" / "context_edits.jsonl"
+    gone_id = json.loads(gone.read_text(encoding="utf-8").splitlines()[0])["id"]
+    assert gone_id in ids
+    gone.unlink()
     report = write_parquet(out)
-    assert (report.written, report.removed) == (0, 1)
-    assert len(_files(out)) == 40
+    assert (report.written, report.removed, report.files_written) == (0, 1, 5)
+    for table in TABLES:  # its bundle written again without it
+        assert gone_id not in _partition(out, table, "/project").column("session_id").to_pylist()
+    assert set(_partition(out, "sessions", "/project").column("session_id").to_pylist()) == ids - {gone_id}
+    assert len(_files(out)) == 10
     assert all("--cases--" not in n or "context_edits" not in n for n in _files(out))
     full = write_parquet(out, full=True)
     assert full.written == 8
@@ -608,12 +636,8 @@ def test_worker_processes_write_the_same_folder(agent: Path, tmp_path: Path) -> 
     alone, pooled = tmp_path / "alone", tmp_path / "pooled"
     assert write_parquet(alone, workers=1).written == 9
     report = write_parquet(pooled, workers=2)
-    assert (report.written, report.files_written) == (9, 45)
-    assert sorted(p.relative_to(pooled) for p in pooled.rglob("*.parquet")) == sorted(
-        p.relative_to(alone) for p in alone.rglob("*.parquet")
-    )
-    for path in alone.rglob("*.parquet"):
-        assert pq.read_table(pooled / path.relative_to(alone)).equals(pq.read_table(path))
+    assert (report.written, report.files_written) == (9, 10)
+    assert _content(pooled) == _content(alone)
     assert not [p for p in pooled.rglob("*") if p.name.endswith(".tmp")]
     assert write_parquet(pooled, workers=2).unchanged == 9
 
@@ -712,8 +736,7 @@ def test_a_session_rewritten_in_place_with_its_size_and_mtime_put_back_is_writte
     )
     report = write_parquet(out, session_dir=folder)
     assert (report.written, report.unchanged) == (1, 0)
-    messages = pq.read_table(out / "messages" / partition_name("/work") / "a1.parquet")
-    texts = messages.column("text").to_pylist()
+    texts = _partition(out, "messages", "/work").column("text").to_pylist()
     assert "my password is [redac]" in texts
     assert not [p for p in out.rglob("*.parquet") if b"hunter2" in p.read_bytes()]
     assert write_parquet(out, session_dir=folder).unchanged == 1
@@ -774,6 +797,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(
     assert write_parquet(out).unchanged == 9  # the manifest was not advanced past what was written
 
 
+@pytest.mark.usefixtures("own_files")
 def test_one_folder_reached_by_two_spellings_is_exported_once(
     agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -800,6 +824,7 @@ def test_one_folder_reached_by_two_spellings_is_exported_once(
     assert keys == {os.path.realpath(p) for p in agent.rglob("*.jsonl")}
 
 
+@pytest.mark.usefixtures("own_files")
 def test_a_session_file_linked_beside_itself_is_exported_once(tmp_path: Path) -> None:
     folder = tmp_path / "s"
     folder.mkdir()
@@ -813,6 +838,7 @@ def test_a_session_file_linked_beside_itself_is_exported_once(tmp_path: Path) ->
     assert write_parquet(out, session_dir=folder).unchanged == 1
 
 
+@pytest.mark.usefixtures("own_files")
 def test_a_renamed_sessions_folder_is_exported_under_the_same_names(
     agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -829,6 +855,7 @@ def test_a_renamed_sessions_folder_is_exported_under_the_same_names(
     assert write_parquet(out).unchanged == 9
 
 
+@pytest.mark.usefixtures("own_files")
 def test_a_session_file_hard_linked_beside_itself_is_exported_once(tmp_path: Path) -> None:
     folder = tmp_path / "s"
     folder.mkdir()
@@ -852,6 +879,7 @@ def test_a_session_file_hard_linked_beside_itself_is_exported_once(tmp_path: Pat
     assert sorted(p.name for p in (out / "sessions" / partition_name("/work")).iterdir()) == ["a1.parquet"]
 
 
+@pytest.mark.usefixtures("own_files")
 def test_a_dataset_exported_twice_through_two_spellings_is_mended(
     agent: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -915,6 +943,7 @@ def _session(path: Path, session_id: str, cwd: str = "/work") -> None:
     path.write_text(json.dumps(header) + "\n" + json.dumps(entry) + "\n", encoding="utf-8")
 
 
+@pytest.mark.usefixtures("own_files")
 def test_hostile_session_ids_and_folder_names_stay_inside_the_output(tmp_path: Path) -> None:
     duckdb = pytest.importorskip("duckdb")
     pl = pytest.importorskip("polars")
@@ -1048,7 +1077,7 @@ def test_file_and_folder_names_that_are_not_utf8_are_skipped(tmp_path: Path) -> 
     out = tmp_path / "out"
     report = write_parquet(out, session_dir=folder)
     assert (report.sessions, report.written) == (1, 1)
-    assert (out / "sessions" / partition_name("/work") / "ok.parquet").exists()
+    assert _partition(out, "sessions", "/work").column("session_id").to_pylist() == ["ok"]
 
 
 def test_a_path_that_is_not_a_session_raises_a_typed_error(tmp_path: Path) -> None:
@@ -1067,7 +1096,7 @@ def test_a_session_with_no_entries_writes_typed_empty_tables(tmp_path: Path) -> 
     out = tmp_path / "out"
     write_parquet(out, session_dir=folder)
     for table in TABLES:
-        read = pq.read_table(out / table / partition_name("/w") / "h1.parquet")
+        read = _partition(out, table, "/w")
         assert read.schema.remove_metadata() == SCHEMAS[table].remove_metadata()
         assert read.num_rows == (1 if table == "sessions" else 0)
 
@@ -1101,7 +1130,7 @@ def test_cli_writes_the_folder_and_reports(
 ) -> None:
     out = tmp_path / "out"
     assert cli_main(["dataset", str(out)]) == 0
-    assert "9 sessions, 9 written (45 files)" in capsys.readouterr().out
+    assert "9 sessions, 9 written (10 files)" in capsys.readouterr().out
     assert cli_main(["dataset", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["unchanged"] == 9
     assert cli_main(["dataset", str(out), "--cwd", str(tmp_path / "nowhere")]) == 2

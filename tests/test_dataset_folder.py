@@ -26,7 +26,7 @@ pytest.importorskip("pyarrow", reason="pisession.dataset needs pyarrow (the test
 pq = pytest.importorskip("pyarrow.parquet")
 
 from pisession.cli.main import main as cli_main  # noqa: E402
-from pisession.dataset import MANIFEST, DatasetError, write_parquet  # noqa: E402
+from pisession.dataset import MANIFEST, DatasetError, _export, write_parquet  # noqa: E402
 from pisession.dataset._export import Exporter, file_stem, partition_name  # noqa: E402
 from pisession.dataset._folder import STEM  # noqa: E402
 
@@ -88,9 +88,14 @@ def _snapshot(root: Path) -> dict[str, bytes | str]:
     return found
 
 
-def _tables(out: Path) -> dict[str, list[dict[str, Any]]]:
-    """Each data file's rows, by its path in the folder: what a clean export is compared on."""
-    return {str(p.relative_to(out)): pq.read_table(p).to_pylist() for p in sorted(out.rglob("*.parquet"))}
+def _tables(out: Path) -> dict[str, list[str]]:
+    """Each table's rows in each partition (as JSON, in order: a row twice shows), whatever
+    files hold them (bundles are named at random): what a clean export is compared on."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(out.rglob("*.parquet")):
+        rows = found.setdefault(str(path.parent.relative_to(out)), [])
+        rows += [json.dumps(row, sort_keys=True, default=str) for row in pq.read_table(path).to_pylist()]
+    return {where: sorted(rows) for where, rows in found.items()}
 
 
 def _leftovers(out: Path) -> list[str]:
@@ -158,6 +163,11 @@ def _row_damages() -> list[tuple[str, Any]]:
         ("ctime a fraction", ("ctime", 1.5)),
         ("row a list", ("row", [1])),
         ("source a relative path", ("key", "x.jsonl")),
+        ("bundle a path", ("bundle", "a/b")),
+        ("bundle dot-dot", ("bundle", "..")),
+        ("bundled with a stem too", ("stem", "s000")),
+        ("bundled without its session id", ("session", None)),
+        ("session id a number", ("session", 5)),
     ]
 
 
@@ -186,6 +196,51 @@ def test_a_damaged_manifest_row_is_a_dataset_error_naming_the_file(
     message = str(raised.value)
     assert str(out / MANIFEST) in message and "\n" not in message, message
     assert _snapshot(out) == before
+
+
+@pytest.mark.parametrize("clash", ["one id twice in a bundle", "a stem named as a bundle"])
+def test_rows_that_share_a_bundle_wrongly_are_a_dataset_error(
+    exported: tuple[Path, Path], clash: str
+) -> None:
+    root, out = exported
+    data = _manifest(out)
+    row, other = list(data["sessions"].values())[:2]
+    if clash == "one id twice in a bundle":
+        other["session"] = row["session"]
+    else:
+        other.update(stem=row["bundle"], bundle=None)
+    (out / MANIFEST).write_text(json.dumps(data), encoding="utf-8")
+    before = _snapshot(out)
+    with pytest.raises(DatasetError, match="not as pisession writes it"):
+        write_parquet(out, session_dir=root)
+    assert _snapshot(out) == before
+
+
+@pytest.mark.parametrize("damage", ["garbage", "another table", "missing", "a link"])
+def test_a_bundle_that_cannot_be_read_back_is_rebuilt_from_its_sessions(
+    exported: tuple[Path, Path], tmp_path: Path, damage: str
+) -> None:
+    root, out = exported
+    (entries,) = (out / "entries" / PART).glob("bundle-*.parquet")
+    if damage == "garbage":
+        entries.write_bytes(b"PAR1 not really")
+    elif damage == "another table":
+        (usage,) = (out / "usage" / PART).glob("bundle-*.parquet")
+        entries.write_bytes(usage.read_bytes())
+    elif damage == "missing":
+        entries.unlink()
+    else:
+        elsewhere = tmp_path / "elsewhere.parquet"
+        elsewhere.write_bytes(entries.read_bytes())
+        entries.unlink()
+        entries.symlink_to(elsewhere)
+    _append(root / "--proj--" / "s002.jsonl", "one more")
+    write_parquet(out, session_dir=root)
+    clean = tmp_path / "clean"
+    write_parquet(clean, session_dir=root)
+    assert _tables(out) == _tables(clean) and "feedf00d" in str(_tables(out))
+    assert not any(p.is_symlink() for p in out.rglob("*"))
+    assert write_parquet(out, session_dir=root).unchanged == 6
 
 
 @pytest.mark.parametrize(
@@ -381,7 +436,7 @@ def test_a_linked_journal_is_refused_and_its_target_left(exported: tuple[Path, P
     with pytest.raises(DatasetError, match="pending"):
         write_parquet(out, session_dir=root)
     assert target.read_text(encoding="utf-8") == '["/work", "s000"]\n'
-    assert (out / "usage" / PART / "s000.parquet").exists()
+    assert len(list((out / "usage" / PART).glob("*.parquet"))) == 1
 
 
 # --------------------------------------------------------------------------- killed exports
@@ -393,6 +448,7 @@ _KILLER = r"""
 import os, signal, sys
 from pisession.dataset import _export, write_parquet
 what, n, out, root, every = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+_export.BUNDLE_BYTES = int(sys.argv[6])
 if every == "0":
     _export._SAVE_EVERY = 0.0  # save after each session: killed later on, with saves behind it
 calls = 0
@@ -434,9 +490,10 @@ def _env(**more: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO) + (os.pathsep + path if path else ""), **more}
 
 
-def _killed(what: str, n: int, out: Path, root: Path, every: str = "2") -> None:
+def _killed(what: str, n: int, out: Path, root: Path, every: str = "2", bundle: int = 1) -> None:
+    """``bundle``: the bytes of sessions a bundle gathers (1: one session in each)."""
     run = subprocess.run(
-        [sys.executable, "-c", _KILLER, what, str(n), str(out), str(root), every],
+        [sys.executable, "-c", _KILLER, what, str(n), str(out), str(root), every, str(bundle)],
         env=_env(),
         capture_output=True,
         text=True,
@@ -445,26 +502,29 @@ def _killed(what: str, n: int, out: Path, root: Path, every: str = "2") -> None:
     assert run.returncode == -signal.SIGKILL, run.stderr
 
 
+# one session in each bundle (bundle 1), or all six in one (bundle 0: the default size)
 KILL_POINTS = [
-    ("write", 1, "2"),  # the first data file written, nothing installed
-    ("install", 1, "2"),  # the first data file in place, no manifest saved since
-    ("install", 8, "2"),  # a session and a half in place
-    ("manifest", 1, "2"),  # the very first manifest, half written
-    ("manifest", 4, "0"),  # a later manifest, half written
-    ("install", 17, "0"),  # mid-way, with manifests saved behind it
+    ("write", 1, "2", 1),  # the first data file written, nothing installed
+    ("install", 1, "2", 1),  # the first data file in place, no manifest saved since
+    ("install", 8, "2", 1),  # a bundle and a half in place
+    ("manifest", 1, "2", 1),  # the very first manifest, half written
+    ("manifest", 4, "0", 1),  # a later manifest, half written
+    ("install", 17, "0", 1),  # mid-way, with manifests saved behind it
+    ("install", 3, "0", 0),  # half of the one bundle in place
+    ("manifest", 2, "0", 0),  # the manifest naming the bundle, half written
 ]
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="no SIGKILL")
-@pytest.mark.parametrize(("what", "n", "every"), KILL_POINTS)
+@pytest.mark.parametrize(("what", "n", "every", "bundle"), KILL_POINTS)
 def test_a_first_export_killed_at_any_point_is_resumed_into_a_clean_export(
-    tmp_path: Path, what: str, n: int, every: str
+    tmp_path: Path, what: str, n: int, every: str, bundle: int
 ) -> None:
     root = _corpus(tmp_path / "sessions")
     clean = tmp_path / "clean"
     write_parquet(clean, session_dir=root)
     out = tmp_path / "out"
-    _killed(what, n, out, root, every)
+    _killed(what, n, out, root, every, bundle or _export.BUNDLE_BYTES)
     report = write_parquet(out, session_dir=root)  # not "not empty and holds no pisession dataset"
     assert report.sessions == 6
     assert _tables(out) == _tables(clean)
@@ -476,8 +536,8 @@ def test_a_first_export_killed_at_any_point_is_resumed_into_a_clean_export(
 def test_files_installed_after_the_last_save_of_a_session_deleted_since_are_removed(tmp_path: Path) -> None:
     root = _corpus(tmp_path / "sessions")
     out = tmp_path / "out"
-    _killed("install", 12, out, root)  # two sessions and a part in place, none in the manifest
-    assert (out / "usage" / PART / "s000.parquet").exists()
+    _killed("install", 12, out, root)  # two bundles and a part in place, none in the manifest
+    assert len(list((out / "usage" / PART).glob("bundle-*.parquet"))) == 2
     (root / "--proj--" / "s000.jsonl").unlink()
     (root / "--proj--" / "s001.jsonl").unlink()
     clean = tmp_path / "clean"
@@ -485,6 +545,77 @@ def test_files_installed_after_the_last_save_of_a_session_deleted_since_are_remo
     assert write_parquet(out, session_dir=root).written == 4
     assert _tables(out) == _tables(clean)
     assert _leftovers(out) == []
+
+
+def _append(path: Path, text: str) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    last = json.loads(lines[-1])
+    entry = {
+        "type": "message",
+        "id": "feedf00d",
+        "parentId": last["id"],
+        "timestamp": "2025-01-01T00:00:09.000Z",
+        "message": {"role": "user", "content": text, "timestamp": 1735689609000},
+    }
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(entry) + "\n")
+    past = time.time() - 30
+    os.utime(path, (past, past))
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="no SIGKILL")
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_a_bundle_killed_while_written_again_in_place_is_read_again(tmp_path: Path, n: int) -> None:
+    root = _corpus(tmp_path / "sessions")
+    out = tmp_path / "out"
+    write_parquet(out, session_dir=root)  # the six sessions in one bundle
+    (bundle,) = (out / "usage" / PART).glob("bundle-*.parquet")
+    _append(root / "--proj--" / "s002.jsonl", "one more")
+    # the bundle's files replaced in place, n of five, its manifest not saved: files and manifest
+    # disagree on what the bundle holds
+    _killed("install", n, out, root, "2", _export.BUNDLE_BYTES)
+    (root / "--proj--" / "s004.jsonl").unlink()
+    clean = tmp_path / "clean"
+    write_parquet(clean, session_dir=root)
+    report = write_parquet(out, session_dir=root)
+    assert report.written == 5  # the bundle's sessions read again
+    assert _tables(out) == _tables(clean)
+    assert "feedf00d" in str(_tables(out)) and _leftovers(out) == []
+    assert not bundle.exists() or write_parquet(out, session_dir=root).unchanged == 5
+
+
+def _inodes(out: Path) -> dict[str, int]:
+    """Each data file's inode: a file written again (renamed into place) has a new one."""
+    return {str(p.relative_to(out)): p.stat().st_ino for p in out.rglob("*.parquet")}
+
+
+def test_an_appended_session_rewrites_its_bundle_only(tmp_path: Path) -> None:
+    root = _corpus(tmp_path / "sessions", sessions=8)
+    out = tmp_path / "out"
+    one = (root / "--proj--" / "s000.jsonl").stat().st_size
+    _export.BUNDLE_BYTES, size = 3 * one, _export.BUNDLE_BYTES  # three sessions in each
+    try:
+        assert write_parquet(out, session_dir=root).files_written == 15
+        before = _inodes(out)
+        _append(root / "--proj--" / "s004.jsonl", "one more")
+        report = write_parquet(out, session_dir=root)
+        assert (report.written, report.unchanged, report.files_written) == (1, 7, 5)
+        after = _inodes(out)
+        assert after.keys() == before.keys()
+        changed = sorted(k for k in after if after[k] != before[k])
+        assert len(changed) == 5 and len({Path(k).name for k in changed}) == 1  # one bundle, five tables
+        (root / "--proj--" / "s005.jsonl").unlink()
+        report = write_parquet(out, session_dir=root)
+        assert (report.removed, report.files_written) == (1, 5)
+        _corpus(tmp_path / "more", sessions=9)
+        (tmp_path / "more" / "--proj--" / "s008.jsonl").rename(root / "--proj--" / "s008.jsonl")
+        assert write_parquet(out, session_dir=root).written == 1
+    finally:
+        _export.BUNDLE_BYTES = size
+    clean = tmp_path / "clean"
+    write_parquet(clean, session_dir=root)
+    assert _tables(out) == _tables(clean)
+    assert write_parquet(out, session_dir=root).unchanged == 8
 
 
 # --------------------------------------------------------------------------- nothing outlives it

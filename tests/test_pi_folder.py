@@ -104,13 +104,17 @@ def test_dataset_with_no_folder_reads_the_session_dir_setting_as_the_cli_does(
     code, _ = run_cli(["dataset", str(tmp_path / "cli"), "--json"], capsys)
     assert code == 0
     assert library.sessions == sessions.num_rows
-    cli_files = sorted(
-        p.relative_to(tmp_path / "cli").as_posix() for p in (tmp_path / "cli").rglob("*.parquet")
-    )
-    lib_files = sorted(
-        p.relative_to(tmp_path / "lib").as_posix() for p in (tmp_path / "lib").rglob("*.parquet")
-    )
-    assert cli_files == lib_files and lib_files
+    # bundles are named at random: the partitions and what they hold
+    import pyarrow.parquet as pq
+
+    def held(out: Path) -> list[tuple[str, str]]:
+        return sorted(
+            (p.parent.relative_to(out).as_posix(), r["session_id"])
+            for p in out.rglob("*.parquet")
+            for r in pq.read_table(p, columns=["session_id"]).to_pylist()
+        )
+
+    assert held(tmp_path / "cli") == held(tmp_path / "lib") and held(tmp_path / "lib")
 
 
 @pytest.mark.parametrize(
@@ -180,12 +184,16 @@ def test_the_datasets_project_is_the_sessions_cwd_not_its_folder(flat_home: Path
     assert {project for (project,) in read} == cwds  # the partition reads back as the cwd
 
 
-def test_a_dataset_written_by_folder_name_is_refiled_by_project(flat_home: Path, tmp_path: Path) -> None:
+def test_a_dataset_written_by_folder_name_is_refiled_by_project(
+    flat_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("pyarrow")
     from pisession.dataset import _export, write_parquet
 
     out = tmp_path / "out"
-    write_parquet(out)
+    with monkeypatch.context() as patch:
+        patch.setattr(_export, "OWN_FILE_BYTES", 0)  # a file for each session, as format 1 wrote
+        write_parquet(out)
     manifest_path = out / _export.MANIFEST
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     # what the format-1 export wrote: every file under the folder's name

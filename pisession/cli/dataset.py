@@ -107,9 +107,10 @@ def register(commands: Commands) -> None:
         cmd_dataset,
         "write the sessions as Parquet tables for DuckDB, Polars, Spark",
         "Write every project's sessions (or --cwd's) as five Parquet tables: sessions, entries, "
-        "messages, tool_calls, usage, laid out OUT_DIR/<table>/project=<session cwd, escaped>/<session "
-        "id>.parquet. Run it again to bring the folder up to date: only the sessions that changed "
-        "are written again, and the files of deleted sessions are removed. Needs pyarrow "
+        "messages, tool_calls, usage, laid out OUT_DIR/<table>/project=<session cwd, escaped>/, small "
+        "sessions sharing bundle files, a large one in <session id>.parquet. Run it again to bring "
+        "the folder up to date: only the sessions that changed are written again (their files or "
+        "bundles), and the rows of deleted sessions are removed. Needs pyarrow "
         '(pip install "pisession[data]"). Python: pisession.dataset.write_parquet(OUT_DIR).',
         [commands.where, commands.as_json],
         session=False,

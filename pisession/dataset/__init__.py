@@ -10,12 +10,15 @@ Needs ``pyarrow`` (``pip install "pisession[data]"``)::
     print(report.written, report.unchanged, report.removed)
 
 Tables: ``sessions``, ``entries``, ``messages``, ``tool_calls``, ``usage`` (:data:`SCHEMAS`).
-The folder is ``OUT/<table>/project=<the session's cwd, escaped>/<session id>.parquet``; writing it
-again reads only the sessions that changed since and removes the files of deleted ones.
+The folder is ``OUT/<table>/project=<the session's cwd, escaped>/<file>.parquet``: the small
+sessions of a project share bundle files (``bundle-<12 hex>.parquet``), a large one has its own
+(``<session id>.parquet``); writing it again reads only the sessions that changed since, writes
+again only their files or bundles, and removes the rows of deleted ones.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable
 
@@ -35,7 +38,7 @@ from ._export import (
     DatasetError,
     Exporter,
     Failed,
-    prepared_sessions,
+    batches,
     project_of,
     read_source,
     select_sources,
@@ -152,12 +155,14 @@ def write_parquet(
         #     hive_partitioning = true, hive_types = {'project': VARCHAR})
 
     Sessions as :func:`tables` selects them (every project by default). Only the sessions whose
-    file changed since the last run are read (``full=True``: all of them); the files of
-    sessions that were deleted are removed. Each file is written under a hidden temporary name
+    file changed since the last run are read (``full=True``: all of them); the rows of
+    sessions that were deleted are removed (their files, or their bundle written again without
+    them). Each file is written under a hidden temporary name
     and renamed into place. ``on_progress(done, total)`` is called as sessions are handled.
-    ``workers``: processes that read and write sessions side by side, each holding one session
-    at a time (default 1: all in this process; ``None``: up to the number of CPUs, at most 4,
-    once there are 32 sessions or more to write, as ``pisession dataset`` does). Worker
+    ``workers``: processes that read and write sessions side by side, each holding one bundle
+    (at most 512 KB of session files) or one large session at a time (default 1: all in this
+    process; ``None``: up to the number of CPUs, at most 4, once there are 32 sessions or more
+    to write, as ``pisession dataset`` does). Worker
     processes import the calling script again, as :mod:`multiprocessing` does: call it with
     ``workers`` other than 1 only under ``if __name__ == "__main__":``. Raises
     :class:`DatasetError` when ``out_dir`` is not a folder, is not empty and holds no dataset,
@@ -183,22 +188,28 @@ def write_parquet(
         done = total - len(dirty)
         if on_progress is not None and total:
             on_progress(done, total)
-        for source, result in prepared_sessions(dirty, exporter.out, workers, scope.cwd):
-            if isinstance(result, Failed):
-                skipped.append(SkippedSession(source.path, result.reason))
-                if result.fingerprint is not None:  # not a session: not read again until it changes
-                    exporter.remove(source.key)
-                    exporter.record(
-                        source, result.fingerprint, result.read_ns, None, None, None, crc=result.crc
-                    )
-            elif not scope.selects(result.cwd):
-                result.discard()
-            else:
-                files += exporter.install(source, result)
-                written += 1
-            done += 1
-            if on_progress is not None:
-                on_progress(done, total)
+        jobs = exporter.jobs(dirty, scope.cwd)
+        # closed before the lock goes, also on an error: no job may write on after it
+        with contextlib.closing(batches(jobs, workers, len(dirty))) as done_jobs:
+            for batch in done_jobs:
+                names, installed = exporter.install_bundles(batch)
+                files += installed
+                for source, result in batch.results:
+                    if isinstance(result, Failed):
+                        skipped.append(SkippedSession(source.path, result.reason))
+                        if result.fingerprint is not None:  # not a session: not read again until it changes
+                            exporter.remove(source.key, rewrite=False)
+                            exporter.record(
+                                source, result.fingerprint, result.read_ns, None, None, None, crc=result.crc
+                            )
+                    elif result.bundle is None and not scope.selects(result.cwd):
+                        result.discard()
+                    else:
+                        files += exporter.install(source, result, names)
+                        written += 1
+                    done += 1
+                    if on_progress is not None:
+                        on_progress(done, total)
         exporter.save()
     return DatasetReport(
         out_dir=exporter.out,

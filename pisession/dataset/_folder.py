@@ -233,6 +233,10 @@ _ROW_OPTIONAL: dict[str, Callable[[Any], Any]] = {
     # the name of the session folder holding the file (the project of a header without a cwd;
     # never a path written or deleted: the partition comes from `project`)
     "folder": _optional(_any_text),
+    # a small session's bundle: the file name its rows share with others' (format 3 on), and
+    # its id, by which they are found in it
+    "bundle": _optional(_stem),
+    "session": _optional(_text),
 }
 
 
@@ -258,6 +262,8 @@ def check_row(key: Any, row: Any, partition: Callable[[str], str]) -> None:
             check(row[name])
         except _Bad as error:
             raise _Bad(f"{where}.{name}: {error}") from None
+    if row.get("bundle") is not None and (row["stem"] is not None or row.get("session") is None):
+        raise _Bad(f"{where}: a bundled session has no stem of its own and an id")
     name = partition(row["project"])
     if not _plain(name):
         raise _Bad(f"{where}.project: {_show(row['project'])} does not make a plain folder name")
@@ -287,6 +293,7 @@ def check_manifest(
         if not isinstance(sessions, dict):
             raise _Bad("sessions is not an object")
         owners: set[Any] = set()
+        bundles: dict[Any, set[str]] = {}  # a bundle's file -> the session ids in it
         for key, row in sessions.items():
             check_row(key, row, partition)
             if row["stem"] is not None:
@@ -294,6 +301,15 @@ def check_manifest(
                 if key_ in owners:
                     raise _Bad(f"sessions[{_show(key)}]: a second row for the file {_show(row['stem'])}")
                 owners.add(key_)
+            elif row.get("bundle") is not None:
+                ids = bundles.setdefault(owner(row["project"], row["bundle"]), set())
+                if row["session"] in ids:
+                    raise _Bad(
+                        f"sessions[{_show(key)}]: a second row for the session {_show(row['session'])}"
+                    )
+                ids.add(row["session"])
+        if not owners.isdisjoint(bundles):
+            raise _Bad("a session's own file has the name of a bundle")
     except _Bad as error:
         raise DatasetError(
             f"the dataset manifest {path} is not as pisession writes it ({error}): "
