@@ -692,3 +692,31 @@ def test_nothing_outlives_a_killed_dataset_command(tmp_path: Path, signum: int) 
         assert code == -signal.SIGKILL
     report = write_parquet(out, session_dir=root)
     assert report.sessions == 64 and _leftovers(out) == []
+
+
+@pytest.mark.skipif(not LINUX, reason="walks /proc")
+def test_nothing_outlives_a_finished_dataset_command(tmp_path: Path) -> None:
+    # the forkserver and the resource tracker the export started end with it, not a moment after
+    root = _corpus(tmp_path / "sessions", sessions=40, entries=300, text=1000)  # in worker processes
+    mark = uuid.uuid4().hex
+    with open(tmp_path / "err.txt", "wb") as err:
+        # not a pipe: reading one to its end would wait for every process holding it
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pisession.cli",
+                "dataset",
+                str(tmp_path / "out"),
+                "--session-dir",
+                str(root),
+            ],
+            env=_env(PISESSION_TEST_MARK=mark),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    left = _marked(mark)
+    for pid in left:  # only when the test fails: leave nothing running
+        os.kill(pid, signal.SIGKILL)
+    assert done.returncode == 0, (tmp_path / "err.txt").read_text()
+    assert left == []

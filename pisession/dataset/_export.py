@@ -1204,17 +1204,46 @@ def batches(jobs: list[Job], workers: int | None, sessions: int) -> Generator[Ba
     # threads could inherit a held lock
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     context = multiprocessing.get_context(method)
-    # each worker ends with this process, also when it is killed (nothing may go on writing)
-    with concurrent.futures.ProcessPoolExecutor(
-        count, mp_context=context, initializer=_workers.start, initargs=(os.getpid(),)
-    ) as pool:
-        try:
-            pending = [pool.submit(run_job, job) for job in jobs]
-            for future in concurrent.futures.as_completed(pending):
-                yield future.result()
-        except BaseException:
-            _workers.stop(pool)  # now: a worker in a long session must not write on after the lock
-            raise
+    started_server = method == "forkserver" and not _helpers_running()
+    try:
+        # each worker ends with this process, also when it is killed (nothing may go on writing)
+        with concurrent.futures.ProcessPoolExecutor(
+            count, mp_context=context, initializer=_workers.start, initargs=(os.getpid(),)
+        ) as pool:
+            try:
+                pending = [pool.submit(run_job, job) for job in jobs]
+                for future in concurrent.futures.as_completed(pending):
+                    yield future.result()
+            except BaseException:
+                _workers.stop(pool)  # now: a worker in a long session must not write on after the lock
+                raise
+    finally:
+        if started_server:
+            _stop_forkserver()
+
+
+def _helpers_running() -> bool:
+    """Whether multiprocessing's forkserver or resource tracker already runs (a caller's)."""
+    from multiprocessing import forkserver, resource_tracker
+
+    return (
+        getattr(forkserver._forkserver, "_forkserver_pid", None) is not None
+        or getattr(resource_tracker._resource_tracker, "_pid", None) is not None
+    )
+
+
+def _stop_forkserver() -> None:
+    """End the forkserver this export started, and the resource tracker it started, with it:
+    else they outlive the command by a moment (until they notice their parent gone), processes
+    left behind. Ones a caller started before are theirs, left running."""
+    from multiprocessing import forkserver, resource_tracker
+
+    # CPython 3.8+; private, so guarded: without them the two end a moment later by themselves
+    for helper in (forkserver._forkserver, resource_tracker._resource_tracker):
+        stop = getattr(helper, "_stop", None)
+        if stop is not None:
+            with contextlib.suppress(Exception):
+                stop()
 
 
 _PARALLEL_FROM = 32  # sessions to write before worker processes pay for their start (~0.3 s each)
