@@ -27,7 +27,8 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 from pisession.cli.main import main as cli_main  # noqa: E402
 from pisession.dataset import MANIFEST, DatasetError, _export, write_parquet  # noqa: E402
-from pisession.dataset._export import Exporter, file_stem, partition_name  # noqa: E402
+from pisession.dataset._export import file_stem, partition_name  # noqa: E402
+from pisession.dataset._exporter import Exporter  # noqa: E402
 from pisession.dataset._folder import STEM  # noqa: E402
 
 PART = partition_name("/work")  # the sessions' cwd: their project and partition

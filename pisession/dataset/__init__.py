@@ -36,13 +36,13 @@ from ._export import (
     MANIFEST,
     TABLES,
     DatasetError,
-    Exporter,
     Failed,
     batches,
     project_of,
     read_source,
     select_sources,
 )
+from ._exporter import Exporter
 from ._rows import NotASession
 from ._schema import PROJECT, SCHEMAS, to_table
 
