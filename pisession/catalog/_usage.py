@@ -18,7 +18,7 @@ from typing import Any
 
 from .._attribution import usage_fields
 from .._errors import CatalogError
-from .._js import MISSING, js_date_ms
+from .._js import MISSING, _days_from_civil, _days_in_month, js_date_ms
 from .._load import parse_line
 from .._paths import resolve_path
 from ._range import read_range
@@ -88,22 +88,9 @@ def _minute_ms(minute: str) -> int | None:
     if match is None:
         return None
     year, month, day, hour, minutes = (int(part) for part in match.groups())
-    if hour > 23 or minutes > 59 or not 1 <= month <= 12 or day < 1:
-        return None
-    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-    if day > (29 if month == 2 and leap else _MONTH_DAYS[month]):
+    if hour > 23 or minutes > 59 or not 1 <= month <= 12 or not 1 <= day <= _days_in_month(year, month):
         return None  # 2026-02-30: JavaScript's ISO form refuses it
-    # days since 1970-01-01 in the proleptic Gregorian calendar (Hinnant's days_from_civil)
-    y = year - (month <= 2)
-    era = y // 400
-    year_of_era = y - era * 400
-    day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
-    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
-    days = era * 146097 + day_of_era - 719468
-    return days * 86_400_000 + (hour * 60 + minutes) * 60_000
-
-
-_MONTH_DAYS = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+    return _days_from_civil(year, month, day) * 86_400_000 + (hour * 60 + minutes) * 60_000
 
 
 def _timestamp_ms(timestamp: str) -> int | None:
