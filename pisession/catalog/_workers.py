@@ -24,6 +24,8 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from .._process import end_with_parent
+
 # A file's result: what the reader gave (pickled through the pipe), or None (read it here).
 # The reader comes from the caller: the refresh imports this module, not the other way round.
 _Result = TypeVar("_Result")
@@ -51,12 +53,7 @@ def worker_count(files: int) -> int:
 
 def _start_worker(parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(Exception):
-            import ctypes
-
-            pr_set_pdeathsig = 1
-            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    end_with_parent()
     if os.getppid() != parent:  # the parent died before the request above took hold
         os._exit(1)
 

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import sys
 import threading
 import time
 from typing import Any
 
+from .._process import end_with_parent
+
 __all__ = ["start", "stop", "alive"]
 
 _WATCH_EVERY = 0.2  # seconds between a worker's checks that the export still runs
-_PR_SET_PDEATHSIG = 1
 
 
 def alive(pid: int) -> bool:
@@ -42,16 +41,6 @@ def alive(pid: int) -> bool:
     return fields[:1] != [b"Z"]
 
 
-def _parent_death_signal() -> None:
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-
-
 def _watch(parent: int, export: int) -> None:
     while os.getppid() == parent and alive(export):
         time.sleep(_WATCH_EVERY)
@@ -61,7 +50,7 @@ def _watch(parent: int, export: int) -> None:
 def start(export: int) -> None:
     """Run first in each worker process (``export``: the exporting process's id)."""
     parent = os.getppid()
-    _parent_death_signal()
+    end_with_parent()
     # the parent may have died before the signal was asked for
     if os.getppid() != parent or not alive(export):
         os._exit(1)
