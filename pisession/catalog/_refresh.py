@@ -619,7 +619,6 @@ def _store(
     stats, checked_ns, zone, start = read.stats, read.checked_ns, read.zone, read.start
     appended, summary, cut, partial = read.appended, read.summary, read.cut, read.partial
     usage, damaged = read.usage, read.damaged
-    zone_reads = local_zone_reads()
     size = start + read.total
     if summary.foreign:
         partial = b""
@@ -630,11 +629,8 @@ def _store(
     else:
         indexed = old.indexed if appended and old is not None else 0
     all_text, modified, wire_head = read.all_text, read.modified, read.wire_head
-    local = (
-        read.zone_read
-        or local_zone_reads() != zone_reads
-        or (appended and old is not None and old.zone is not None)
-    )
+    # a date read in local time (the row made ahead included: it is made while reading)
+    local = read.zone_read or (appended and old is not None and old.zone is not None)
     values = (
         path,
         candidate.dir,
