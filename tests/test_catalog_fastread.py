@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from pisession._discovery import SessionSummary
 from pisession.catalog import _fastread
 from pisession.catalog._fastread import read_lines
+from pisession.catalog._schema import LISTING, USAGE
 
 HEADER = b'{"type":"session","version":3,"id":"s1","timestamp":"2025-04-01T10:00:00.000Z","cwd":"/p"}'
 
@@ -197,6 +198,25 @@ def _check(batches: list[list[bytes]]) -> None:
     assert _state(quick) == _state(exact)
     assert _same_rows(quick_rows, exact_rows), (quick_rows, exact_rows)
     assert quick_bad == exact_bad
+    _check_parts(batches, exact, exact_rows, exact_bad)
+
+
+def _check_parts(batches: list[list[bytes]], exact: SessionSummary, exact_rows: Any, exact_bad: int) -> None:
+    """A read that leaves a part out gives the rest as the exact reading does: without the usage
+    rows, the whole listing; without the listing, every usage row and damaged line, and the
+    header that tells a session."""
+    listing_only, usage_only = SessionSummary(), SessionSummary()
+    rows: list[Any] = []
+    bad = 0
+    for batch in batches:
+        assert read_lines(listing_only, batch, lacks=USAGE) == ([], 0)
+        found, damaged = read_lines(usage_only, batch, lacks=LISTING)
+        rows += found
+        bad += damaged
+    assert _state(listing_only) == _state(exact)
+    assert _same_rows(rows, exact_rows), (rows, exact_rows)
+    assert bad == exact_bad
+    assert (usage_only.header, usage_only.foreign) == (exact.header, exact.foreign)
 
 
 def test_the_quick_way_takes_plain_lines() -> None:

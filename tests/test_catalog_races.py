@@ -213,7 +213,8 @@ def test_a_line_another_process_catches_up_during_a_report_counts_once(
                 handle.write(b"\n")
             with Catalog(database) as other:
                 monkeypatch.setattr(catalog_impl.Catalog, "_current", refreshed)
-                other.refresh(str(folder))
+                # a report's refresh (a full one would read the usage-only row again, in full)
+                usage_report("daily", timezone="UTC", session_dir=str(folder), catalog=other)
                 assert other.last_report.appended == 1
                 monkeypatch.setattr(catalog_impl.Catalog, "_current", then_caught_up_elsewhere)
         return found

@@ -16,6 +16,9 @@ from ._list import infos, listed_json
 from ._location import keep_old, move_aside, refuse_pi_data, tidy, wipe
 from ._refresh import Candidate, RefreshReport, current, finish
 from ._schema import (
+    EVERY_PART,
+    LISTING,
+    USAGE,
     ProgressCallback,
     Row,
     connect,
@@ -158,7 +161,7 @@ class Catalog:
         """:meth:`list`'s rows as ``pisession ls --json`` prints them (see :meth:`list_all_json`)."""
         directory, only_cwd = list_folder(cwd, session_dir)
         try:
-            with self._state([directory], None, on_progress) as found:
+            with self._state([directory], None, on_progress, parts=LISTING) as found:
                 try:
                     return listed_json(self._connect(), found, None, only_cwd)
                 except RecursionError:  # a header id nested deeper than the json module goes
@@ -186,7 +189,7 @@ class Catalog:
         building the rows and encoding them takes twice that)."""
         try:
             directories, root = all_of(session_dir)
-            with self._state(directories, root, on_progress) as found:
+            with self._state(directories, root, on_progress, parts=LISTING) as found:
                 mtimes = _tie_mtimes(found, root)
                 try:
                     return listed_json(self._connect(), found, mtimes)
@@ -214,7 +217,7 @@ class Catalog:
         from ._usage import UsageDamaged, scan_usage
 
         def scan() -> UsageScan:
-            with self._state(*all_of(session_dir), on_progress, max_size=max_size) as found:
+            with self._state(*all_of(session_dir), on_progress, max_size=max_size, parts=USAGE) as found:
                 return scan_usage(self._connect(), [row for _, row in found])
 
         try:
@@ -239,7 +242,7 @@ class Catalog:
     ) -> tuple[builtins.list[SessionInfo], dict[str, float] | None]:
         """The rows, and for a sessions root path → mtime: its ties are broken by mtime first, as
         Pi's listAll reads them (see :func:`_sorted`)."""
-        with self._state(directories, root, on_progress) as found:
+        with self._state(directories, root, on_progress, parts=LISTING) as found:
             return infos(self._connect(), found, text), _tie_mtimes(found, root)
 
     @contextlib.contextmanager
@@ -249,12 +252,14 @@ class Catalog:
         root: str | None,
         on_progress: ProgressCallback | None,
         max_size: int | None = None,
+        parts: int = EVERY_PART,
     ) -> Iterator[builtins.list[tuple[Candidate, Row]]]:
-        """Bring these folders' picker rows up to date (the search rows wait for a search), and
-        read them and what hangs off them as one state of the database (see :func:`current`)."""
+        """Bring these folders' rows up to date with the ``parts`` the call needs (the search
+        rows wait for a search), and read them and what hangs off them as one state of the
+        database (see :func:`current`)."""
         connection = self._connect()
         try:
-            yield self._current(directories, root, on_progress, max_size)
+            yield self._current(directories, root, on_progress, max_size, parts)
         finally:
             finish(connection)
 
@@ -264,10 +269,11 @@ class Catalog:
         root: str | None,
         on_progress: ProgressCallback | None,
         max_size: int | None = None,
+        parts: int = EVERY_PART,
     ) -> builtins.list[tuple[Candidate, Row]]:
         """The refresh itself: returns inside the read transaction :meth:`_state` ends."""
         found, self.last_report = current(
-            self._connect(), self.fts, directories, root, on_progress, max_size=max_size
+            self._connect(), self.fts, directories, root, on_progress, max_size=max_size, parts=parts
         )
         return found
 

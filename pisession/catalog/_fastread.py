@@ -18,6 +18,7 @@ from typing import Any
 
 from .._discovery import SessionSummary, feed_lines, split_cr
 from .._js import MISSING, js_date_ms
+from ._schema import LISTING, USAGE
 from ._usage import UsageRow, _timestamp_ms, kind_key, usage_rows
 
 _USAGE_MARK = b'"usage"'
@@ -70,11 +71,20 @@ def _decoders() -> tuple[Callable[[bytes], Any], Callable[[Any], Any], tuple[typ
     return line, content, (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
-def read_lines(summary: SessionSummary, lines: list[bytes]) -> tuple[list[UsageRow], int]:
+def read_lines(summary: SessionSummary, lines: list[bytes], lacks: int = 0) -> tuple[list[UsageRow], int]:
     """Feed ``lines`` (whole lines split on ``"\\n"``) to ``summary`` and return their usage rows
     and damaged-line count: what ``feed_lines(summary, split_cr(lines))`` followed by
-    ``usage_rows(lines, summary.header)`` give, each line decoded once where its types allow."""
+    ``usage_rows(lines, summary.header)`` give, each line decoded once where its types allow.
+
+    ``lacks`` leaves parts out (:data:`~._schema.USAGE`: no rows and no count are returned;
+    :data:`~._schema.LISTING`: past the header, ``summary`` is left as it is and only the lines
+    that may hold usage are decoded)."""
     decoders = _decoders()
+    if lacks & USAGE:
+        if summary.foreign:
+            return [], 0
+        feed_lines(summary, split_cr(lines))
+        return [], 0
     if decoders is None or summary.foreign or summary.messages is not None:
         return _exact(summary, lines)
     decode, decode_content, errors = decoders
@@ -94,6 +104,8 @@ def read_lines(summary: SessionSummary, lines: list[bytes]) -> tuple[list[UsageR
         damaged += usage_rows([line], None)[1]
     header = summary.header
     fallback: list[int] = []
+    if lacks & LISTING:
+        return _usage_only(lines[start:] if start else lines, header, rows, fallback, decode, errors, damaged)
     for line in lines[start:] if start else lines:
         if not line:
             continue
@@ -109,6 +121,80 @@ def read_lines(summary: SessionSummary, lines: list[bytes]) -> tuple[list[UsageR
                 continue
         damaged += _exact_line(summary, line, header, rows)
     return rows, damaged
+
+
+def _usage_only(
+    lines: list[bytes],
+    header: dict[str, Any],
+    rows: list[UsageRow],
+    fallback: list[int],
+    decode: Callable[[bytes], Any],
+    errors: tuple[type[Exception], ...],
+    damaged: int,
+) -> tuple[list[UsageRow], int]:
+    """:func:`usage_rows` of lines past the header: a line that cannot hold usage is only told
+    damaged or not (by its first and last byte), one that may is decoded once, its content
+    skipped; what only the exact reading can tell goes to it."""
+    for line in lines:
+        if _USAGE_MARK not in line and _ESCAPE_MARK not in line:
+            if line and not (line[:1] == b"{" and line[-1:] == b"}"):
+                stripped = line.strip()
+                if stripped and not (stripped[:1] == b"{" and stripped[-1:] == b"}"):
+                    damaged += 1
+            continue
+        if type(line) is bytes:
+            try:
+                entry = decode(line)
+            except errors:
+                entry = None
+            if entry is not None and entry.type == "message":
+                message = entry.message
+                if message is not None:
+                    role = message.role
+                    if role == "user" or (role == "assistant" and message.usage is None):
+                        continue  # no usage counted (the exact reading agrees: it is tested)
+                    if role == "assistant" and _usage_row(entry, message, header, rows, fallback):
+                        continue
+        found, bad = usage_rows([line], header)
+        rows.extend(found)
+        damaged += bad
+    return rows, damaged
+
+
+def _usage_row(
+    entry: Any, message: Any, header: dict[str, Any], rows: list[UsageRow], fallback: list[int]
+) -> bool:
+    """Add the usage row of an assistant message decoded with plain types; False (nothing
+    added) where its model or provider is not text: the exact reading tells."""
+    usage = message.usage
+    model = message.responseModel
+    if model is None or model is MISSING:
+        model = message.model
+    provider = message.provider
+    if type(model) is not str or type(provider) is not str:
+        return False
+    entry_id = entry.id if type(entry.id) is str else ""
+    timestamp = entry.timestamp if type(entry.timestamp) is str else ""
+    ms = _timestamp_ms(timestamp) if timestamp else None
+    if ms is None:
+        if not fallback:
+            moment = header.get("timestamp")
+            fallback.append((js_date_ms(moment) if isinstance(moment, str) else None) or 0)
+        ms = fallback[0]
+    rows.append(
+        (
+            entry_id,
+            timestamp,
+            ms,
+            kind_key("message", f"{provider}/{model}"),
+            usage.input,
+            usage.output,
+            usage.cacheRead,
+            usage.cacheWrite,
+            float(usage.cost.total),
+        )
+    )
+    return True
 
 
 def _quick(
@@ -155,35 +241,12 @@ def _quick(
                     return False
                 parts.append(block.text)
         text = " ".join(parts)
-    usage = message.usage
-    if role == "assistant" and usage is not None:
-        model = message.responseModel
-        if model is None or model is MISSING:
-            model = message.model
-        provider = message.provider
-        if type(model) is not str or type(provider) is not str:
-            return False
-        entry_id = entry.id if type(entry.id) is str else ""
-        timestamp = entry.timestamp if type(entry.timestamp) is str else ""
-        ms = _timestamp_ms(timestamp) if timestamp else None
-        if ms is None:
-            if not fallback:
-                moment = header.get("timestamp")
-                fallback.append((js_date_ms(moment) if isinstance(moment, str) else None) or 0)
-            ms = fallback[0]
-        rows.append(
-            (
-                entry_id,
-                timestamp,
-                ms,
-                kind_key("message", f"{provider}/{model}"),
-                usage.input,
-                usage.output,
-                usage.cacheRead,
-                usage.cacheWrite,
-                float(usage.cost.total),
-            )
-        )
+    if (
+        role == "assistant"
+        and message.usage is not None
+        and not _usage_row(entry, message, header, rows, fallback)
+    ):
+        return False
     summary.message_count += 1
     activity = float(stamp)
     base = summary.last_activity or 0.0

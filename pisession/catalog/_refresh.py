@@ -13,6 +13,7 @@ write transaction as the file's row.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
 import stat
@@ -43,10 +44,13 @@ from .._load import (
 from .._record import Record, replace
 from ._range import _EDGE, CheckedRange, read_range
 from ._schema import (
+    EVERY_PART,
     FILE_COLUMNS,
     FOREIGN,
+    LISTING,
     PENDING,
     SESSION,
+    USAGE,
     ProgressCallback,
     Row,
     header_subset,
@@ -148,10 +152,12 @@ def current(
     on_progress: ProgressCallback | None,
     index: bool = False,
     max_size: int | None = None,
+    parts: int = EVERY_PART,
 ) -> tuple[list[tuple[Candidate, Row]], RefreshReport]:
     """Refresh the rows of these folders (and with ``index`` their search rows): the candidates
     (in Pi's order) that have a row, and what was done. Files over ``max_size`` bytes are
-    skipped unread (and named).
+    skipped unread (and named). Every row returned has the ``parts`` (:data:`~._schema.USAGE`,
+    :data:`~._schema.LISTING`) asked for; a file read for the first time is read for those only.
 
     Returns inside a read transaction (end it with :func:`finish`): the rows returned and
     whatever the caller reads before it ends are one state of the database. Another process
@@ -160,6 +166,8 @@ def current(
     reused by a rebuild never pair one file's row with another's text or usage.
     """
     finish(connection)
+    if index:
+        parts |= LISTING  # a search's hits are listed
     found = candidates(directories, root)
     skipped: list[SkippedFile] = []
     readable = []
@@ -185,7 +193,7 @@ def current(
                 changed = [
                     c
                     for c in readable
-                    if not _unchanged(c, rows.get(c.path)) or (index and _unindexed(rows[c.path]))
+                    if not _unchanged(c, rows.get(c.path), parts) or (index and _unindexed(rows[c.path]))
                 ]
             else:
                 # Rows written since this call's own write pass are another process's newer
@@ -193,7 +201,9 @@ def current(
                 # rebuild under way) or damaged is caught up again.
                 stale = []
                 changed = [
-                    c for c in readable if c.path not in unread and not _usable(rows.get(c.path), index)
+                    c
+                    for c in readable
+                    if c.path not in unread and not _usable(rows.get(c.path), index, parts)
                 ]
             if not changed and not stale:
                 break
@@ -206,6 +216,7 @@ def current(
                 changed,
                 {c.path for c in changed if c.path not in rows},
                 index,
+                parts,
                 counts,
                 skipped,
                 unread,
@@ -252,8 +263,8 @@ def _unindexed(row: Row) -> bool:
     return row.indexed < row.parsed
 
 
-def _usable(row: Row | None, index: bool) -> bool:
-    return row is not None and row.intact() and not (index and _unindexed(row))
+def _usable(row: Row | None, index: bool, parts: int) -> bool:
+    return row is not None and row.intact() and not (index and _unindexed(row)) and not row.lacks & parts
 
 
 def _write_pass(
@@ -263,6 +274,7 @@ def _write_pass(
     changed: list[Candidate],
     new: set[str],
     index: bool,
+    parts: int,
     counts: dict[str, int],
     skipped: list[SkippedFile],
     unread: set[str],
@@ -278,7 +290,9 @@ def _write_pass(
     if on_progress is not None and changed:
         on_progress(done, total)
     dropped = 0  # search rows deleted: their words must then be purged from the index
-    with prefetched([c.path for c in changed if c.path in new], index, read_new_file, warm_up) as reads:
+    paths = [c.path for c in changed if c.path in new]
+    read = functools.partial(read_new_file, lacks=EVERY_PART & ~parts)
+    with prefetched(paths, index, read, warm_up) as reads:
         started = time.monotonic()
         connection.execute("BEGIN IMMEDIATE")
         try:
@@ -289,8 +303,8 @@ def _write_pass(
                     connection.execute("COMMIT")
                     connection.execute("BEGIN IMMEDIATE")
                     started = time.monotonic()
-                read = next(reads) if candidate.path in new else None
-                row, outcome, deleted = _update(connection, fts, candidate, index, read)
+                ahead = next(reads) if candidate.path in new else None
+                row, outcome, deleted = _update(connection, fts, candidate, index, parts, ahead)
                 dropped += deleted
                 if row is None:
                     unread.add(candidate.path)
@@ -414,23 +428,26 @@ class FileRead(Record):
     cut: int
     partial: bytes | None
     usage: list[Any]
+    prepared: Any  # _usage.PreparedUsage of usage, or None
     damaged: int
     long_lines: list[tuple[int, int]]
     numbered: bool
+    lacks: int  # the parts not read (see _schema.USAGE)
     all_text: bytes  # the row's text and JSON made ahead (in the worker, for a new file)
     modified: float | None
     wire_head: bytes | None
 
 
-def read_new_file(path: str, index: bool) -> FileRead | str:
-    """Read a file that has no row, in full: what :func:`_update` would read of it, or why it
-    cannot be read (run in a worker process: it touches no database)."""
+def read_new_file(path: str, index: bool, lacks: int = 0) -> FileRead | str:
+    """Read a file that has no row, in full (less the parts ``lacks``): what :func:`_update`
+    would read of it, or why it cannot be read (run in a worker process: it touches no
+    database)."""
     try:
         handle = open_regular(path)
     except OSError as error:
         return f"cannot be read: {error.strerror or error}"
     with handle:
-        read = _read(None, False, handle, None, index, path)
+        read = _read(None, False, handle, None, index, path, EVERY_PART & ~lacks)
     assert isinstance(read, FileRead)
     return read
 
@@ -451,6 +468,7 @@ def _update(
     fts: bool,
     candidate: Candidate,
     index: bool,
+    parts: int = EVERY_PART,
     prefetched: FileRead | str | None = None,
 ) -> tuple[Row | None, str, int]:
     """Catch one file up inside the caller's write transaction: (its row, what was done, how many
@@ -478,7 +496,7 @@ def _update(
             deleted += 0 if old is None else _delete(connection, fts, path)
             return None, f"cannot be read: {error.strerror or error}", deleted
         with handle:
-            outcome = _read(connection, fts, handle, old, index, path)
+            outcome = _read(connection, fts, handle, old, index, path, parts)
         if isinstance(outcome, Row):
             return outcome, "", deleted
         read = outcome
@@ -488,19 +506,30 @@ def _update(
 
 
 def _read(
-    connection: sqlite3.Connection | None, fts: bool, handle: Any, old: Row | None, index: bool, path: str
+    connection: sqlite3.Connection | None,
+    fts: bool,
+    handle: Any,
+    old: Row | None,
+    index: bool,
+    path: str,
+    parts: int,
 ) -> FileRead | Row:
     """Read an open file as :func:`_update` needs it: its row, when it is as it was read (caught
-    up in the search index with ``index``), else what reading it (in full, or from its old end)
-    gave. Touches no database when ``old`` is None."""
+    up in the search index with ``index``) and has the ``parts`` asked for, else what reading it
+    (in full, or from its old end) gave. Touches no database when ``old`` is None.
+
+    A read leaves out what the file's row already went without (a new file: every part not
+    asked for), unless it is asked for: then the file is read again in full."""
     zone = local_zone_key()
     checked_ns = time.time_ns()
     stats = os.fstat(handle.fileno())
     size = stats.st_size
-    fresh = old is not None and _same(old, stats)  # another process may have just caught it up
+    lacking = old is not None and bool(old.lacks & parts)  # a part asked for: read in full
+    fresh = old is not None and not lacking and _same(old, stats)  # another process may have caught it up
     # written in the tick it was read in: unchanged if its bytes are (far cheaper than parsing)
     if (
         old is not None
+        and not lacking
         and not fresh
         and _same(old, stats, racy_too=True)
         and file_crc(handle, size + 1) == old.crc
@@ -519,7 +548,7 @@ def _read(
     start = 0
     summary = SessionSummary(messages=[] if index else None)
     # what was read before in another zone's local time is read again, in this one
-    appended = old is not None and old.zone in (None, zone) and _grew(old, stats, handle)
+    appended = old is not None and not lacking and old.zone in (None, zone) and _grew(old, stats, handle)
     zone_reads = local_zone_reads()
     if appended:
         assert old is not None and connection is not None
@@ -535,12 +564,15 @@ def _read(
         summary.messages = [] if index else None
         if index and old.indexed < old.parsed:
             _index(connection, fts, old.id, handle, old.indexed, old.parsed)
+    # an appended read adds to what the row has, and lacks what it lacks
+    lacks = old.lacks if appended and old is not None else (EVERY_PART if old is None else old.lacks) & ~parts
     handle.seek(start)
     # read in chunks, whole lines parsed as they come: a file costs its longest line (at most
     # MAX_LINE_BYTES, a longer one is read past unheld), not its size
     crc_from, crc = (0, 0) if start == 0 or old is None else (old.size - start, old.crc)
     reader = CheckedRange(handle, size - start, crc_from, crc)
     from ._fastread import read_lines
+    from ._usage import PreparedUsage
 
     usage: list[Any] = []
     damaged = 0
@@ -556,7 +588,7 @@ def _read(
             if type(line) is SkippedLine and len(line) > MAX_LINE_BYTES:
                 long_lines.append((lines_read if numbered else start + offset, len(line)))
             offset += len(line) + 1
-        found, bad = read_lines(summary, lines)
+        found, bad = read_lines(summary, lines, lacks)
         usage.extend(found)
         damaged += bad
 
@@ -579,7 +611,7 @@ def _read(
             take([last[:ended]])
         cut, partial = offset, last[ended:]
     all_text = pack_text(" ".join(summary.texts))
-    modified, wire_head = _made_ahead(summary, path, partial)
+    modified, wire_head = (None, None) if lacks & LISTING else _made_ahead(summary, path, partial)
     summary.texts = []  # kept as all_text: not sent twice from a worker
     return FileRead(
         stats=stats,
@@ -596,9 +628,11 @@ def _read(
         cut=cut,
         partial=partial,
         usage=usage,
+        prepared=PreparedUsage(usage) if usage else None,
         damaged=damaged,
         long_lines=long_lines,
         numbered=numbered,
+        lacks=lacks,
         all_text=all_text,
         modified=modified,
         wire_head=wire_head,
@@ -623,6 +657,8 @@ def _store(
     if summary.foreign:
         partial = b""
     status = FOREIGN if summary.foreign else SESSION if summary.header is not None else PENDING
+    # what is no session (yet) has no usage rows and lists as it reads whatever was left out
+    lacks = read.lacks if status == SESSION else 0
     head, tail = _edges(read.head, read.tail, read.total, start, old if appended else None)
     if index or status != SESSION:
         indexed = start + cut  # a file that is no session has nothing to index
@@ -655,8 +691,9 @@ def _store(
     )
     stored = (
         *values,
-        row_checksum(*values[13:20]),
+        row_checksum(*values[13:20], lacks),
         zone if local else None,
+        lacks,
         modified,
         text_checksum(all_text, wire_head, modified),
         wire_head,
@@ -666,8 +703,8 @@ def _store(
         cursor = connection.execute(
             "INSERT INTO files (path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, "
             "indexed, head, tail, partial, status, header, message_count, first_message, name, "
-            "last_activity, row_crc, zone, modified, text_crc, wire_head, all_text) "
-            f"VALUES ({', '.join('?' * 26)})",
+            "last_activity, row_crc, zone, lacks, modified, text_crc, wire_head, all_text) "
+            f"VALUES ({', '.join('?' * 27)})",
             stored,
         )
         file_id = cursor.lastrowid
@@ -680,17 +717,17 @@ def _store(
             "UPDATE files SET path = ?, dir = ?, dev = ?, ino = ?, size = ?, mtime_ns = ?, ctime_ns = ?, "
             "checked_ns = ?, crc = ?, parsed = ?, indexed = ?, "
             "head = ?, tail = ?, partial = ?, status = ?, header = ?, message_count = ?, "
-            "first_message = ?, name = ?, last_activity = ?, row_crc = ?, zone = ?, modified = ?, "
+            "first_message = ?, name = ?, last_activity = ?, row_crc = ?, zone = ?, lacks = ?, modified = ?, "
             "text_crc = ?, wire_head = ?, all_text = ? WHERE id = ?",
             (*stored, file_id),
         )
     if summary.messages and status == SESSION:
         add_entry_rows(connection, fts, file_id, summary.messages)
-    if status == SESSION:
+    if status == SESSION and not lacks & USAGE:
         from ._usage import add_usage_rows
 
-        add_usage_rows(connection, file_id, usage, damaged)
-    row = Row(file_id, *values, stored[20], stored[21])
+        add_usage_rows(connection, file_id, usage, damaged, read.prepared)
+    row = Row(file_id, *values, stored[20], stored[21], stored[22])
     return row, "appended" if appended else "read", deleted
 
 
@@ -747,8 +784,14 @@ def _partial_header(row: Row, path: str) -> bool:
     return summary.header is not None
 
 
-def _unchanged(candidate: Candidate, row: Row | None) -> bool:
-    return row is not None and candidate.stat is not None and row.intact() and _same(row, candidate.stat)
+def _unchanged(candidate: Candidate, row: Row | None, parts: int) -> bool:
+    return (
+        row is not None
+        and candidate.stat is not None
+        and not row.lacks & parts
+        and row.intact()
+        and _same(row, candidate.stat)
+    )
 
 
 def settled(mtime_ns: int, checked_ns: int) -> bool:

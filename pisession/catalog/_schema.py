@@ -36,11 +36,18 @@ ProgressCallback = Callable[[int, int], None]
 # the picker row's JSON made ahead (wire_head), the large columns last
 # 9: the time zone a row's local times were read in; 10: the usage rows checked (a crc column)
 # 11: a usage row's model_key starts with its entry's type ("compaction/Tools/summaries")
-SCHEMA_VERSION = 11
+# 12: what a row was made without (lacks): a first call reads only the part it needs
+SCHEMA_VERSION = 12
 FILE_COLUMNS = (
     "id, path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, indexed, head, tail, "
-    "partial, status, header, message_count, first_message, name, last_activity, row_crc, zone"
+    "partial, status, header, message_count, first_message, name, last_activity, row_crc, zone, lacks"
 )
+# The parts of a ``files`` row a call may need (files.lacks: those a row was made without). A
+# first build reads only what its call needs: a first report leaves the listing (its message
+# text, most of the work per line), a first listing the usage rows; the next call that needs a
+# part a row lacks reads that file again, in full.
+USAGE, LISTING = 1, 2
+EVERY_PART = USAGE | LISTING
 PENDING, SESSION, FOREIGN = 0, 1, 2  # files.status: no header yet, a session, not a session
 # The usage rows summed per file, model and quarter hour (a warm report reads these, not every
 # entry's row): sums of the numbers, how many were NaN (stored NULL), first and last time.
@@ -172,6 +179,7 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
                 "ctime_ns INTEGER, checked_ns INTEGER, crc INTEGER, parsed INTEGER, indexed INTEGER, "
                 "head BLOB, tail BLOB, partial BLOB, status INTEGER, header TEXT, message_count INTEGER, "
                 "first_message BLOB, name BLOB, last_activity REAL, row_crc INTEGER, zone TEXT, "
+                "lacks INTEGER, "
                 "modified REAL, text_crc INTEGER, wire_head BLOB, all_text BLOB)"
             )
             connection.execute("CREATE INDEX files_dir ON files(dir)")
@@ -296,14 +304,27 @@ def text_intact(all_text: object, wire_head: object, modified: object, crc: obje
     )
 
 
-def usage_checksum(*values: int | float | str | bytes | None) -> int:
-    """A checksum of a usage row's columns (``usage``, ``usage_sums``, ``usage_damage``): a
-    flipped sum is read again from its file, never reported. Registered as the SQL function
-    ``usage_crc``, so that sums SQLite adds up are checked as SQLite stored them."""
+def usage_checksum(
+    file_id: int | float | str | bytes | None, *values: int | float | str | bytes | None
+) -> int:
+    """A checksum of a usage row's columns (``usage``, ``usage_sums``, ``usage_damage``), its
+    file id first: a flipped sum is read again from its file, never reported. Registered as the
+    SQL function ``usage_crc``, so that sums SQLite adds up are checked as SQLite stored them."""
+    return with_file_id(file_id, columns_checksum(values))
+
+
+def columns_checksum(values: tuple[Any, ...]) -> int:
+    """The part of :func:`usage_checksum` that does not depend on the file id: made where the
+    file is read (a worker process), before its row has an id."""
     # The columns are untyped: SQLite gives back each value as it was written (-0.0 too).
     # marshal's version 2 (before references) writes the same bytes for the same values on any
     # Python 3, four times faster than repr: a warm report checks every sum it reads.
     return zlib.crc32(marshal.dumps(values, 2))
+
+
+def with_file_id(file_id: int | float | str | bytes | None, checksum: int) -> int:
+    """:func:`usage_checksum` from :func:`columns_checksum`'s part and the row's file id."""
+    return zlib.crc32(marshal.dumps(file_id, 2), checksum)
 
 
 def indexable(text: str) -> str:
@@ -347,6 +368,9 @@ class Row(Record):
     zone: str | None
     """``_js.local_zone_key()`` when reading the file read a date in local time (a date-time
     without an offset: what the row holds is true in that zone only), else None."""
+    lacks: int
+    """The parts (:data:`USAGE`, :data:`LISTING`) this row was made without: a call that needs
+    one of them reads the file again."""
 
     def intact(self) -> bool:
         """Whether what this row serves (its picker fields) is what was written, and its columns
@@ -362,6 +386,7 @@ class Row(Record):
                 self.first_message,
                 self.name,
                 self.last_activity,
+                self.lacks,
             )
             == self.row_crc
         )
@@ -386,11 +411,13 @@ _TEXT: frozenset[type] = frozenset({str, type(None)})
 _REAL: frozenset[type] = frozenset({float, type(None)})
 # the types of a Row's fields as this module writes them (SQLite keeps any value in any column):
 # id, path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, indexed, head,
-# tail, partial, status, header, message_count, first_message, name, last_activity, row_crc, zone
+# tail, partial, status, header, message_count, first_message, name, last_activity, row_crc, zone,
+# lacks
 _ROW_TYPES: tuple[frozenset[type], ...] = (
     *[_INT, frozenset({str}), frozenset({str})],
     *[_INT] * 9,
     *[frozenset({bytes}), frozenset({bytes}), _BLOB, _INT, _TEXT, _INT, _BLOB, _BLOB, _REAL, _INT, _TEXT],
+    _INT,
 )
 
 
@@ -411,11 +438,14 @@ def row_checksum(
     first_message: bytes | None,
     name: bytes | None,
     last_activity: float | None,
+    lacks: int,
 ) -> int:
-    """A checksum of a row's picker fields: a damaged row is read again, never served."""
+    """A checksum of a row's picker fields and of the parts it lacks: a damaged row is read
+    again, never served."""
     # SQLite gives a REAL column back as a float, whatever was stored
     fields = (status, header, message_count, None if last_activity is None else float(last_activity))
-    crc = zlib.crc32(repr(fields).encode("utf-8", "surrogatepass"))
+    # (a row with every part keeps the checksum it had before the column)
+    crc = zlib.crc32(repr((*fields, lacks) if lacks else fields).encode("utf-8", "surrogatepass"))
     for blob in (partial, first_message, name):
         crc = zlib.crc32(b"-" if blob is None else b"+%d:" % len(blob) + bytes(blob), crc)
     return crc

@@ -14,7 +14,7 @@ from .._discovery import _from_ms, _iso, all_of
 from .._errors import CatalogError
 from .._paths import cwd_matches, header_cwd, list_folder
 from ._refresh import RefreshReport, current
-from ._schema import SESSION, ProgressCallback, chunks, read_header
+from ._schema import LISTING, SESSION, ProgressCallback, chunks, read_header
 from ._words import excerpt, fts_query, matches, parse_snippet
 
 Role = Literal["user", "assistant", "tool"]
@@ -165,7 +165,7 @@ def scope(
     else:
         directory, filter_cwd = list_folder(os.getcwd() if cwd is None else cwd, session_dir, create=False)
         directories = [directory]
-    found, report = current(connection, fts, directories, root, on_progress, index=True)
+    found, report = current(connection, fts, directories, root, on_progress, index=True, parts=LISTING)
     out: dict[int, tuple[str, str]] = {}
     for candidate, row in found:
         if row.status != SESSION or row.header is None:

@@ -10,9 +10,11 @@ session its header's ``parentSession`` names, when that session was started earl
 from __future__ import annotations
 
 import functools
+import marshal
 import os
 import re
 import sqlite3
+import zlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -22,7 +24,13 @@ from .._js import MISSING, _days_from_civil, _days_in_month, js_date_ms
 from .._load import parse_line
 from .._paths import resolve_path
 from ._range import read_range
-from ._schema import USAGE_COLUMNS, USAGE_SUMS_COLUMNS, read_header, usage_checksum
+from ._schema import (
+    USAGE_COLUMNS,
+    USAGE_SUMS_COLUMNS,
+    columns_checksum,
+    read_header,
+    usage_checksum,
+)
 
 UsageRow = tuple[str, str, int, str, Any, Any, Any, Any, Any]
 
@@ -203,14 +211,56 @@ def quarter_of(ms: int) -> int:
     return ms // QUARTER_MS
 
 
-def add_usage_rows(connection: sqlite3.Connection, file_id: int, rows: list[UsageRow], damaged: int) -> None:
+class PreparedUsage:
+    """What storing a file's usage rows needs that does not depend on its row's id, made where
+    the file is read (a worker process, for a new file): each row's checksum part and the
+    quarter-hour sums with theirs (see :func:`~._schema.columns_checksum`)."""
+
+    __slots__ = ("row_checksums", "sums")
+
+    def __init__(self, rows: list[UsageRow]) -> None:
+        self.row_checksums = [columns_checksum(row) for row in rows]
+        self.sums = [
+            (*key, *values, columns_checksum((*key, *values))) for key, values in _sums(rows).items()
+        ]
+
+
+def add_usage_rows(
+    connection: sqlite3.Connection,
+    file_id: int,
+    rows: list[UsageRow],
+    damaged: int,
+    prepared: PreparedUsage | None = None,
+) -> None:
     """Store a file's newly read usage rows, add them to its quarter-hour sums, and count its
-    newly read damaged lines."""
+    newly read damaged lines (``prepared``: made from ``rows`` ahead)."""
     if rows:
-        connection.executemany(
-            f"INSERT INTO usage ({USAGE_COLUMNS}, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(file_id, *row, usage_checksum(file_id, *row)) for row in rows],
-        )
+        insert = f"INSERT INTO usage ({USAGE_COLUMNS}, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        if prepared is not None:
+            file_key = marshal.dumps(file_id, 2)  # _schema.with_file_id, its first step once per file
+            crc32 = zlib.crc32
+            connection.executemany(
+                insert,
+                [
+                    (file_id, *row, crc32(file_key, crc))
+                    for row, crc in zip(rows, prepared.row_checksums, strict=True)
+                ],
+            )
+            # a file with no sums yet (read in full: its old ones deleted) takes them as they are
+            if (
+                connection.execute(
+                    "SELECT 1 FROM usage_sums WHERE file_id = ? LIMIT 1", (file_id,)
+                ).fetchone()
+                is None
+            ):
+                connection.executemany(
+                    f"INSERT INTO usage_sums ({USAGE_SUMS_COLUMNS}, crc) VALUES ({', '.join('?' * 16)})",
+                    [(file_id, *row[:-1], crc32(file_key, row[-1])) for row in prepared.sums],
+                )
+                _add_damaged(connection, file_id, damaged)
+                return
+        else:
+            connection.executemany(insert, [(file_id, *row, usage_checksum(file_id, *row)) for row in rows])
         sums = _sums(rows)
         connection.executemany(
             f"INSERT INTO usage_sums ({USAGE_SUMS_COLUMNS}) VALUES ({', '.join('?' * 15)}) "
@@ -232,6 +282,10 @@ def add_usage_rows(connection: sqlite3.Connection, file_id: int, rows: list[Usag
             "WHERE file_id = ? AND model_key = ? AND quarter = ?",
             [(file_id, *key) for key in sums],
         )
+    _add_damaged(connection, file_id, damaged)
+
+
+def _add_damaged(connection: sqlite3.Connection, file_id: int, damaged: int) -> None:
     if damaged:
         connection.execute(
             "INSERT INTO usage_damage (file_id, lines) VALUES (?, ?) "
