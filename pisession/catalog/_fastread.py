@@ -80,13 +80,13 @@ def read_lines(summary: SessionSummary, lines: list[bytes], lacks: int = 0) -> t
     :data:`~._schema.LISTING`: past the header, ``summary`` is left as it is and only the lines
     that may hold usage are decoded)."""
     decoders = _decoders()
-    if lacks & USAGE:
-        if summary.foreign:
-            return [], 0
-        feed_lines(summary, split_cr(lines))
-        return [], 0
+    usage = not lacks & USAGE
     if decoders is None or summary.foreign or summary.messages is not None:
-        return _exact(summary, lines)
+        if usage:
+            return _exact(summary, lines)
+        if not summary.foreign:
+            feed_lines(summary, split_cr(lines))
+        return [], 0
     decode, decode_content, errors = decoders
     rows: list[UsageRow] = []
     damaged = 0
@@ -101,7 +101,8 @@ def read_lines(summary: SessionSummary, lines: list[bytes], lacks: int = 0) -> t
         feed_lines(summary, split_cr([line]))
         if summary.foreign:
             return [], 0  # the exact reading counts nothing of a batch that shows a foreign file
-        damaged += usage_rows([line], None)[1]
+        if usage:
+            damaged += usage_rows([line], None)[1]
     header = summary.header
     fallback: list[int] = []
     if lacks & LISTING:
@@ -115,11 +116,14 @@ def read_lines(summary: SessionSummary, lines: list[bytes], lacks: int = 0) -> t
             except errors:
                 entry = None
             quick = entry is not None and _quick(
-                summary, entry, line, header, rows, fallback, decode_content, errors
+                summary, entry, line, header, rows, fallback, decode_content, errors, usage
             )
             if quick:
                 continue
-        damaged += _exact_line(summary, line, header, rows)
+        if usage:
+            damaged += _exact_line(summary, line, header, rows)
+        else:
+            feed_lines(summary, split_cr([line]))
     return rows, damaged
 
 
@@ -206,20 +210,24 @@ def _quick(
     fallback: list[int],
     decode_content: Callable[[Any], Any],
     errors: tuple[type[Exception], ...],
+    usage: bool,
 ) -> bool:
-    """Take one decoded line; False (nothing taken) where only the exact reading can tell."""
+    """Take one decoded line (its usage row too, with ``usage``); False (nothing taken) where
+    only the exact reading can tell."""
     kind = entry.type
     if kind != "message":
         # only a session's name and usage are read from other entries: those go the exact way
         return not (
-            kind == "session_info" or type(kind) is not str or _USAGE_MARK in line or _ESCAPE_MARK in line
+            kind == "session_info"
+            or type(kind) is not str
+            or (usage and (_USAGE_MARK in line or _ESCAPE_MARK in line))
         )
     message = entry.message
     if message is None:
         return False
     role = message.role
     if role != "user" and role != "assistant":
-        if message.usage is not None:
+        if usage and message.usage is not None:
             return False  # a tool result's usage: the exact way
         summary.message_count += 1  # no text of it is listed (the search index reads it elsewhere)
         return True
@@ -242,7 +250,8 @@ def _quick(
                 parts.append(block.text)
         text = " ".join(parts)
     if (
-        role == "assistant"
+        usage
+        and role == "assistant"
         and message.usage is not None
         and not _usage_row(entry, message, header, rows, fallback)
     ):
