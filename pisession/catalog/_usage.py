@@ -85,43 +85,49 @@ def _as_entry(head: Any) -> dict[str, Any]:
     }
 
 
-_MINUTE = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)", re.ASCII)
-_MINUTE_MS: dict[str, int | None] = {}
-_CACHED_MINUTES = 1 << 16
+_HOUR = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d)", re.ASCII)
+_HOUR_MS: dict[str, int | None] = {}
+_CACHED_HOURS = 1 << 16
 
 
-def _minute_ms(minute: str) -> int | None:
-    """``new Date(minute + ":00.000Z").getTime()`` for ``YYYY-MM-DDTHH:MM`` (None: not a date)."""
-    match = _MINUTE.fullmatch(minute)
+def _hour_ms(hour: str) -> int | None:
+    """``new Date(hour + ":00:00.000Z").getTime()`` for ``YYYY-MM-DDTHH`` (None: not a date)."""
+    match = _HOUR.fullmatch(hour)
     if match is None:
         return None
-    year, month, day, hour, minutes = (int(part) for part in match.groups())
-    if hour > 23 or minutes > 59 or not 1 <= month <= 12 or not 1 <= day <= _days_in_month(year, month):
+    year, month, day, hours = (int(part) for part in match.groups())
+    if hours > 23 or not 1 <= month <= 12 or not 1 <= day <= _days_in_month(year, month):
         return None  # 2026-02-30: JavaScript's ISO form refuses it
-    return _days_from_civil(year, month, day) * 86_400_000 + (hour * 60 + minutes) * 60_000
+    return _days_from_civil(year, month, day) * 86_400_000 + hours * 3_600_000
 
 
 def _timestamp_ms(timestamp: str) -> int | None:
     """``new Date(timestamp).getTime()``: Pi's own form (``2026-11-03T00:20:00.008Z``) read
-    directly, its minute's time cached (the rows of a session share few minutes), anything else
+    directly, its hour's time cached (the rows of a session share few hours), anything else
     by :func:`js_date_ms`."""
-    if len(timestamp) == 24 and timestamp[16] == ":" and timestamp[19] == "." and timestamp[23] == "Z":
-        minute = timestamp[:16]
-        base = _MINUTE_MS.get(minute, -1)
+    if (
+        len(timestamp) == 24
+        and timestamp[13] == ":"
+        and timestamp[16] == ":"
+        and timestamp[19] == "."
+        and timestamp[23] == "Z"
+    ):
+        hour = timestamp[:13]
+        base = _HOUR_MS.get(hour, -1)
         if base == -1:
-            if len(_MINUTE_MS) >= _CACHED_MINUTES:
-                _MINUTE_MS.clear()
-            base = _MINUTE_MS[minute] = _minute_ms(minute)
-        seconds, ms = timestamp[17:19], timestamp[20:23]
+            if len(_HOUR_MS) >= _CACHED_HOURS:
+                _HOUR_MS.clear()
+            base = _HOUR_MS[hour] = _hour_ms(hour)
+        digits = timestamp[14:16] + timestamp[17:19] + timestamp[20:23]  # minutes, seconds, ms
         if (
             base is not None
-            and seconds.isascii()
-            and seconds.isdigit()
-            and ms.isascii()
-            and ms.isdigit()
-            and seconds < "60"
+            and digits.isascii()
+            and digits.isdigit()
+            and digits[:2] < "60"
+            and digits[2:4] < "60"
         ):
-            return base + int(seconds) * 1000 + int(ms)
+            value = int(digits)
+            return base + value // 100_000 * 60_000 + value // 1000 % 100 * 1000 + value % 1000
     return js_date_ms(timestamp)
 
 
