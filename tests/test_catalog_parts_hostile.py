@@ -162,6 +162,24 @@ def test_a_search_first_then_a_report(tmp_path: Path, workers: str) -> None:
 USAGE_LACKED = 1
 
 
+def test_damaged_usage_rows_of_a_once_lacking_row_are_read_again(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    odd_folder(folder)
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        listing(catalog, folder)
+        reporting(catalog, folder)
+        with sqlite3.connect(database) as db:
+            db.execute("UPDATE usage SET input = input + 1 WHERE rowid = (SELECT MIN(rowid) FROM usage)")
+            db.execute(
+                "UPDATE usage_sums SET cost = cost + 1 WHERE file_id = (SELECT MAX(file_id) FROM usage_sums)"
+            )
+            db.execute("UPDATE usage_damage SET lines = lines + 1")
+        reporting(catalog, folder)
+        listing(catalog, folder)
+        reporting(catalog, folder)
+
+
 @pytest.mark.skipif(not hasattr(time, "tzset"), reason="time.tzset: POSIX only")
 def test_rows_lacking_a_part_read_again_in_another_zone(
     tmp_path: Path, workers: str, monkeypatch: pytest.MonkeyPatch

@@ -480,12 +480,21 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
         if not started(links[file_id]) < started(file_id):
             del links[file_id]
     scope: list[tuple[int, int | None]] = [(file_id, links.get(file_id)) for file_id in sessions]
+    # every check is made before any raises: the caller reads the files it names again, once,
+    # so a file named only by a later check would be left damaged
+    failed: set[int] = set()
+    damaged: dict[int, int] = {}
+    groups: list[tuple[Any, ...]] = []
     try:
         damaged = damaged_lines(connection, sessions)
+    except UsageDamaged as error:
+        failed.update(error.file_ids)
+    try:
         groups = usage_groups(connection, scope)
     except UsageDamaged as error:
-        paths = [sessions[file_id][0] for file_id in error.file_ids if file_id in sessions]
-        raise UsageDamaged(error.file_ids, paths) from None
+        failed.update(error.file_ids)
+    if failed:
+        raise UsageDamaged(failed, [sessions[file_id][0] for file_id in failed if file_id in sessions])
     parents = dict(scope)
     for row in rows:
         if row.id in sessions and row.size > row.parsed:
