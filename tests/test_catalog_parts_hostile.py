@@ -268,3 +268,99 @@ def test_the_hour_cache_reads_odd_times_as_javascript_does(text: str) -> None:
 )
 def test_odd_times_of_pis_length(text: str) -> None:
     assert _timestamp_ms(text) == js_date_ms(text)
+
+
+@pytest.mark.parametrize("size", [0, 70_000], ids=["short", "over-the-kept-length"])
+@pytest.mark.parametrize("first", sorted(CALLS))
+def test_an_unfinished_last_line_with_usage(tmp_path: Path, workers: str, first: str, size: int) -> None:
+    folder = tmp_path / "sessions"
+    odd_folder(folder)
+    last = line(assistant("p1", "x" * size, 4.0, "2025-02-06T06:00:00.000Z"))[:-1]
+    path = write(folder / "open.jsonl", header("open"), msg("u", "user", "q"), tail=last)
+    fork = {**header("fork", stamp="2025-02-07T00:00:00.000Z"), "parentSession": str(path)}
+    write(folder / "fork.jsonl", fork, tail=last)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        CALLS[first](catalog, folder)
+        listing(catalog, folder)
+        reporting(catalog, folder)
+        append(path, b"\n" + line(assistant("p2", "y", 1.0, "2025-02-06T06:01:00.000Z"))[:-1])
+        CALLS[first](catalog, folder)
+        reporting(catalog, folder)
+        listing(catalog, folder)
+
+
+def test_one_folders_listing_after_a_report(tmp_path: Path, workers: str) -> None:
+    sessions_root = tmp_path / "sessions"
+    folder = sessions_root / "--project--"
+    odd_folder(folder)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog, Catalog(":memory:") as fresh:
+        reporting(catalog, sessions_root)
+        listed = catalog.list("/project", str(folder))
+        assert [info.path for info in listed] == [info.path for info in fresh.list("/project", str(folder))]
+        assert listed == fresh.list("/project", str(folder))
+        reporting(catalog, sessions_root)
+        assert catalog.list_json("/project", str(folder)) == fresh.list_json("/project", str(folder))
+        hits = catalog.search("question", all=True, session_dir=str(sessions_root))
+        assert [h.session_id for h in hits] == [
+            h.session_id for h in fresh.search("question", all=True, session_dir=str(sessions_root))
+        ]
+
+
+@pytest.mark.parametrize("first", sorted(CALLS))
+def test_a_header_without_its_newline_after_a_damaged_line(tmp_path: Path, workers: str, first: str) -> None:
+    folder = tmp_path / "sessions"
+    odd_folder(folder)
+    path = folder / "open.jsonl"
+    path.write_bytes(b"garbled line\n" + line(header("open"))[:-1])
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        CALLS[first](catalog, folder)
+        listing(catalog, folder)
+        reporting(catalog, folder)
+        append(path, b"\n" + line(assistant("a1", "x", 1.0, "2025-02-06T06:00:00.000Z")))
+        CALLS[first](catalog, folder)
+        listing(catalog, folder)
+        reporting(catalog, folder)
+
+
+@pytest.mark.parametrize("grow", [False, True], ids=["as-is", "grown-between"])
+@pytest.mark.parametrize("outer", sorted(CALLS))
+def test_another_catalog_writes_the_rows_between_a_calls_look_and_its_write_pass(
+    tmp_path: Path, workers: str, outer: str, grow: bool
+) -> None:
+    """The other catalog makes the rows (with the other part) after this call decided which files
+    are new and read them ahead for its own part only."""
+    folder = tmp_path / "sessions"
+    odd_folder(folder)
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as mine, Catalog(database) as other:
+        done = []
+
+        def meanwhile(_done: int, _total: int) -> None:
+            if not done:
+                done.append(1)
+                (listing if outer == "reporting" else reporting)(other, folder)
+                if grow:
+                    append(
+                        folder / "usage4.jsonl",
+                        line(assistant("g1", "grown", 2.5, "2025-02-05T03:00:00.000Z")),
+                    )
+                    append(folder / "s1.jsonl", b"garbled\n")
+
+        if outer == "reporting":
+            made = usage_report(
+                "daily", session_dir=str(folder), timezone="UTC", catalog=mine, on_progress=meanwhile
+            )
+            assert done
+            if not grow:
+                assert (
+                    made.to_wire(),
+                    sorted((Path(s.path).name, s.reason) for s in made.skipped),
+                ) == report(folder, False)
+        else:
+            listed = mine.list_all(str(folder), meanwhile)
+            assert done
+            if not grow:
+                assert listed == list_all_sessions(str(folder))
+        for catalog in (mine, other):
+            listing(catalog, folder)
+            reporting(catalog, folder)
