@@ -364,3 +364,28 @@ def test_another_catalog_writes_the_rows_between_a_calls_look_and_its_write_pass
         for catalog in (mine, other):
             listing(catalog, folder)
             reporting(catalog, folder)
+
+
+@pytest.mark.parametrize("order", [("listing", "reporting"), ("reporting", "listing")])
+def test_the_parts_without_msgspec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: tuple[str, str]
+) -> None:
+    import pisession.catalog._fastread as fastread
+
+    monkeypatch.setenv("PISESSION_WORKERS", "1")
+    monkeypatch.setattr(fastread, "_decoders", lambda: None)
+    folder = tmp_path / "sessions"
+    odd_folder(folder)
+    path, rest = pending_then_session(folder)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        for name in order:
+            CALLS[name](catalog, folder)
+        append(path, rest)
+        append(
+            folder / "usage5.jsonl",
+            b"garbled\n" + line(assistant("n1", "x", 1.0, "2025-02-06T07:00:00.000Z")),
+        )
+        for name in order:
+            CALLS[name](catalog, folder)
+        listing(catalog, folder)
+        reporting(catalog, folder)
