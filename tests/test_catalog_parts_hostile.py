@@ -4,6 +4,7 @@ catalog and a usage report (its rows and what it skipped) is the one read withou
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ from pisession.catalog import Catalog
 from pisession.catalog._usage import _timestamp_ms
 from pisession.usage import usage_report
 from tests.test_catalog import append, header, line, msg, write
+from tests.test_catalog_fastread import HEADER, ODD_LINES
 from tests.test_catalog_workers import assistant, odd_folder
 
 
@@ -389,3 +391,48 @@ def test_the_parts_without_msgspec(
             CALLS[name](catalog, folder)
         listing(catalog, folder)
         reporting(catalog, folder)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    lines=st.lists(st.sampled_from(range(len(ODD_LINES))), min_size=1, max_size=12),
+    cuts=st.lists(st.integers(0, 2000), min_size=1, max_size=3),
+    calls=st.lists(st.sampled_from(sorted(CALLS)), min_size=2, max_size=4),
+    garbage_first=st.booleans(),
+)
+def test_a_file_grown_in_pieces_under_any_calls(
+    tmp_path_factory: pytest.TempPathFactory,
+    lines: list[int],
+    cuts: list[int],
+    calls: list[str],
+    garbage_first: bool,
+) -> None:
+    """Odd lines written in pieces cut anywhere (inside the header too), each piece followed by a
+    call for one part: every call gives what reading the files without a catalog gives."""
+    tmp_path = tmp_path_factory.mktemp("grown")
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    whole = (
+        (b"not json\n" if garbage_first else b"")
+        + b"\n".join([HEADER, *(ODD_LINES[n] for n in lines)])
+        + b"\n"
+    )
+    ends = sorted({min(cut, len(whole)) for cut in cuts} | {len(whole)})
+    path = folder / "grown.jsonl"
+    path.write_bytes(b"")
+    written = 0
+    before = os.environ.get("PISESSION_WORKERS")
+    os.environ["PISESSION_WORKERS"] = "1"  # (hypothesis runs a function-scoped fixture once only)
+    try:
+        with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+            for step, end in enumerate(ends):
+                append(path, whole[written:end])
+                written = end
+                CALLS[calls[step % len(calls)]](catalog, folder)
+            for name in calls:
+                CALLS[name](catalog, folder)
+    finally:
+        if before is None:
+            del os.environ["PISESSION_WORKERS"]
+        else:
+            os.environ["PISESSION_WORKERS"] = before
