@@ -436,3 +436,22 @@ def test_a_file_grown_in_pieces_under_any_calls(
             del os.environ["PISESSION_WORKERS"]
         else:
             os.environ["PISESSION_WORKERS"] = before
+
+
+def test_a_damaged_parent_row_is_caught_for_a_forks_unfinished_last_line(tmp_path: Path) -> None:
+    """The fork's only usage is a copy of its parent's on a last line without its newline: the
+    parent's row it is told by is checked too (else the copy counts twice)."""
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    first = assistant("a1", "one", 1.0, "2025-04-01T10:00:00.000Z")
+    parent = write(folder / "parent.jsonl", header("parent"), msg("u", "user", "q"), first)
+    fork = {**header("fork", stamp="2025-04-01T11:00:00.000Z"), "parentSession": str(parent)}
+    write(folder / "fork.jsonl", fork, msg("u", "user", "q"), tail=line(first)[:-1])
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        listing(catalog, folder)
+        reporting(catalog, folder)
+        with sqlite3.connect(database) as db:
+            db.execute("UPDATE usage SET entry_id = 'flipped'")
+        reporting(catalog, folder)
+        listing(catalog, folder)

@@ -399,6 +399,7 @@ def usage_groups(
     parent file id or None)``; the rows a file shares with its parent are left out. Every row
     read is checked: :class:`UsageDamaged` names the files whose rows fail."""
     connection.execute("CREATE TEMP TABLE IF NOT EXISTS usage_scope (file_id INTEGER PRIMARY KEY, parent_id)")
+    scope = list(scope)
     connection.execute("DELETE FROM temp.usage_scope")
     connection.executemany("INSERT INTO temp.usage_scope VALUES (?, ?)", scope)
     try:
@@ -419,7 +420,9 @@ def usage_groups(
             if row[-1]:
                 damaged.add(row[0])
             groups.append(row[:-1])
-        if forks:
+        # (a fork with no rows of its own past its parent's still has them checked: the copy on
+        # its unfinished last line, see _unfinished_line, is told by them too)
+        if any(parent_id is not None for _, parent_id in scope):
             damaged.update(file_id for (file_id,) in connection.execute(_DAMAGED_PARENT_ROWS))
         if damaged:
             raise UsageDamaged(damaged)
