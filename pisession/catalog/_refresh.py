@@ -657,8 +657,10 @@ def _store(
     if summary.foreign:
         partial = b""
     status = FOREIGN if summary.foreign else SESSION if summary.header is not None else PENDING
-    # what is no session (yet) has no usage rows and lists as it reads whatever was left out
-    lacks = read.lacks if status == SESSION else 0
+    # what is no session has no usage rows and lists as it reads whatever was left out; a file
+    # whose header is not written yet keeps the count of the damaged lines before it (they are
+    # not read again when it grows into a session), or says it lacks them
+    lacks = read.lacks if status == SESSION else read.lacks & USAGE if status == PENDING else 0
     head, tail = _edges(read.head, read.tail, read.total, start, old if appended else None)
     if index or status != SESSION:
         indexed = start + cut  # a file that is no session has nothing to index
@@ -723,7 +725,7 @@ def _store(
         )
     if summary.messages and status == SESSION:
         add_entry_rows(connection, fts, file_id, summary.messages)
-    if status == SESSION and not lacks & USAGE:
+    if status != FOREIGN and not lacks & USAGE:
         from ._usage import add_usage_rows
 
         add_usage_rows(connection, file_id, usage, damaged, read.prepared)

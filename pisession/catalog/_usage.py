@@ -399,6 +399,7 @@ def usage_groups(
     parent file id or None)``; the rows a file shares with its parent are left out. Every row
     read is checked: :class:`UsageDamaged` names the files whose rows fail."""
     connection.execute("CREATE TEMP TABLE IF NOT EXISTS usage_scope (file_id INTEGER PRIMARY KEY, parent_id)")
+    scope = list(scope)
     connection.execute("DELETE FROM temp.usage_scope")
     connection.executemany("INSERT INTO temp.usage_scope VALUES (?, ?)", scope)
     try:
@@ -419,7 +420,9 @@ def usage_groups(
             if row[-1]:
                 damaged.add(row[0])
             groups.append(row[:-1])
-        if forks:
+        # (a fork with no rows of its own past its parent's still has them checked: the copy on
+        # its unfinished last line, see _unfinished_line, is told by them too)
+        if any(parent_id is not None for _, parent_id in scope):
             damaged.update(file_id for (file_id,) in connection.execute(_DAMAGED_PARENT_ROWS))
         if damaged:
             raise UsageDamaged(damaged)
@@ -480,12 +483,21 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
         if not started(links[file_id]) < started(file_id):
             del links[file_id]
     scope: list[tuple[int, int | None]] = [(file_id, links.get(file_id)) for file_id in sessions]
+    # every check is made before any raises: the caller reads the files it names again, once,
+    # so a file named only by a later check would be left damaged
+    failed: set[int] = set()
+    damaged: dict[int, int] = {}
+    groups: list[tuple[Any, ...]] = []
     try:
         damaged = damaged_lines(connection, sessions)
+    except UsageDamaged as error:
+        failed.update(error.file_ids)
+    try:
         groups = usage_groups(connection, scope)
     except UsageDamaged as error:
-        paths = [sessions[file_id][0] for file_id in error.file_ids if file_id in sessions]
-        raise UsageDamaged(error.file_ids, paths) from None
+        failed.update(error.file_ids)
+    if failed:
+        raise UsageDamaged(failed, [sessions[file_id][0] for file_id in failed if file_id in sessions])
     parents = dict(scope)
     for row in rows:
         if row.id in sessions and row.size > row.parsed:
