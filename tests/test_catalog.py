@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import pisession.catalog._change as change_module
 import pisession.catalog._refresh as refresh_module
 from pisession import CatalogError, SessionManager, to_wire
 from pisession._discovery import list_all_sessions, list_sessions
@@ -261,8 +262,8 @@ def test_a_file_written_just_after_it_was_read_is_read_again(
     tmp_path: Path, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Same size, same mtime tick: only the time of the read tells (git's "racily clean" files)."""
-    monkeypatch.setattr(refresh_module, "_RACY_NS", 10**12)  # "just after", however slow this machine is
-    monkeypatch.setattr(refresh_module, "_RACY_COARSE_NS", 10**12)
+    monkeypatch.setattr(change_module, "_RACY_NS", 10**12)  # "just after", however slow this machine is
+    monkeypatch.setattr(change_module, "_RACY_COARSE_NS", 10**12)
     folder = tmp_path / "sessions"
     folder.mkdir()
     path = folder / "s.jsonl"

@@ -163,3 +163,43 @@ def test_the_checksums_made_ahead_are_the_ones_sqlite_makes(tmp_path: Path, work
     assert rows and sums
     assert all(stored == made for stored, made in rows)
     assert all(stored == made for stored, made in sums)
+
+
+def test_a_lacking_part_is_filled_in_and_the_part_the_row_had_is_kept(tmp_path: Path, workers: str) -> None:
+    # The second call reads the lines a row covers for the part it lacks, alone: the usage rows
+    # a report wrote stay as they were written when a listing fills the listing in, and the
+    # other way round; the rows then serve both, warm.
+    folder = tmp_path / "sessions"
+    odd_folder(folder)
+    expected = report(folder, False)
+    database = tmp_path / "catalog.sqlite3"
+
+    def stored() -> tuple[list[Any], list[Any]]:
+        with sqlite3.connect(database) as db:
+            usage = db.execute("SELECT rowid, * FROM usage ORDER BY rowid").fetchall()
+            files = db.execute("SELECT id, path, parsed, crc, header FROM files ORDER BY id").fetchall()
+        return usage, files
+
+    with Catalog(database) as catalog:
+        report(folder, catalog)
+        before = stored()
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+        assert stored() == before  # the same usage rows and files rows, not written again
+        assert set(lacks(database).values()) == {0}
+        assert report(folder, catalog) == expected
+        assert catalog.last_report.read == 0
+    other = tmp_path / "other.sqlite3"
+    with Catalog(other) as catalog:
+        listed = catalog.list_all_json(str(folder))
+        with sqlite3.connect(other) as db:
+            texts = db.execute(
+                "SELECT id, all_text, wire_head, first_message FROM files ORDER BY id"
+            ).fetchall()
+        assert report(folder, catalog) == expected
+        with sqlite3.connect(other) as db:
+            assert (
+                db.execute("SELECT id, all_text, wire_head, first_message FROM files ORDER BY id").fetchall()
+                == texts
+            )
+        assert catalog.list_all_json(str(folder)) == listed
+        assert catalog.last_report.read == 0

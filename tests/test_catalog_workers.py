@@ -92,10 +92,10 @@ def test_the_workers_are_used_and_read_each_file_once(
     in_parent: list[str] = []
     read = refresh_module._read
 
-    def counted(connection: Any, fts: bool, handle: Any, old: Any, index: bool, path: str, parts: int) -> Any:
+    def counted(connection: Any, fts: bool, handle: Any, old: Any, index: bool, *rest: Any) -> Any:
         if os.getpid() == parent:
             in_parent.append(handle.name)
-        return read(connection, fts, handle, old, index, path, parts)
+        return read(connection, fts, handle, old, index, *rest)
 
     parent = os.getpid()
     monkeypatch.setattr(refresh_module, "_read", counted)

@@ -2,7 +2,8 @@
 
 How a file is brought up to date (not opened, its new lines parsed, read in full, or its rows
 deleted) is told once, in :mod:`pisession.catalog`'s docstring: :func:`_unchanged`,
-:func:`_grew`, :func:`_update` and :func:`_delete` do it.
+:func:`._change.grew`, :func:`_update` and :func:`_delete` do it (when a file is unchanged
+or only grew is :mod:`._change`'s rule).
 
 Per file, the whole lines newly read reach the rows that hang off a ``files`` row through
 :func:`add_entry_rows`, and leave through :func:`drop_entry_rows` (a file read again in full, or
@@ -13,21 +14,17 @@ write transaction as the file's row.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import sqlite3
 import stat
 import time
-import zlib
 from typing import Any
 
 from .._discovery import (
-    SessionInfo,
     SessionSummary,
     feed_lines,
     folder_names,
     root_files,
-    row_json,
     split_cr,
 )
 from .._errors import CatalogError
@@ -42,7 +39,9 @@ from .._load import (
     warn_long_lines,
 )
 from .._record import Record, replace
-from ._range import _EDGE, CheckedRange, read_range
+from ._change import edges, file_crc, grew, same_row
+from ._range import CheckedRange, read_range
+from ._rowjson import made_ahead
 from ._schema import (
     EVERY_PART,
     FILE_COLUMNS,
@@ -64,11 +63,6 @@ from ._schema import (
 )
 
 _PARTIAL_MAX = 1 << 16  # a longer unfinished last line is read again from the file, not stored
-# A write lands in the mtime tick it happens in; the kernel's coarse clock lags by a few ms where
-# times have sub-millisecond digits, file systems that keep whole seconds (FAT: two) lag by more.
-_RACY_NS = 50_000_000
-_RACY_COARSE_NS = 2_000_000_000
-_CHECK_BLOCK = 1 << 20
 _COMMIT_EVERY = 0.25  # seconds: short write transactions let other processes take turns
 # Write passes before a call gives up on a catalog another process keeps rebuilding (and reads
 # the files instead): the first catches up what changed, the others what a rebuild removed.
@@ -214,7 +208,7 @@ def current(
                 fts,
                 stale,
                 changed,
-                {c.path for c in changed if c.path not in rows},
+                _read_ahead(changed, rows, parts, index),
                 index,
                 parts,
                 counts,
@@ -259,6 +253,27 @@ def finish(connection: sqlite3.Connection) -> None:
                 connection.execute("ROLLBACK")
 
 
+def _read_ahead(
+    changed: list[Candidate], rows: dict[str, Row], parts: int, index: bool
+) -> dict[str, tuple[int, int | None]]:
+    """The files a write pass may have read by worker processes, each with the parts its read
+    leaves out and where it ends: those with no row (every part the call does not need, to
+    the end), and those whose row lacks a part the call needs: of a file unchanged since, the
+    row's lines for that part alone (:func:`_fill`); else in full, less only what the row lacked
+    and the call does not need (rows only ever gain parts)."""
+    ahead: dict[str, tuple[int, int | None]] = {}
+    for candidate in changed:
+        row = rows.get(candidate.path)
+        if row is None:
+            ahead[candidate.path] = (EVERY_PART & ~parts, None)
+        elif row.lacks & parts and row.intact():
+            if not index and candidate.stat is not None and same_row(row, candidate.stat):
+                ahead[candidate.path] = (EVERY_PART & ~(row.lacks & parts), row.parsed)
+            else:
+                ahead[candidate.path] = (row.lacks & ~parts, None)
+    return ahead
+
+
 def _unindexed(row: Row) -> bool:
     return row.indexed < row.parsed
 
@@ -272,7 +287,7 @@ def _write_pass(
     fts: bool,
     stale: list[str],
     changed: list[Candidate],
-    new: set[str],
+    ahead: dict[str, tuple[int, int | None]],
     index: bool,
     parts: int,
     counts: dict[str, int],
@@ -282,16 +297,20 @@ def _write_pass(
     total: int,
 ) -> None:
     """Delete the rows of files gone and catch the changed files up, in short write transactions;
-    the files in ``new`` (no row when this pass began) are read by worker processes when there
-    are enough of them (:mod:`._workers`)."""
+    the files in ``ahead`` (no row when this pass began, or a row lacking a part the call
+    needs: see :func:`_read_ahead`) are read by worker processes when there are enough of them
+    (:mod:`._workers`)."""
     from ._workers import prefetched
 
     done = total - len(changed)
     if on_progress is not None and changed:
         on_progress(done, total)
     dropped = 0  # search rows deleted: their words must then be purged from the index
-    paths = [c.path for c in changed if c.path in new]
-    read = functools.partial(read_new_file, lacks=EVERY_PART & ~parts)
+    paths = [c.path for c in changed if c.path in ahead]
+
+    def read(path: str, index: bool) -> FileRead | str:
+        return read_new_file(path, index, *ahead[path])
+
     with prefetched(paths, index, read, warm_up) as reads:
         started = time.monotonic()
         connection.execute("BEGIN IMMEDIATE")
@@ -303,8 +322,8 @@ def _write_pass(
                     connection.execute("COMMIT")
                     connection.execute("BEGIN IMMEDIATE")
                     started = time.monotonic()
-                ahead = next(reads) if candidate.path in new else None
-                row, outcome, deleted = _update(connection, fts, candidate, index, parts, ahead)
+                done_ahead = next(reads) if candidate.path in ahead else None
+                row, outcome, deleted = _update(connection, fts, candidate, index, parts, done_ahead)
                 dropped += deleted
                 if row is None:
                     unread.add(candidate.path)
@@ -433,21 +452,23 @@ class FileRead(Record):
     long_lines: list[tuple[int, int]]
     numbered: bool
     lacks: int  # the parts not read (see _schema.USAGE)
+    filled: int  # the parts a row lacked that this read of its lines fills in (0: not such a read)
     all_text: bytes  # the row's text and JSON made ahead (in the worker, for a new file)
     modified: float | None
     wire_head: bytes | None
 
 
-def read_new_file(path: str, index: bool, lacks: int = 0) -> FileRead | str:
-    """Read a file that has no row, in full (less the parts ``lacks``): what :func:`_update`
-    would read of it, or why it cannot be read (run in a worker process: it touches no
-    database)."""
+def read_new_file(path: str, index: bool, lacks: int = 0, fill_to: int | None = None) -> FileRead | str:
+    """Read a file in full (less the parts ``lacks``), as :func:`_update` would read it with no
+    row or a row lacking a part it needs, or why it cannot be read (run in a worker process: it
+    touches no database)."""
     try:
         handle = open_regular(path)
     except OSError as error:
         return f"cannot be read: {error.strerror or error}"
     with handle:
-        read = _read(None, False, handle, None, index, path, EVERY_PART & ~lacks)
+        fill = None if fill_to is None else (EVERY_PART & ~lacks, fill_to)
+        read = _read(None, False, handle, None, index, path, EVERY_PART & ~lacks, fill)
     assert isinstance(read, FileRead)
     return read
 
@@ -476,7 +497,8 @@ def _update(
 
     With ``index``, its messages also reach the search index (listing alone leaves that to
     the first search: the index is most of a first build's cost). ``prefetched``: the file read
-    in full by :func:`read_new_file` (a worker process), used if the file still has no row.
+    in full by :func:`read_new_file` (a worker process), used if the file still has no row, or
+    its row still lacks a part of ``parts`` and had every part the read has.
     """
     path = candidate.path
     found = connection.execute(f"SELECT {FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
@@ -485,8 +507,17 @@ def _update(
     if old is not None and not old.intact():
         deleted = _delete(connection, fts, path)  # damaged: read the file again, from scratch
         old = None
-    if old is None and prefetched is not None:
+    if isinstance(prefetched, FileRead) and prefetched.filled and not _fills(old, prefetched):
+        prefetched = None  # the row or the file changed since: read here
+    if prefetched is not None and (
+        old is None
+        or (
+            old.lacks & parts
+            and (isinstance(prefetched, str) or prefetched.filled or not prefetched.lacks & ~old.lacks)
+        )
+    ):
         if isinstance(prefetched, str):
+            deleted += 0 if old is None else _delete(connection, fts, path)
             return None, prefetched, deleted
         read = prefetched
     else:
@@ -502,7 +533,73 @@ def _update(
         read = outcome
     if read.long_lines:
         warn_long_lines(path, read.long_lines, at_bytes=not read.numbered, listed=True)
+    if read.filled:
+        assert old is not None
+        return _fill(connection, old, read), "read", deleted
     return _store(connection, fts, candidate, old, read, index, deleted)
+
+
+def _fills(old: Row | None, read: FileRead) -> bool:
+    """Whether ``read`` (of a row's lines, for parts it lacked) fills ``old`` in: the row still
+    lacks those parts and covers those lines, of the file as it was read."""
+    return (
+        old is not None
+        and old.lacks & read.filled == read.filled
+        and old.parsed == read.total
+        and same_row(old, read.stats)
+    )
+
+
+def _fill(connection: sqlite3.Connection, old: Row, read: FileRead) -> Row:
+    """Write the parts ``read`` filled in to the row ``old`` lacked them in; the rest of the row
+    (what the file is, how far it was read, its other part) stays as it was."""
+    lacks = old.lacks & ~read.filled
+    zone = read.zone if read.zone_read or old.zone is not None else None
+    row = old
+    if read.filled & LISTING:
+        summary = read.summary
+        row = replace(
+            row,
+            message_count=summary.message_count,
+            first_message=pack(summary.first_message),
+            name=None if summary.name is None else pack(summary.name),
+            last_activity=summary.last_activity,
+        )
+        connection.execute(
+            "UPDATE files SET message_count = ?, first_message = ?, name = ?, last_activity = ?, "
+            "modified = ?, text_crc = ?, wire_head = ?, all_text = ? WHERE id = ?",
+            (
+                row.message_count,
+                row.first_message,
+                row.name,
+                row.last_activity,
+                read.modified,
+                text_checksum(read.all_text, read.wire_head, read.modified),
+                read.wire_head,
+                read.all_text,
+                old.id,
+            ),
+        )
+    if read.filled & USAGE and old.status != FOREIGN:
+        from ._usage import add_usage_rows, drop_usage_rows
+
+        drop_usage_rows(connection, old.id)
+        add_usage_rows(connection, old.id, read.usage, read.damaged, read.prepared)
+    row_crc = row_checksum(
+        row.partial,
+        row.status,
+        row.header,
+        row.message_count,
+        row.first_message,
+        row.name,
+        row.last_activity,
+        lacks,
+    )
+    row = replace(row, row_crc=row_crc, zone=zone, lacks=lacks)
+    connection.execute(
+        "UPDATE files SET row_crc = ?, zone = ?, lacks = ? WHERE id = ?", (row_crc, zone, lacks, old.id)
+    )
+    return row
 
 
 def _read(
@@ -513,25 +610,30 @@ def _read(
     index: bool,
     path: str,
     parts: int,
+    fill: tuple[int, int] | None = None,
 ) -> FileRead | Row:
     """Read an open file as :func:`_update` needs it: its row, when it is as it was read (caught
     up in the search index with ``index``) and has the ``parts`` asked for, else what reading it
     (in full, or from its old end) gave. Touches no database when ``old`` is None.
 
     A read leaves out what the file's row already went without (a new file: every part not
-    asked for), unless it is asked for: then the file is read again in full."""
+    asked for). A row that lacks a part asked for, of a file unchanged since, has that part
+    filled in: ``fill`` (the parts, and the row's ``parsed``) reads the lines the row covers
+    for those parts alone (see :func:`_fill`); a changed one is read again in full."""
     zone = local_zone_key()
     checked_ns = time.time_ns()
     stats = os.fstat(handle.fileno())
     size = stats.st_size
-    lacking = old is not None and bool(old.lacks & parts)  # a part asked for: read in full
-    fresh = old is not None and not lacking and _same(old, stats)  # another process may have caught it up
+    lacking = old is not None and bool(old.lacks & parts)  # a part asked for: filled, or read in full
+    if fill is None and lacking and not index and old is not None and same_row(old, stats):
+        fill = (old.lacks & parts, old.parsed)
+    fresh = old is not None and not lacking and same_row(old, stats)  # another process may have caught it up
     # written in the tick it was read in: unchanged if its bytes are (far cheaper than parsing)
     if (
         old is not None
         and not lacking
         and not fresh
-        and _same(old, stats, racy_too=True)
+        and same_row(old, stats, racy_too=True)
         and file_crc(handle, size + 1) == old.crc
     ):
         assert connection is not None
@@ -548,7 +650,7 @@ def _read(
     start = 0
     summary = SessionSummary(messages=[] if index else None)
     # what was read before in another zone's local time is read again, in this one
-    appended = old is not None and not lacking and old.zone in (None, zone) and _grew(old, stats, handle)
+    appended = old is not None and not lacking and old.zone in (None, zone) and grew(old, stats, handle)
     zone_reads = local_zone_reads()
     if appended:
         assert old is not None and connection is not None
@@ -566,11 +668,14 @@ def _read(
             _index(connection, fts, old.id, handle, old.indexed, old.parsed)
     # an appended read adds to what the row has, and lacks what it lacks
     lacks = old.lacks if appended and old is not None else (EVERY_PART if old is None else old.lacks) & ~parts
+    end = size
+    if fill is not None:  # the row's lines, read for the parts it lacks alone
+        start, appended, end, lacks = 0, False, fill[1], EVERY_PART & ~fill[0]
     handle.seek(start)
     # read in chunks, whole lines parsed as they come: a file costs its longest line (at most
     # MAX_LINE_BYTES, a longer one is read past unheld), not its size
     crc_from, crc = (0, 0) if start == 0 or old is None else (old.size - start, old.crc)
-    reader = CheckedRange(handle, size - start, crc_from, crc)
+    reader = CheckedRange(handle, end - start, crc_from, crc)
     from ._fastread import read_lines
     from ._usage import PreparedUsage
 
@@ -611,7 +716,9 @@ def _read(
             take([last[:ended]])
         cut, partial = offset, last[ended:]
     all_text = pack_text(" ".join(summary.texts))
-    modified, wire_head = (None, None) if lacks & LISTING else _made_ahead(summary, path, partial)
+    # (a row read in part has the unfinished last line it had: nothing past it if none)
+    made_partial = partial if fill is None else b"" if size == end else None
+    modified, wire_head = (None, None) if lacks & LISTING else made_ahead(summary, path, made_partial)
     summary.texts = []  # kept as all_text: not sent twice from a worker
     return FileRead(
         stats=stats,
@@ -633,6 +740,7 @@ def _read(
         long_lines=long_lines,
         numbered=numbered,
         lacks=lacks,
+        filled=0 if fill is None else fill[0],
         all_text=all_text,
         modified=modified,
         wire_head=wire_head,
@@ -661,7 +769,7 @@ def _store(
     # whose header is not written yet keeps the count of the damaged lines before it (they are
     # not read again when it grows into a session), or says it lacks them
     lacks = read.lacks if status == SESSION else read.lacks & USAGE if status == PENDING else 0
-    head, tail = _edges(read.head, read.tail, read.total, start, old if appended else None)
+    head, tail = edges(read.head, read.tail, read.total, start, old if appended else None)
     if index or status != SESSION:
         indexed = start + cut  # a file that is no session has nothing to index
     else:
@@ -733,48 +841,6 @@ def _store(
     return row, "appended" if appended else "read", deleted
 
 
-def _made_ahead(
-    summary: SessionSummary, path: str, partial: bytes | None
-) -> tuple[float | None, bytes | None]:
-    """The picker row's ``modified`` (POSIX time) and its JSON up to the message text, as
-    :func:`pisession._discovery.row_json` writes them: what a listing copies as it is. (None,
-    None) where the row depends on more than the whole lines read (an unfinished last line, or
-    no time but the file's mtime) or is not a session's. (A time read in the local time zone
-    holds in that zone: the row keeps it, and is read again in another.)"""
-    if partial != b"":
-        return None, None
-    info = summary.info(path, None)  # a header time in local time: the row keeps the zone
-    if info is None:
-        return None, None
-    info = replace(info, all_messages_text="")
-    try:
-        row = _plain_row_json(info) or row_json(info)
-    except RecursionError:  # a header id nested deeper than the json module goes
-        return None, None
-    empty_text = b'"allMessagesText": ""\n  }'
-    assert row.endswith(empty_text)
-    return info.modified.timestamp(), row[: -len(empty_text) + len(b'"allMessagesText": ')]
-
-
-def _plain_row_json(info: SessionInfo) -> bytes | None:
-    """:func:`row_json`'s bytes written by orjson (the json module's encoder with ``indent`` is
-    pure Python: most of a row's cost), where they are the same: a row of text, safe integers
-    and nulls (orjson refuses lone surrogates); None for anything else, or without orjson."""
-    wire = info.to_wire()
-    for value in wire.values():
-        kind = type(value)
-        if not (kind is str or value is None or (kind is int and -(2**63) <= value < 2**64)):
-            return None
-    try:
-        import orjson
-    except ImportError:  # pragma: no cover - a dependency, optional at run time
-        return None
-    try:
-        return orjson.dumps([wire], option=orjson.OPT_INDENT_2)[2:-2]
-    except TypeError:
-        return None
-
-
 # ----------------------------------------------------------------------------------- change detection
 
 
@@ -792,103 +858,5 @@ def _unchanged(candidate: Candidate, row: Row | None, parts: int) -> bool:
         and candidate.stat is not None
         and not row.lacks & parts
         and row.intact()
-        and _same(row, candidate.stat)
+        and same_row(row, candidate.stat)
     )
-
-
-def settled(mtime_ns: int, checked_ns: int) -> bool:
-    """Whether a file last written at ``mtime_ns`` was written clearly before it was read at
-    ``checked_ns`` (see ``_RACY_NS``); the dataset's manifest follows the same rule."""
-    margin = _RACY_COARSE_NS if mtime_ns % 1_000_000 == 0 else _RACY_NS
-    return mtime_ns < checked_ns - margin
-
-
-def same_file(
-    stats: os.stat_result,
-    dev: int,
-    ino: int,
-    size: int,
-    mtime_ns: int,
-    ctime_ns: int,
-    checked_ns: int,
-    *,
-    racy_too: bool = False,
-) -> bool:
-    """The file is as it was when it was read at ``checked_ns`` (with that device, inode, size,
-    mtime and ctime), and was not written too close to that read to tell: the change rule of the
-    catalog and of the dataset's manifest.
-
-    A file written in the same timestamp tick as (or after) the read might have changed without
-    its size or mtime changing ("racily clean", as git calls it): ``racy_too`` leaves that to the
-    caller, who compares its bytes (:func:`file_crc`) with the checksum of those it read.
-    """
-    return (
-        (racy_too or settled(stats.st_mtime_ns, checked_ns))
-        and stat.S_ISREG(stats.st_mode)
-        and dev == stats.st_dev
-        and ino == stats.st_ino
-        and size == stats.st_size
-        and mtime_ns == stats.st_mtime_ns
-        # a rewrite that puts the old mtime back (touch -r, a redaction script) still moves ctime
-        and ctime_ns == stats.st_ctime_ns
-    )
-
-
-def _same(row: Row, stats: os.stat_result, racy_too: bool = False) -> bool:
-    """:func:`same_file` for a row; a file whose dates were read in local time and another time
-    zone than this one's is read again."""
-    return same_file(
-        stats, row.dev, row.ino, row.size, row.mtime_ns, row.ctime_ns, row.checked_ns, racy_too=racy_too
-    ) and (
-        # (the zone key is a repr: built only for a row read in local time, not for every row listed)
-        row.zone is None or row.zone == local_zone_key()
-    )
-
-
-def _grew(row: Row, stats: os.stat_result, handle: Any) -> bool:
-    """Same file, larger, and the bytes it had are still there: only its new end needs parsing.
-
-    "Still there" is checked on every byte (the checksum of what was read before), not only at
-    the edges: a line rewritten in the middle and then appended to must be read again. Checking
-    costs a read of the old bytes, a small part of what parsing them again would.
-    """
-    if (row.dev, row.ino) != (stats.st_dev, stats.st_ino) or stats.st_size <= row.size:
-        return False
-    handle.seek(0)
-    if handle.read(len(row.head)) != row.head:
-        return False
-    handle.seek(row.size - len(row.tail))
-    if handle.read(len(row.tail)) != row.tail:
-        return False
-    handle.seek(0)
-    crc = 0
-    left = row.size
-    while left > 0:
-        block = handle.read(min(left, _CHECK_BLOCK))
-        if not block:
-            return False
-        crc = zlib.crc32(block, crc)
-        left -= len(block)
-    return crc == row.crc
-
-
-def file_crc(handle: Any, limit: int) -> int:
-    """The CRC-32 of at most ``limit`` bytes read from ``handle``'s position, block by block."""
-    crc = 0
-    while limit > 0:
-        block = handle.read(min(limit, _CHECK_BLOCK))
-        if not block:
-            break
-        crc = zlib.crc32(block, crc)
-        limit -= len(block)
-    return crc
-
-
-def _edges(head: bytes, tail: bytes, length: int, start: int, old: Row | None) -> tuple[bytes, bytes]:
-    """The first and last bytes of the file's content as now read (``length`` bytes from
-    ``start``, of which ``head`` and ``tail`` are the first and last ``_EDGE``)."""
-    if old is None or start == 0:
-        return head, tail
-    if length >= _EDGE:
-        return old.head, tail
-    return old.head, (old.tail + head[old.size - start :])[-_EDGE:]  # head: all that was read

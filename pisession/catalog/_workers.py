@@ -1,11 +1,12 @@
 """Reading the files a first build needs in worker processes, while this process writes the rows.
 
 A cold catalog (a new user, a fresh container, a CI job) reads every session once; parsing is
-CPU-bound, so it uses every core: the files that have no row yet are read in full by a pool of
-worker processes (the refresh's reader, handed in, which touches no database),
-in the order the refresh stores them, and the refresh writes each result as it comes, in its
-own short transactions. Everything else a refresh does (catching a grown file up, checking a
-changed one, a row another process wrote meanwhile) stays in this process, unchanged.
+CPU-bound, so it uses every core: the files that have no row yet (or a row lacking a part the
+call needs) are read in full by a pool of worker processes (the refresh's reader, handed in,
+which touches no database), in the order the refresh stores them, and the refresh writes each
+result as it comes, in its own short transactions. Everything else a refresh does (catching a
+grown file up, checking a changed one, a row another process wrote meanwhile) stays in this
+process, unchanged.
 
 Bounded: a worker whose results wait in its pipe (64 KiB on Linux) waits too, so memory does
 not grow with the number of files. The workers never outlive this process: they are forked

@@ -13,7 +13,7 @@ the new one, never a part; engines skip hidden files.
 
 The manifest, not the catalog, decides what changed: the question is "since this folder was
 last written", which the catalog (shared with every ``ls`` and ``search``, refreshed by each)
-cannot answer. The comparison itself is the catalog's (``catalog._refresh.same_file``), racily
+cannot answer. The comparison itself is the catalog's (``catalog._change.same_file``), racily
 clean files included.
 """
 
@@ -36,7 +36,7 @@ from .._discovery import is_sessions_root, jsonl_names, project_folders
 from .._load import open_regular
 from .._paths import cwd_matches, default_session_dir_path, get_sessions_dir, normalize_path, resolve_path
 from .._settings_files import pi_session_dir
-from ..catalog._refresh import file_crc, same_file
+from ..catalog._change import file_crc, same_file
 from . import _folder, _workers
 from ._folder import MANIFEST, DatasetError
 from ._folder import temporary as _temporary
@@ -348,7 +348,7 @@ def _as_read(
 
 def _crc_of(path: str, size: int) -> int | None:
     """The CRC-32 of a file's bytes (``size`` and one more: a file grown since shows), as
-    :func:`~pisession.catalog._refresh.file_crc` reads them; None when it cannot be read."""
+    :func:`~pisession.catalog._change.file_crc` reads them; None when it cannot be read."""
     try:
         with open_regular(path) as handle:
             return file_crc(handle, size + 1)

@@ -254,7 +254,7 @@ class Exporter:
         """True: nothing to do; False: read it; None: outside the selection (a non-default
         folder's session whose header names another cwd), left as it is.
 
-        The rule is the catalog's (:func:`~pisession.catalog._refresh.same_file`): device,
+        The rule is the catalog's (:func:`~pisession.catalog._change.same_file`): device,
         inode, size, mtime and ctime as read (a rewrite in place that puts size and mtime back
         still moves ctime), and a file written too close to being read to tell ("racily
         clean") is unchanged only if its bytes still have the checksum of those read."""

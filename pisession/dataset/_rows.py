@@ -109,7 +109,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 
 Fingerprint = tuple[int, int, int, int, int]
 """(device, inode, size, mtime in ns, ctime in ns) of a file as it was read: with the checksum of
-its bytes, what the catalog's change rule (:func:`pisession.catalog._refresh.same_file`) compares."""
+its bytes, what the catalog's change rule (:func:`pisession.catalog._change.same_file`) compares."""
 
 _INT64 = 2**63
 
