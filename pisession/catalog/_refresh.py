@@ -255,23 +255,33 @@ def finish(connection: sqlite3.Connection) -> None:
 
 def _read_ahead(
     changed: list[Candidate], rows: dict[str, Row], parts: int, index: bool
-) -> dict[str, tuple[int, int | None]]:
-    """The files a write pass may have read by worker processes, each with the parts its read
-    leaves out and where it ends: those with no row (every part the call does not need, to
-    the end), and those whose row lacks a part the call needs: of a file unchanged since, the
-    row's lines for that part alone (:func:`_fill`); else in full, less only what the row lacked
-    and the call does not need (rows only ever gain parts)."""
-    ahead: dict[str, tuple[int, int | None]] = {}
+) -> dict[str, tuple[int, tuple[int, int] | None]]:
+    """The files a write pass may have read by worker processes, each with what :func:`_read`
+    would make of it here (the parts a full read leaves out, or the fill): those with no row,
+    and those whose row lacks a part the call needs."""
+    ahead: dict[str, tuple[int, tuple[int, int] | None]] = {}
     for candidate in changed:
         row = rows.get(candidate.path)
-        if row is None:
-            ahead[candidate.path] = (EVERY_PART & ~parts, None)
-        elif row.lacks & parts and row.intact():
-            if not index and candidate.stat is not None and same_row(row, candidate.stat):
-                ahead[candidate.path] = (EVERY_PART & ~(row.lacks & parts), row.parsed)
-            else:
-                ahead[candidate.path] = (row.lacks & ~parts, None)
+        if row is None or (row.lacks & parts and row.intact()):
+            ahead[candidate.path] = (_left_out(row, parts), _fillable(row, candidate.stat, parts, index))
     return ahead
+
+
+def _left_out(row: Row | None, parts: int) -> int:
+    """The parts a full read of a file leaves out: what its row went without (a new file:
+    every part), less the ``parts`` asked for (rows only ever gain parts)."""
+    return (EVERY_PART if row is None else row.lacks) & ~parts
+
+
+def _fillable(
+    row: Row | None, stats: os.stat_result | None, parts: int, index: bool
+) -> tuple[int, int] | None:
+    """(the parts, the row's ``parsed``) to fill in (:func:`_fill`) when the row lacks parts
+    asked for and its file is as it was read; None: read it in full (a search's read also
+    indexes every message, so it reads in full)."""
+    if row is None or index or stats is None or not row.lacks & parts or not same_row(row, stats):
+        return None
+    return row.lacks & parts, row.parsed
 
 
 def _unindexed(row: Row) -> bool:
@@ -287,7 +297,7 @@ def _write_pass(
     fts: bool,
     stale: list[str],
     changed: list[Candidate],
-    ahead: dict[str, tuple[int, int | None]],
+    ahead: dict[str, tuple[int, tuple[int, int] | None]],
     index: bool,
     parts: int,
     counts: dict[str, int],
@@ -458,16 +468,17 @@ class FileRead(Record):
     wire_head: bytes | None
 
 
-def read_new_file(path: str, index: bool, lacks: int = 0, fill_to: int | None = None) -> FileRead | str:
-    """Read a file in full (less the parts ``lacks``), as :func:`_update` would read it with no
-    row or a row lacking a part it needs, or why it cannot be read (run in a worker process: it
-    touches no database)."""
+def read_new_file(
+    path: str, index: bool, lacks: int = 0, fill: tuple[int, int] | None = None
+) -> FileRead | str:
+    """Read a file in full (less the parts ``lacks``), or the lines its row covers for the parts
+    it lacks (``fill``), as :func:`_update` would read it with no row or a row lacking a part it
+    needs; or why it cannot be read (run in a worker process: it touches no database)."""
     try:
         handle = open_regular(path)
     except OSError as error:
         return f"cannot be read: {error.strerror or error}"
     with handle:
-        fill = None if fill_to is None else (EVERY_PART & ~lacks, fill_to)
         read = _read(None, False, handle, None, index, path, EVERY_PART & ~lacks, fill)
     assert isinstance(read, FileRead)
     return read
@@ -580,24 +591,14 @@ def _fill(connection: sqlite3.Connection, old: Row, read: FileRead) -> Row:
                 old.id,
             ),
         )
-    if read.filled & USAGE and old.status != FOREIGN:
-        from ._usage import add_usage_rows, drop_usage_rows
+    if read.filled & USAGE:  # (a row lacking them has no usage rows: none to drop)
+        from ._usage import add_usage_rows
 
-        drop_usage_rows(connection, old.id)
         add_usage_rows(connection, old.id, read.usage, read.damaged, read.prepared)
-    row_crc = row_checksum(
-        row.partial,
-        row.status,
-        row.header,
-        row.message_count,
-        row.first_message,
-        row.name,
-        row.last_activity,
-        lacks,
-    )
-    row = replace(row, row_crc=row_crc, zone=zone, lacks=lacks)
+    row = replace(row, zone=zone, lacks=lacks)
+    row = replace(row, row_crc=row.checksum())
     connection.execute(
-        "UPDATE files SET row_crc = ?, zone = ?, lacks = ? WHERE id = ?", (row_crc, zone, lacks, old.id)
+        "UPDATE files SET row_crc = ?, zone = ?, lacks = ? WHERE id = ?", (row.row_crc, zone, lacks, old.id)
     )
     return row
 
@@ -625,8 +626,8 @@ def _read(
     stats = os.fstat(handle.fileno())
     size = stats.st_size
     lacking = old is not None and bool(old.lacks & parts)  # a part asked for: filled, or read in full
-    if fill is None and lacking and not index and old is not None and same_row(old, stats):
-        fill = (old.lacks & parts, old.parsed)
+    if fill is None:
+        fill = _fillable(old, stats, parts, index)
     fresh = old is not None and not lacking and same_row(old, stats)  # another process may have caught it up
     # written in the tick it was read in: unchanged if its bytes are (far cheaper than parsing)
     if (
@@ -667,7 +668,7 @@ def _read(
         if index and old.indexed < old.parsed:
             _index(connection, fts, old.id, handle, old.indexed, old.parsed)
     # an appended read adds to what the row has, and lacks what it lacks
-    lacks = old.lacks if appended and old is not None else (EVERY_PART if old is None else old.lacks) & ~parts
+    lacks = old.lacks if appended and old is not None else _left_out(old, parts)
     end = size
     if fill is not None:  # the row's lines, read for the parts it lacks alone
         start, appended, end, lacks = 0, False, fill[1], EVERY_PART & ~fill[0]

@@ -45,7 +45,7 @@ FILE_COLUMNS = (
 # The parts of a ``files`` row a call may need (files.lacks: those a row was made without). A
 # first build reads only what its call needs: a first report leaves the listing (its message
 # text, most of the work per line), a first listing the usage rows; the next call that needs a
-# part a row lacks reads that file again, in full.
+# part a row lacks fills it in (_refresh._fill).
 USAGE, LISTING = 1, 2
 EVERY_PART = USAGE | LISTING
 PENDING, SESSION, FOREIGN = 0, 1, 2  # files.status: no header yet, a session, not a session
@@ -370,25 +370,24 @@ class Row(Record):
     without an offset: what the row holds is true in that zone only), else None."""
     lacks: int
     """The parts (:data:`USAGE`, :data:`LISTING`) this row was made without: a call that needs
-    one of them reads the file again."""
+    one of them fills it in."""
 
     def intact(self) -> bool:
         """Whether what this row serves (its picker fields) is what was written, and its columns
         are of their types (a database edited by hand: the file is read again, not a TypeError)."""
-        if not _sound(tuple(map(type, self.__dict__.values()))):
-            return False
-        return (
-            row_checksum(
-                self.partial,
-                self.status,
-                self.header,
-                self.message_count,
-                self.first_message,
-                self.name,
-                self.last_activity,
-                self.lacks,
-            )
-            == self.row_crc
+        return _sound(tuple(map(type, self.__dict__.values()))) and self.checksum() == self.row_crc
+
+    def checksum(self) -> int:
+        """The :func:`row_checksum` of this row's fields (``row_crc`` is what was stored)."""
+        return row_checksum(
+            self.partial,
+            self.status,
+            self.header,
+            self.message_count,
+            self.first_message,
+            self.name,
+            self.last_activity,
+            self.lacks,
         )
 
     def summary(self, all_text: str | None) -> SessionSummary:
