@@ -19,11 +19,10 @@ from typing import Any
 from .._discovery import SessionSummary, feed_lines, split_cr
 from .._js import MISSING, js_date_ms
 from ._schema import LISTING, USAGE
-from ._usage import UsageRow, _timestamp_ms, kind_key, usage_rows
+from ._usage import _MARKERS, _SAFE, UsageRow, _timestamp_ms, kind_key, unbraced, usage_rows
 
-_USAGE_MARK = b'"usage"'
-_ESCAPE_MARK = b"\\u"  # a key written with escapes may still read "usage": the exact way decides
-_SAFE = 2**53
+# a line holds "usage" (or a key written with escapes, which may read "usage": the exact way decides)
+_USAGE_MARK, _ESCAPE_MARK = _MARKERS
 
 
 @functools.cache
@@ -141,10 +140,8 @@ def _usage_only(
     skipped; what only the exact reading can tell goes to it."""
     for line in lines:
         if _USAGE_MARK not in line and _ESCAPE_MARK not in line:
-            if line and not (line[:1] == b"{" and line[-1:] == b"}"):
-                stripped = line.strip()
-                if stripped and not (stripped[:1] == b"{" and stripped[-1:] == b"}"):
-                    damaged += 1
+            if not (line[:1] == b"{" and line[-1:] == b"}") and unbraced(line):
+                damaged += 1
             continue
         if type(line) is bytes:
             try:

@@ -148,10 +148,8 @@ def usage_rows(data: bytes | Iterable[bytes], header: dict[str, Any] | None) -> 
     fast = _decoder()
     for line in data.split(b"\n") if isinstance(data, bytes) else data:  # Pi's open splits on "\n" only
         if _MARKERS[0] not in line and _MARKERS[1] not in line:
-            if line and not (line[:1] == b"{" and line[-1:] == b"}"):
-                stripped = line.strip()
-                if stripped and not (stripped[:1] == b"{" and stripped[-1:] == b"}"):
-                    damaged += 1
+            if not (line[:1] == b"{" and line[-1:] == b"}") and unbraced(line):
+                damaged += 1
             continue
         entry: dict[str, Any] | None = None
         if fast is not None:
@@ -189,6 +187,14 @@ def usage_rows(data: bytes | Iterable[bytes], header: dict[str, Any] | None) -> 
             )
         )
     return rows, damaged
+
+
+def unbraced(line: bytes) -> bool:
+    """Whether a line that holds no usage is damaged: not blank, and not an object's braces
+    around (white space aside). Its first and last byte tell, without a parse: such a line
+    carries nothing counted either way."""
+    stripped = line.strip()
+    return bool(stripped) and not (stripped[:1] == b"{" and stripped[-1:] == b"}")
 
 
 def kind_key(kind: str, model_key: str) -> str:
@@ -241,54 +247,53 @@ def add_usage_rows(
     """Store a file's newly read usage rows, add them to its quarter-hour sums, and count its
     newly read damaged lines (``prepared``: made from ``rows`` ahead)."""
     if rows:
-        insert = f"INSERT INTO usage ({USAGE_COLUMNS}, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        if prepared is not None:
-            file_key = marshal.dumps(file_id, 2)  # _schema.with_file_id, its first step once per file
-            crc32 = zlib.crc32
+        if prepared is None:
+            prepared = PreparedUsage(rows)
+        file_key = marshal.dumps(file_id, 2)  # _schema.with_file_id, its first step once per file
+        crc32 = zlib.crc32
+        connection.executemany(
+            f"INSERT INTO usage ({USAGE_COLUMNS}, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (file_id, *row, crc32(file_key, crc))
+                for row, crc in zip(rows, prepared.row_checksums, strict=True)
+            ],
+        )
+        if (
+            connection.execute("SELECT 1 FROM usage_sums WHERE file_id = ? LIMIT 1", (file_id,)).fetchone()
+            is None
+        ):
+            # a file with no sums yet (new, or read in full: its old ones deleted) takes them as made
             connection.executemany(
-                insert,
-                [
-                    (file_id, *row, crc32(file_key, crc))
-                    for row, crc in zip(rows, prepared.row_checksums, strict=True)
-                ],
+                f"INSERT INTO usage_sums ({USAGE_SUMS_COLUMNS}, crc) VALUES ({', '.join('?' * 16)})",
+                [(file_id, *row[:-1], crc32(file_key, row[-1])) for row in prepared.sums],
             )
-            # a file with no sums yet (read in full: its old ones deleted) takes them as they are
-            if (
-                connection.execute(
-                    "SELECT 1 FROM usage_sums WHERE file_id = ? LIMIT 1", (file_id,)
-                ).fetchone()
-                is None
-            ):
-                connection.executemany(
-                    f"INSERT INTO usage_sums ({USAGE_SUMS_COLUMNS}, crc) VALUES ({', '.join('?' * 16)})",
-                    [(file_id, *row[:-1], crc32(file_key, row[-1])) for row in prepared.sums],
-                )
-                _add_damaged(connection, file_id, damaged)
-                return
         else:
-            connection.executemany(insert, [(file_id, *row, usage_checksum(file_id, *row)) for row in rows])
-        sums = _sums(rows)
-        connection.executemany(
-            f"INSERT INTO usage_sums ({USAGE_SUMS_COLUMNS}) VALUES ({', '.join('?' * 15)}) "
-            "ON CONFLICT (file_id, model_key, quarter) DO UPDATE SET "
-            "input = input + excluded.input, output = output + excluded.output, "
-            "cache_read = cache_read + excluded.cache_read, "
-            "cache_write = cache_write + excluded.cache_write, "
-            "cost = cost + excluded.cost, nan_input = nan_input + excluded.nan_input, "
-            "nan_output = nan_output + excluded.nan_output, "
-            "nan_cache_read = nan_cache_read + excluded.nan_cache_read, "
-            "nan_cache_write = nan_cache_write + excluded.nan_cache_write, "
-            "nan_cost = nan_cost + excluded.nan_cost, "
-            "first_ms = MIN(first_ms, excluded.first_ms), last_ms = MAX(last_ms, excluded.last_ms)",
-            [(file_id, *key, *values) for key, values in sums.items()],
-        )
-        # the checksum of each sum as SQLite added it up (an integer sum past 2**63 is a double)
-        connection.executemany(
-            f"UPDATE usage_sums SET crc = usage_crc({USAGE_SUMS_COLUMNS}) "
-            "WHERE file_id = ? AND model_key = ? AND quarter = ?",
-            [(file_id, *key) for key in sums],
-        )
+            _add_sums(connection, file_id, [row[:-1] for row in prepared.sums])
     _add_damaged(connection, file_id, damaged)
+
+
+def _add_sums(connection: sqlite3.Connection, file_id: int, sums: list[tuple[Any, ...]]) -> None:
+    """Add a grown file's new sums (model key, quarter, the sums...) to those it has."""
+    connection.executemany(
+        f"INSERT INTO usage_sums ({USAGE_SUMS_COLUMNS}) VALUES ({', '.join('?' * 15)}) "
+        "ON CONFLICT (file_id, model_key, quarter) DO UPDATE SET "
+        "input = input + excluded.input, output = output + excluded.output, "
+        "cache_read = cache_read + excluded.cache_read, "
+        "cache_write = cache_write + excluded.cache_write, "
+        "cost = cost + excluded.cost, nan_input = nan_input + excluded.nan_input, "
+        "nan_output = nan_output + excluded.nan_output, "
+        "nan_cache_read = nan_cache_read + excluded.nan_cache_read, "
+        "nan_cache_write = nan_cache_write + excluded.nan_cache_write, "
+        "nan_cost = nan_cost + excluded.nan_cost, "
+        "first_ms = MIN(first_ms, excluded.first_ms), last_ms = MAX(last_ms, excluded.last_ms)",
+        [(file_id, *row) for row in sums],
+    )
+    # the checksum of each sum as SQLite added it up (an integer sum past 2**63 is a double)
+    connection.executemany(
+        f"UPDATE usage_sums SET crc = usage_crc({USAGE_SUMS_COLUMNS}) "
+        "WHERE file_id = ? AND model_key = ? AND quarter = ?",
+        [(file_id, *row[:2]) for row in sums],
+    )
 
 
 def _add_damaged(connection: sqlite3.Connection, file_id: int, damaged: int) -> None:
