@@ -134,3 +134,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="run the fuzz tests (tests/test_fuzz.py) with many more hypothesis examples",
     )
+
+
+@pytest.fixture(params=["1", "2"], ids=["one-process", "workers"])
+def workers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each catalog test that takes it runs with the files read in this process and again in
+    worker processes (``PISESSION_WORKERS``, honoured however few files there are)."""
+    monkeypatch.setenv("PISESSION_WORKERS", request.param)
+    return str(request.param)

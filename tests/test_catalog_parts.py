@@ -12,8 +12,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from pisession._discovery import list_all_sessions
 from pisession.catalog import Catalog
 from pisession.catalog._schema import LISTING, USAGE, USAGE_COLUMNS, USAGE_SUMS_COLUMNS, usage_checksum
@@ -30,12 +28,6 @@ def lacks(database: Path) -> dict[str, int]:
         return {Path(path).name: lacks for path, lacks in db.execute("SELECT path, lacks FROM files")}
 
 
-@pytest.fixture(params=["1", "2"], ids=["one-process", "workers"])
-def workers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("PISESSION_WORKERS", request.param)
-    return str(request.param)
-
-
 def test_a_first_report_leaves_the_listing_to_the_first_listing(tmp_path: Path, workers: str) -> None:
     folder = tmp_path / "sessions"
     odd_folder(folder)
@@ -50,7 +42,7 @@ def test_a_first_report_leaves_the_listing_to_the_first_listing(tmp_path: Path, 
         assert report(folder, catalog) == expected
         assert catalog.last_report.read == 0  # warm: the rows have what a report needs
         assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
-        assert catalog.last_report.read == len(sessions)  # each read again, once, in full
+        assert catalog.last_report.read == len(sessions)  # each filled in, once
         assert set(lacks(database).values()) == {0}
         assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
         assert catalog.last_report.read == 0

@@ -17,27 +17,18 @@ from hypothesis import strategies as st
 from pisession._discovery import list_all_sessions
 from pisession._js import js_date_ms
 from pisession.catalog import Catalog
+from pisession.catalog._schema import USAGE
 from pisession.catalog._usage import _timestamp_ms
 from pisession.usage import usage_report
 from tests.test_catalog import append, header, line, msg, write
 from tests.test_catalog_fastread import HEADER, ODD_LINES
+from tests.test_catalog_parts import lacks
 from tests.test_catalog_workers import assistant, odd_folder
 
 
 def report(folder: Path, catalog: Catalog | bool) -> tuple[Any, list[tuple[str, str]]]:
     made = usage_report("daily", session_dir=str(folder), timezone="UTC", catalog=catalog)
     return made.to_wire(), sorted((Path(s.path).name, s.reason) for s in made.skipped)
-
-
-def lacks(database: Path) -> dict[str, int]:
-    with sqlite3.connect(database) as db:
-        return {Path(path).name: lacked for path, lacked in db.execute("SELECT path, lacks FROM files")}
-
-
-@pytest.fixture(params=["1", "2"], ids=["one-process", "workers"])
-def workers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("PISESSION_WORKERS", request.param)
-    return str(request.param)
 
 
 def listing(catalog: Catalog, folder: Path) -> None:
@@ -156,12 +147,9 @@ def test_a_search_first_then_a_report(tmp_path: Path, workers: str) -> None:
     odd_folder(folder)
     with Catalog(tmp_path / "catalog.sqlite3") as catalog:
         assert catalog.search("question", all=True, session_dir=str(folder))
-        assert USAGE_LACKED in lacks(tmp_path / "catalog.sqlite3").values()
+        assert USAGE in lacks(tmp_path / "catalog.sqlite3").values()
         reporting(catalog, folder)
         listing(catalog, folder)
-
-
-USAGE_LACKED = 1
 
 
 def test_damaged_usage_rows_of_a_once_lacking_row_are_read_again(tmp_path: Path) -> None:
