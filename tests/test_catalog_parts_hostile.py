@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pisession._discovery import list_all_sessions
@@ -382,6 +382,8 @@ def test_the_parts_without_msgspec(
 
 
 @settings(max_examples=40, deadline=None)
+# found by a CI run: a quarter's float costs, part read before the file grew, part after
+@example(lines=[5, 0, 0, 0, 0, 0, 0], cuts=[0, 625], calls=["listing", "reporting"], garbage_first=False)
 @given(
     lines=st.lists(st.sampled_from(range(len(ODD_LINES))), min_size=1, max_size=12),
     cuts=st.lists(st.integers(0, 2000), min_size=1, max_size=3),

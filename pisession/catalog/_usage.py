@@ -268,12 +268,26 @@ def add_usage_rows(
                 [(file_id, *row[:-1], crc32(file_key, row[-1])) for row in prepared.sums],
             )
         else:
-            _add_sums(connection, file_id, [row[:-1] for row in prepared.sums])
+            _add_sums(connection, file_id, rows)
     _add_damaged(connection, file_id, damaged)
 
 
-def _add_sums(connection: sqlite3.Connection, file_id: int, sums: list[tuple[Any, ...]]) -> None:
-    """Add a grown file's new sums (model key, quarter, the sums...) to those it has."""
+def _add_sums(connection: sqlite3.Connection, file_id: int, rows: list[UsageRow]) -> None:
+    """Add a grown file's new rows to the sums it has, one row at a time, in file order: the
+    sums are then those a read of the whole file makes (a batch summed first and then added
+    would round its doubles in another order)."""
+    added = [
+        (
+            row[3],
+            quarter_of(row[2]),
+            *(0 if value is None else 0 + value for value in row[4:8]),
+            0.0 if row[8] is None else 0.0 + row[8],  # as _sums starts (-0.0 adds as 0.0)
+            *(int(value is None) for value in row[4:9]),
+            row[2],
+            row[2],
+        )
+        for row in rows
+    ]
     connection.executemany(
         f"INSERT INTO usage_sums ({USAGE_SUMS_COLUMNS}) VALUES ({', '.join('?' * 15)}) "
         "ON CONFLICT (file_id, model_key, quarter) DO UPDATE SET "
@@ -286,13 +300,13 @@ def _add_sums(connection: sqlite3.Connection, file_id: int, sums: list[tuple[Any
         "nan_cache_write = nan_cache_write + excluded.nan_cache_write, "
         "nan_cost = nan_cost + excluded.nan_cost, "
         "first_ms = MIN(first_ms, excluded.first_ms), last_ms = MAX(last_ms, excluded.last_ms)",
-        [(file_id, *row) for row in sums],
+        [(file_id, *row) for row in added],
     )
     # the checksum of each sum as SQLite added it up (an integer sum past 2**63 is a double)
     connection.executemany(
         f"UPDATE usage_sums SET crc = usage_crc({USAGE_SUMS_COLUMNS}) "
         "WHERE file_id = ? AND model_key = ? AND quarter = ?",
-        [(file_id, *row[:2]) for row in sums],
+        [(file_id, *key) for key in dict.fromkeys(row[:2] for row in added)],
     )
 
 
