@@ -30,9 +30,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, final
 
-import attrs
-
 from ._js import MISSING, js_string, js_truthy
+from ._record import Record
 
 __all__ = ["UsageItem", "usage_items", "usage_item", "usage_fields", "copied_entry_ids", "TOOLS_KEY"]
 
@@ -44,8 +43,7 @@ _MAX_SAFE: Final = 2**53
 
 
 @final
-@attrs.frozen(slots=True)
-class UsageItem:
+class UsageItem(Record):
     """One entry's usage, as Pi's breakdown counts it.
 
     ``timestamp`` is the entry's ISO timestamp as written (``""`` when it has none);

@@ -31,11 +31,10 @@ from datetime import date, datetime, timedelta, tzinfo
 from datetime import timezone as dt_timezone
 from typing import TYPE_CHECKING, Any, Final, Literal, final
 
-import attrs
-
 from ._errors import CatalogError, UsageQueryError
 from ._js import iso_from_ms
 from ._paths import cwd_matches, resolve_path
+from ._record import Record
 from ._settings_files import pi_session_dir
 
 if TYPE_CHECKING:
@@ -78,8 +77,7 @@ def _wire_number(value: Number) -> Number | None:
 
 
 @final
-@attrs.frozen
-class ModelUsage:
+class ModelUsage(Record):
     """One model's share of a row. ``model_name`` is Pi's key (``anthropic/claude-sonnet-4-5``,
     ``Tools/summaries``); ``cache_creation_tokens`` is Pi's ``cacheWrite``. A number is NaN where
     Pi's own sum is (a usage that lacks a field). ``kind``, in a ``by_kind`` report only, is the
@@ -115,8 +113,7 @@ class ModelUsage:
 
 
 @final
-@attrs.frozen
-class ReportTotals:
+class ReportTotals(Record):
     """Token counts and cost summed over rows (or over one row's models)."""
 
     input_tokens: Number = 0
@@ -143,8 +140,7 @@ class ReportTotals:
 
 
 @final
-@attrs.frozen
-class ReportRow:
+class ReportRow(Record):
     """One day, week (its Monday), month, session or project.
 
     ``key`` is the date (``YYYY-MM-DD``), the week's Monday, the month (``YYYY-MM``), the session
@@ -195,8 +191,7 @@ class ReportRow:
 
 
 @final
-@attrs.frozen
-class SkippedSource:
+class SkippedSource(Record):
     """Something the report could not read in full, and why: a file that is not a session (or
     empty, or over :data:`MAX_FILE_SIZE`), a session with damaged lines (the rest of it counts)."""
 
@@ -205,8 +200,7 @@ class SkippedSource:
 
 
 @final
-@attrs.frozen
-class UsageReport:
+class UsageReport(Record):
     """The rows of :func:`usage_report`, oldest first (sessions by their last usage, projects by
     path), their totals, and what could not be read. ``catalog_error`` says why the catalog was
     not used (the files were then read directly), or is None."""
