@@ -248,6 +248,25 @@ def test_each_odd_line_reads_as_the_exact_reading_does(line: bytes) -> None:
     _check([[HEADER, _line(_assistant(m_role="user", m_usage=_DROP, m_content="before")), line, line]])
 
 
+@pytest.mark.parametrize("key", ["\\u0075sage", "u\\u0073age", "us\\u0061ge", "usa\\u0067e", "usag\\u0065"])
+def test_a_usage_key_written_with_any_escaped_letter_is_counted(key: str) -> None:
+    # the line is looked at only if it holds a mark: each letter's escape must carry it
+    from pisession._attribution import usage_item
+    from pisession._load import parse_line
+    from pisession.catalog._usage import usage_rows
+
+    line = (
+        '{"type":"message","id":"e1","timestamp":"2026-01-02T03:04:05.006Z","message":{"role":"assistant",'
+        f'"content":"x","provider":"p","model":"m","timestamp":1,"{key}":{{"input":1,"output":2,'
+        '"cacheRead":0,"cacheWrite":0,"cost":{"total":0.5}}}}'
+    ).encode()
+    entry = parse_line(line)
+    assert entry is not None and usage_item(entry) is not None  # Pi counts it
+    rows, damaged = usage_rows([line], None)
+    assert damaged == 0 and [row[4:] for row in rows] == [(1, 2, 0, 0, 0.5)]
+    _check([[HEADER, line]])
+
+
 def test_all_odd_lines_in_one_batch_and_split_over_batches() -> None:
     _check([[HEADER, *ODD_LINES]])
     _check([[HEADER], ODD_LINES[:20], ODD_LINES[20:]])

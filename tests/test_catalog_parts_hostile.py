@@ -228,9 +228,9 @@ ODD_TIME = st.builds(
 
 @settings(max_examples=200, deadline=None)
 @given(ODD_TIME)
-def test_the_hour_cache_reads_odd_times_as_javascript_does(text: str) -> None:
+def test_the_quick_time_reading_reads_odd_times_as_javascript_does(text: str) -> None:
     assert _timestamp_ms(text) == js_date_ms(text)
-    assert _timestamp_ms(text) == js_date_ms(text)  # the cached hour gives the same
+    assert _timestamp_ms(text) == js_date_ms(text)  # and again, alike
 
 
 @pytest.mark.parametrize(

@@ -12,15 +12,15 @@ from __future__ import annotations
 import functools
 import marshal
 import os
-import re
 import sqlite3
 import zlib
 from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .._attribution import usage_fields
 from .._errors import CatalogError
-from .._js import MISSING, _days_from_civil, _days_in_month, js_date_ms
+from .._js import MISSING, js_date_ms
 from .._load import parse_line
 from .._paths import resolve_path
 from ._range import read_range
@@ -34,8 +34,10 @@ from ._schema import (
 
 UsageRow = tuple[str, str, int, str, Any, Any, Any, Any, Any]
 
-# A line Pi counts holds the key "usage", unless the key is written with escapes ("\u0075sage").
-_MARKERS = (b'"usage"', b"\\u")
+# A line Pi counts holds the key "usage", unless the key is written with escapes ("\u0075sage"):
+# an escaped letter of it is \u0061, \u0065, \u0067, \u0073 or \u0075 (JSON has no other escape
+# for them), so such a line holds "\u00" (the shorter "\u" is searched for more slowly).
+_MARKERS = (b'"usage"', b"\\u00")
 
 
 @functools.cache
@@ -85,49 +87,33 @@ def _as_entry(head: Any) -> dict[str, Any]:
     }
 
 
-_HOUR = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d)", re.ASCII)
-_HOUR_MS: dict[str, int | None] = {}
-_CACHED_HOURS = 1 << 16
-
-
-def _hour_ms(hour: str) -> int | None:
-    """``new Date(hour + ":00:00.000Z").getTime()`` for ``YYYY-MM-DDTHH`` (None: not a date)."""
-    match = _HOUR.fullmatch(hour)
-    if match is None:
-        return None
-    year, month, day, hours = (int(part) for part in match.groups())
-    if hours > 23 or not 1 <= month <= 12 or not 1 <= day <= _days_in_month(year, month):
-        return None  # 2026-02-30: JavaScript's ISO form refuses it
-    return _days_from_civil(year, month, day) * 86_400_000 + hours * 3_600_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MS = timedelta(milliseconds=1)
+_from_iso = datetime.fromisoformat
 
 
 def _timestamp_ms(timestamp: str) -> int | None:
-    """``new Date(timestamp).getTime()``: Pi's own form (``2026-11-03T00:20:00.008Z``) read
-    directly, its hour's time cached (the rows of a session share few hours), anything else
-    by :func:`js_date_ms`."""
+    """``new Date(timestamp).getTime()``: Pi's own form (``2026-11-03T00:20:00.008Z``) read by
+    Python's parser in C, anything else (or anything it refuses) by :func:`js_date_ms`.
+
+    Where the shape is Pi's (digits, and these separators, where Pi writes them), both read the
+    same valid dates alike; Python refuses what is odd (hour 24, second 60, day 30 of February,
+    year 0, and a ``Z`` before Python 3.11), and JavaScript's reading then decides."""
     if (
         len(timestamp) == 24
+        and timestamp[23] == "Z"
+        and timestamp[4] == "-"
+        and timestamp[7] == "-"
+        and timestamp[10] == "T"
         and timestamp[13] == ":"
         and timestamp[16] == ":"
         and timestamp[19] == "."
-        and timestamp[23] == "Z"
+        and timestamp.isascii()
     ):
-        hour = timestamp[:13]
-        base = _HOUR_MS.get(hour, -1)
-        if base == -1:
-            if len(_HOUR_MS) >= _CACHED_HOURS:
-                _HOUR_MS.clear()
-            base = _HOUR_MS[hour] = _hour_ms(hour)
-        digits = timestamp[14:16] + timestamp[17:19] + timestamp[20:23]  # minutes, seconds, ms
-        if (
-            base is not None
-            and digits.isascii()
-            and digits.isdigit()
-            and digits[:2] < "60"
-            and digits[2:4] < "60"
-        ):
-            value = int(digits)
-            return base + value // 100_000 * 60_000 + value // 1000 % 100 * 1000 + value % 1000
+        try:
+            return (_from_iso(timestamp) - _EPOCH) // _MS
+        except ValueError:
+            pass
     return js_date_ms(timestamp)
 
 
