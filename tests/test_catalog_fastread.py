@@ -248,6 +248,28 @@ def test_each_odd_line_reads_as_the_exact_reading_does(line: bytes) -> None:
     _check([[HEADER, _line(_assistant(m_role="user", m_usage=_DROP, m_content="before")), line, line]])
 
 
+def test_plain_lines_read_for_usage_alone_are_decoded_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guard for the tests: plain lines read for their usage alone do take the one call (the
+    line-by-line reading is left to lines it cannot take)."""
+    def refuse(*args: Any) -> Any:
+        raise AssertionError("read line by line")
+
+    monkeypatch.setattr(_fastread, "_usage_only", refuse)
+    user = _line(_assistant(m_role="user", m_usage=_DROP))
+    lines = [HEADER, *[_line(_assistant()) for _ in range(5)], user]
+    rows, damaged = read_lines(SessionSummary(), lines, lacks=LISTING)
+    assert len(rows) == 5 and damaged == 0
+
+
+def test_lines_read_at_once_are_those_split_on_newlines_alone() -> None:
+    # the decoder of many lines also splits at "\r" and passes over blank lines: a line holding
+    # two entries across a "\r", beside a blank line, must not shift the entries onto the lines
+    two = _line(_assistant()) + b"\r" + _line(_assistant(m_provider="q"))
+    _check([[HEADER, two, b""]])
+    _check([[HEADER, b"", two, _line(_assistant())]])
+    _check([[HEADER, _line(_assistant()) + b"\r", b"  ", _line(_assistant())]])
+
+
 @pytest.mark.parametrize("key", ["\\u0075sage", "u\\u0073age", "us\\u0061ge", "usa\\u0067e", "usag\\u0065"])
 def test_a_usage_key_written_with_any_escaped_letter_is_counted(key: str) -> None:
     # the line is looked at only if it holds a mark: each letter's escape must carry it

@@ -25,9 +25,15 @@ from ._usage import _MARKERS, _SAFE, UsageRow, _timestamp_ms, kind_key, unbraced
 _USAGE_MARK, _ESCAPE_MARK = _MARKERS
 
 
+_Decoders = tuple[
+    Callable[[bytes], Any], Callable[[Any], Any], tuple[type[Exception], ...], Callable[[bytes], list[Any]]
+]
+
+
 @functools.cache
-def _decoders() -> tuple[Callable[[bytes], Any], Callable[[Any], Any], tuple[type[Exception], ...]] | None:
-    """(line decoder, content decoder, their errors), or None without msgspec."""
+def _decoders() -> _Decoders | None:
+    """(line decoder, content decoder, their errors, the line decoder of many lines at once), or
+    None without msgspec."""
     try:
         import msgspec
     except ImportError:  # exercised by tests that hide it
@@ -57,7 +63,7 @@ def _decoders() -> tuple[Callable[[bytes], Any], Callable[[Any], Any], tuple[typ
     entry = msgspec.defstruct(
         "_QuickEntry",
         [
-            *((name, AnyType, MISSING) for name in ("type", "id", "timestamp")),
+            *((name, AnyType, MISSING) for name in ("type", "id", "timestamp", "usage")),
             ("message", message | None, None),
         ],
         gc=False,
@@ -65,9 +71,10 @@ def _decoders() -> tuple[Callable[[bytes], Any], Callable[[Any], Any], tuple[typ
     block = msgspec.defstruct(
         "_QuickBlock", [("type", AnyType, MISSING), ("text", AnyType, MISSING)], gc=False
     )
-    line = msgspec.json.Decoder(entry).decode
+    lines = msgspec.json.Decoder(entry)
     content = msgspec.json.Decoder(str | list[block]).decode  # type: ignore[valid-type]
-    return line, content, (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+    errors = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+    return lines.decode, content, errors, lines.decode_lines
 
 
 def read_lines(summary: SessionSummary, lines: list[bytes], lacks: int = 0) -> tuple[list[UsageRow], int]:
@@ -86,7 +93,7 @@ def read_lines(summary: SessionSummary, lines: list[bytes], lacks: int = 0) -> t
         if not summary.foreign:
             feed_lines(summary, split_cr(lines))
         return [], 0
-    decode, decode_content, errors = decoders
+    decode, decode_content, errors, decode_lines = decoders
     rows: list[UsageRow] = []
     damaged = 0
     start = 0
@@ -105,7 +112,10 @@ def read_lines(summary: SessionSummary, lines: list[bytes], lacks: int = 0) -> t
     header = summary.header
     fallback: list[int] = []
     if lacks & LISTING:
-        return _usage_only(lines[start:] if start else lines, header, rows, fallback, decode, errors, damaged)
+        rest = lines[start:] if start else lines
+        if _usage_of_plain_lines(rest, header, rows, fallback, decode_lines, errors):
+            return rows, damaged
+        return _usage_only(rest, header, rows, fallback, decode, errors, damaged)
     for line in lines[start:] if start else lines:
         if not line:
             continue
@@ -124,6 +134,48 @@ def read_lines(summary: SessionSummary, lines: list[bytes], lacks: int = 0) -> t
         else:
             feed_lines(summary, split_cr([line]))
     return rows, damaged
+
+
+def _usage_of_plain_lines(
+    lines: list[bytes],
+    header: dict[str, Any],
+    rows: list[UsageRow],
+    fallback: list[int],
+    decode_lines: Callable[[bytes], list[Any]],
+    errors: tuple[type[Exception], ...],
+) -> bool:
+    """:func:`_usage_only` of lines that all decode with plain types, decoded in one call (no
+    line searched for a mark); False (nothing added) if one does not, or is blank, or holds a
+    ``"\\r"`` (which the decoder of many lines splits at): :func:`_usage_only` then reads them.
+
+    A line all of whose lines decode has no damaged line: each is a JSON object. A line whose
+    entry and message have no ``usage`` key holds no usage (it is told by its key's decoded
+    name, an escaped one too); the others are read as :func:`_usage_only` reads them."""
+    if not lines or not all(type(line) is bytes for line in lines):
+        return False
+    joined = b"\n".join(lines)
+    if b"\r" in joined:
+        return False
+    try:
+        entries = decode_lines(joined)
+    except errors:
+        return False
+    if len(entries) != len(lines):  # a blank line: the decoder passes over it
+        return False
+    for line, entry in zip(lines, entries, strict=True):
+        message = entry.message
+        if entry.usage is MISSING:
+            if message is None or message.usage is None:
+                continue  # no usage here (the exact reading agrees: it is tested)
+            if (
+                entry.type == "message"
+                and message.role == "assistant"
+                and _usage_row(entry, message, header, rows, fallback)
+            ):
+                continue
+        found, _ = usage_rows([line], header)  # (a line that decodes is no damaged line)
+        rows.extend(found)
+    return True
 
 
 def _usage_only(
