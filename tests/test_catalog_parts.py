@@ -138,8 +138,8 @@ def test_a_lacking_row_is_read_again_whole_not_lacking_the_other_part(tmp_path: 
 
 
 def test_the_checksums_made_ahead_are_the_ones_sqlite_makes(tmp_path: Path, workers: str) -> None:
-    # A new file's usage rows and sums are checksummed where it is read, before its row has an
-    # id: each must equal the checksum SQLite's own function gives for the row as stored.
+    # A new file's usage rows, sums and packed ids are checksummed where it is read, before its
+    # row has an id: each must equal the checksum SQLite's own function gives for the row as stored.
     folder = tmp_path / "sessions"
     odd_folder(folder)
     database = tmp_path / "catalog.sqlite3"
@@ -150,11 +150,13 @@ def test_the_checksums_made_ahead_are_the_ones_sqlite_makes(tmp_path: Path, work
     try:
         rows = connection.execute(f"SELECT crc, usage_crc({USAGE_COLUMNS}) FROM usage").fetchall()
         sums = connection.execute(f"SELECT crc, usage_crc({USAGE_SUMS_COLUMNS}) FROM usage_sums").fetchall()
+        ids = connection.execute("SELECT crc, usage_crc(file_id, ids) FROM usage_ids").fetchall()
     finally:
         connection.close()
-    assert rows and sums
+    assert rows and sums and ids  # (the rows: the fork's)
     assert all(stored == made for stored, made in rows)
     assert all(stored == made for stored, made in sums)
+    assert all(stored == made for stored, made in ids)
 
 
 def test_a_lacking_part_is_filled_in_and_the_part_the_row_had_is_kept(tmp_path: Path, workers: str) -> None:

@@ -4,6 +4,7 @@ catalog and a usage report (its rows and what it skipped) is the one read withou
 
 from __future__ import annotations
 
+import marshal
 import os
 import sqlite3
 import time
@@ -430,7 +431,7 @@ def test_a_file_grown_in_pieces_under_any_calls(
 
 def test_a_damaged_parent_row_is_caught_for_a_forks_unfinished_last_line(tmp_path: Path) -> None:
     """The fork's only usage is a copy of its parent's on a last line without its newline: the
-    parent's row it is told by is checked too (else the copy counts twice)."""
+    parent's ids it is told by are checked too (else the copy counts twice)."""
     folder = tmp_path / "sessions"
     folder.mkdir()
     first = assistant("a1", "one", 1.0, "2025-04-01T10:00:00.000Z")
@@ -441,7 +442,9 @@ def test_a_damaged_parent_row_is_caught_for_a_forks_unfinished_last_line(tmp_pat
     with Catalog(database) as catalog:
         listing(catalog, folder)
         reporting(catalog, folder)
-        with sqlite3.connect(database) as db:
-            db.execute("UPDATE usage SET entry_id = 'flipped'")
+        with sqlite3.connect(database) as db:  # the parent's packed ids, their checksum kept
+            packed = marshal.dumps([("flipped", "2025-04-01T10:00:00.000Z")], 2)
+            assert db.execute("UPDATE usage_ids SET ids = ?", (packed,)).rowcount == 1
         reporting(catalog, folder)
+        assert report(folder, catalog)[0]["totals"]["totalCost"] == 1.0  # (the direct one reads in memory)
         listing(catalog, folder)

@@ -44,7 +44,8 @@ def assistant(eid: str, text: str, cost: float, stamp: str = "2025-01-02T03:04:0
 
 
 def odd_folder(folder: Path) -> None:
-    """Sessions with usage, and the files a read must tell apart (foreign, damaged, long lines)."""
+    """Sessions with usage (a fork too), and the files a read must tell apart (foreign, damaged,
+    long lines)."""
     sessions(folder, 6)
     for n in range(6):
         write(
@@ -56,6 +57,15 @@ def odd_folder(folder: Path) -> None:
             assistant("a3", "odd date", 0.5, "2025-02-30T10:00:00.000Z"),
             msg("t", "toolResult", [{"type": "text", "text": "ok"}]),
         )
+    fork = header("fork-0", stamp="2025-02-07T00:00:00.000Z")
+    fork["parentSession"] = str(folder / "usage0.jsonl")
+    write(  # a fork: its copy of its parent's entry counts there only
+        folder / "fork0.jsonl",
+        fork,
+        msg("u", "user", "question 0"),
+        assistant("a1", "answer 0", 0.25, "2025-02-01T23:59:59.999Z"),
+        assistant("a4", "its own", 0.75, "2025-02-07T01:00:00.000Z"),
+    )
     write(folder / "notes.jsonl", tail=b"just some notes\n")
     write(folder / "damaged.jsonl", header("dmg"), msg("u", "user", "x"), tail=b'{"type":"message"\n')
     write(folder / "partial.jsonl", header("partial"), tail=b'{"type":"message","id":"x"')

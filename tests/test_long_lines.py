@@ -165,12 +165,12 @@ def test_listing_and_search_complete_or_say_they_ran_out_of_memory(tmp_path: Pat
 
 def test_the_catalog_reads_in_chunks_as_the_file_was_read_whole(tmp_path: Path) -> None:
     """Lines across read chunks, lone "\\r"s and "\\r\\n"s, an unfinished last line: the catalog's
-    rows and usage rows are those of the file read whole, full and appended."""
+    rows and usage (entry ids, sums) are those of the file read whole, full and appended."""
     import sqlite3
 
     from pisession._discovery import list_all_sessions
     from pisession.catalog import Catalog
-    from pisession.catalog._usage import usage_rows
+    from pisession.catalog._usage import _sums, entry_ids, usage_rows
 
     rng = random.Random(3)
     folder = tmp_path / "s"
@@ -194,10 +194,14 @@ def test_the_catalog_reads_in_chunks_as_the_file_was_read_whole(tmp_path: Path) 
             assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
             assert [h.entry_id for h in catalog.search("one", all=True, session_dir=str(folder))] == ["a1"]
         connection = sqlite3.connect(tmp_path / "c.sqlite3")
-        parsed = connection.execute("SELECT parsed FROM files").fetchone()[0]
-        stored = connection.execute(
-            "SELECT entry_id, ts, ms, model_key, input, output, cache_read, cache_write, cost FROM usage"
+        file_id, parsed = connection.execute("SELECT id, parsed FROM files").fetchone()
+        ids = entry_ids(connection, [file_id])[file_id]
+        sums = connection.execute(
+            "SELECT model_key, quarter, input, output, cache_read, cache_write, cost, nan_input, nan_output, "
+            "nan_cache_read, nan_cache_write, nan_cost, first_ms, last_ms FROM usage_sums"
         ).fetchall()
         connection.close()
+    rows = usage_rows(data, HEADER)[0]
     assert parsed == len(data)
-    assert sorted(stored) == sorted(usage_rows(data, HEADER)[0])
+    assert ids == [(row[0], row[1]) for row in rows]
+    assert sorted(sums) == sorted((*key, *values) for key, values in _sums(rows).items())

@@ -67,13 +67,16 @@ def test_a_flipped_sum_is_never_reported(tmp_path: Path, sql: str) -> None:
 
 @pytest.mark.usefixtures("agent")
 def test_a_flipped_entry_of_a_fork_or_its_parent_is_never_reported(tmp_path: Path) -> None:
-    # a fork's sums come from its entries, less those its parent holds too
+    # a fork's sums come from its entries, less those its parent holds too (told by its ids)
     database = tmp_path / "catalog.sqlite3"
     for sql in (
         "UPDATE usage SET cost = cost + 5 WHERE file_id IN (SELECT id FROM files WHERE header LIKE "
         "'%parentSession%')",
         "UPDATE usage SET entry_id = entry_id || 'x' WHERE file_id IN (SELECT f.id FROM files f WHERE "
         "EXISTS (SELECT 1 FROM files c WHERE c.header LIKE '%' || f.path || '%'))",
+        # a parent's packed entry ids (every session keeps them; a fork also keeps its entries)
+        "UPDATE usage_ids SET ids = CAST(ids || x'00' AS BLOB) WHERE file_id IN (SELECT f.id FROM files f "
+        "WHERE EXISTS (SELECT 1 FROM files c WHERE c.header LIKE '%' || f.path || '%'))",
     ):
         first, again = damaged_then_reported(database, sql)
         same(first, the_files())

@@ -678,7 +678,7 @@ def _read(
     crc_from, crc = (0, 0) if start == 0 or old is None else (old.size - start, old.crc)
     reader = CheckedRange(handle, end - start, crc_from, crc)
     from ._fastread import read_lines
-    from ._usage import PreparedUsage
+    from ._usage import PreparedUsage, names_parent
 
     usage: list[Any] = []
     damaged = 0
@@ -736,7 +736,7 @@ def _read(
         cut=cut,
         partial=partial,
         usage=usage,
-        prepared=PreparedUsage(usage) if usage else None,
+        prepared=PreparedUsage(usage, names_parent(summary.header)) if usage else None,
         damaged=damaged,
         long_lines=long_lines,
         numbered=numbered,

@@ -2,10 +2,11 @@
 
 Tables: ``catalog_meta`` (schema version and search mode), ``files`` (one row per ``.jsonl``
 file: what was read of it and its picker row), ``messages`` (one row per message, for search) and,
-with FTS5, ``fts`` (the messages' text, rowid = ``messages.id``), ``usage`` (one row per entry
-that carries usage, for :mod:`pisession.usage`; see ``_usage``) with ``usage_sums`` and
-``usage_damage``. A database whose meta does not match is rebuilt, only once the database is
-known to be ours (:mod:`._location`), and never when a newer pisession made it.
+with FTS5, ``fts`` (the messages' text, rowid = ``messages.id``), and for :mod:`pisession.usage`
+(see ``_usage``) ``usage_sums``, ``usage_ids`` (each read's entry ids, packed), ``usage`` (one row
+per entry that carries usage, of a session that names a parent) and ``usage_damage``. A database
+whose meta does not match is rebuilt, only once the database is known to be ours
+(:mod:`._location`), and never when a newer pisession made it.
 
 The default file's name carries the schema and Unicode versions (:func:`default_catalog_path`):
 installs on different Pythons or of different releases, used in turn, each keep their own catalog
@@ -37,7 +38,7 @@ ProgressCallback = Callable[[int, int], None]
 # 9: the time zone a row's local times were read in; 10: the usage rows checked (a crc column)
 # 11: a usage row's model_key starts with its entry's type ("compaction/Tools/summaries")
 # 12: what a row was made without (lacks): a first call reads only the part it needs
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 FILE_COLUMNS = (
     "id, path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, indexed, head, tail, "
     "partial, status, header, message_count, first_message, name, last_activity, row_crc, zone, lacks"
@@ -170,7 +171,10 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
                 raise CatalogError(f"{path} is an SQLite database that is not a pisession catalog")
             _refuse_newer(connection, path)
             rebuilt = True
-            for table in ("usage_sums", "usage_damage", "usage", "fts", "messages", "files", "catalog_meta"):
+            for table in (
+                *("usage_sums", "usage_damage", "usage", "usage_ids"),
+                *("fts", "messages", "files", "catalog_meta"),
+            ):
                 connection.execute(f"DROP TABLE IF EXISTS {table}")
             connection.execute("CREATE TABLE catalog_meta (key TEXT PRIMARY KEY, value TEXT)")
             connection.execute(
@@ -194,6 +198,8 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
                 "model_key TEXT, input, output, cache_read, cache_write, cost, crc INTEGER)"
             )
             connection.execute("CREATE INDEX usage_entry ON usage(file_id, entry_id)")
+            connection.execute("CREATE TABLE usage_ids (file_id INTEGER NOT NULL, ids BLOB, crc INTEGER)")
+            connection.execute("CREATE INDEX usage_ids_file ON usage_ids(file_id)")
             connection.execute(
                 "CREATE TABLE usage_damage (file_id INTEGER PRIMARY KEY, lines INTEGER, crc INTEGER)"
             )

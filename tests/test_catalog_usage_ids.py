@@ -1,0 +1,133 @@
+"""The catalog keeps a row per usage entry only for sessions that name a parent; every other
+session keeps its entries' ids and timestamps packed, one value per read (``usage_ids``): what a
+fork's copies are told by. These check that the packed ids serve as the rows did."""
+
+from __future__ import annotations
+
+import marshal
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from pisession.catalog import Catalog
+from pisession.catalog._usage import entry_ids
+from tests.test_catalog import append, header, line, msg, write
+from tests.test_catalog_parts import report
+from tests.test_catalog_workers import assistant
+
+
+def family(folder: Path) -> tuple[Path, Path]:
+    """A parent with two usage entries and a fork that copied the first and added its own."""
+    folder.mkdir()
+    parent = write(
+        folder / "parent.jsonl",
+        header("parent", stamp="2025-03-01T00:00:00.000Z"),
+        msg("u", "user", "question"),
+        assistant("a1", "answer", 1.5, "2025-03-01T10:00:00.000Z"),
+        assistant("a2", "more", 2.5, "2025-03-01T11:00:00.000Z"),
+    )
+    fork_header = header("fork", stamp="2025-03-02T00:00:00.000Z")
+    fork_header["parentSession"] = str(parent)
+    fork = write(
+        folder / "fork.jsonl",
+        fork_header,
+        msg("u", "user", "question"),
+        assistant("a1", "answer", 1.5, "2025-03-01T10:00:00.000Z"),
+        assistant("f1", "its own", 4.0, "2025-03-02T10:00:00.000Z"),
+    )
+    return parent, fork
+
+
+def stored(database: Path) -> dict[str, Any]:
+    with sqlite3.connect(database) as db:
+        names = {file_id: Path(path).name for file_id, path in db.execute("SELECT id, path FROM files")}
+        rows = db.execute("SELECT file_id, COUNT(*) FROM usage GROUP BY file_id").fetchall()
+        ids = db.execute("SELECT file_id, COUNT(*) FROM usage_ids GROUP BY file_id").fetchall()
+    return {
+        "rows": {names[file_id]: count for file_id, count in rows},
+        "ids": {names[file_id]: count for file_id, count in ids},
+    }
+
+
+def test_only_a_session_that_names_a_parent_keeps_a_row_per_entry(tmp_path: Path, workers: str) -> None:
+    folder = tmp_path / "sessions"
+    family(folder)
+    expected = report(folder, False)
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        assert report(folder, catalog) == expected
+    assert stored(database) == {"rows": {"fork.jsonl": 2}, "ids": {"parent.jsonl": 1, "fork.jsonl": 1}}
+    # the copy counts once, in the parent: 1.5 + 2.5 there, 4.0 in the fork
+    assert [day["totalCost"] for day in expected["daily"]] == [4.0, 4.0]
+
+
+def test_a_grown_parents_new_entries_are_told_as_copies_too(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    parent, fork = family(folder)
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        report(folder, catalog)
+        append(parent, line(assistant("a3", "later", 8.0, "2025-03-02T12:00:00.000Z")))
+        append(fork, line(assistant("a3", "later", 8.0, "2025-03-02T12:00:00.000Z")))
+        assert report(folder, catalog) == report(folder, False)
+        assert catalog.last_report.appended == 2
+    assert stored(database)["ids"] == {"parent.jsonl": 2, "fork.jsonl": 2}  # one value per read
+    with sqlite3.connect(database) as db:
+        (parent_id,) = db.execute("SELECT id FROM files WHERE path = ?", (str(parent),)).fetchone()
+        assert entry_ids(db, [parent_id])[parent_id] == [
+            ("a1", "2025-03-01T10:00:00.000Z"),
+            ("a2", "2025-03-01T11:00:00.000Z"),
+            ("a3", "2025-03-02T12:00:00.000Z"),
+        ]
+
+
+def test_a_parents_damaged_ids_are_read_again_not_trusted(tmp_path: Path, workers: str) -> None:
+    # ids that do not name the copy, with the checksum of the ids that did: trusted, the copy
+    # would count twice (in the fork as well)
+    folder = tmp_path / "sessions"
+    parent, _ = family(folder)
+    expected = report(folder, False)
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        report(folder, catalog)
+        with sqlite3.connect(database) as db:
+            db.execute(
+                "UPDATE usage_ids SET ids = ? WHERE file_id = (SELECT id FROM files WHERE path = ?)",
+                (marshal.dumps([], 2), str(parent)),
+            )
+        assert report(folder, catalog) == expected
+        assert report(folder, catalog) == expected
+    assert stored(database)["ids"] == {"parent.jsonl": 1, "fork.jsonl": 1}
+
+
+def test_a_fork_of_a_fork_leaves_out_what_each_copied(tmp_path: Path, workers: str) -> None:
+    folder = tmp_path / "sessions"
+    _, fork = family(folder)
+    grandchild_header = header("grandchild", stamp="2025-03-03T00:00:00.000Z")
+    grandchild_header["parentSession"] = str(fork)
+    write(
+        folder / "grandchild.jsonl",
+        grandchild_header,
+        msg("u", "user", "question"),
+        assistant("a1", "answer", 1.5, "2025-03-01T10:00:00.000Z"),
+        assistant("f1", "its own", 4.0, "2025-03-02T10:00:00.000Z"),
+        assistant("g1", "mine", 16.0, "2025-03-03T10:00:00.000Z"),
+    )
+    expected = report(folder, False)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        assert report(folder, catalog) == expected
+        assert report(folder, catalog) == expected  # warm
+    assert [day["totalCost"] for day in expected["daily"]] == [4.0, 4.0, 16.0]
+
+
+def test_a_copy_on_a_forks_unfinished_last_line_counts_in_its_parent(tmp_path: Path, workers: str) -> None:
+    # (the report without a catalog reads through one in memory: the totals are written out)
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    first = assistant("a1", "one", 1.0, "2025-04-01T10:00:00.000Z")
+    parent = write(folder / "parent.jsonl", header("parent"), msg("u", "user", "q"), first)
+    fork = {**header("fork", stamp="2025-04-01T11:00:00.000Z"), "parentSession": str(parent)}
+    write(folder / "fork.jsonl", fork, msg("u", "user", "q"), tail=line(first)[:-1])
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        for made in (report(folder, False), report(folder, catalog), report(folder, catalog)):
+            assert made["totals"]["totalCost"] == 1.0
