@@ -226,3 +226,35 @@ def test_a_line_another_process_catches_up_during_a_report_counts_once(
     assert math.isclose(report.totals.total_cost, 3.0, rel_tol=1e-12)
     files = usage_report("daily", timezone="UTC", session_dir=str(folder), catalog=False)
     assert math.isclose(files.totals.total_cost, 3.0, rel_tol=1e-12)
+
+
+def test_rows_another_catalog_writes_between_two_commits_of_a_first_build_are_looked_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A first build looks no row up while the catalog has none; another process may write rows
+    # between two of its write transactions: the next one must look them up, not add them again.
+    folder = tmp_path / "sessions"
+    sessions(folder, 6)
+    database = tmp_path / "catalog.sqlite3"
+    monkeypatch.setattr(refresh_module, "_COMMIT_EVERY", -1.0)  # a transaction per file
+    other = Catalog(database)
+    original = refresh_module._no_rows
+    calls = []
+
+    def between_two_commits(connection: sqlite3.Connection) -> bool:
+        calls.append(1)
+        if len(calls) == 2:  # the second transaction has begun: let the other catalog write first
+            connection.execute("ROLLBACK")
+            other.refresh(str(folder))
+            connection.execute("BEGIN IMMEDIATE")
+        return original(connection)
+
+    monkeypatch.setattr(refresh_module, "_no_rows", between_two_commits)
+    with Catalog(database) as catalog, other:
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+        assert len(calls) >= 2
+        assert catalog.last_error is None  # (not a fall-back to a catalog in memory)
+        monkeypatch.setattr(refresh_module, "_no_rows", original)
+        with sqlite3.connect(database) as db:
+            assert db.execute("SELECT COUNT(*), COUNT(DISTINCT path) FROM files").fetchone() == (6, 6)
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))

@@ -327,13 +327,15 @@ def _write_pass(
         try:
             for path in stale:
                 dropped += _delete(connection, fts, path)
+            rowless = _no_rows(connection)
             for candidate in changed:
                 if time.monotonic() - started > _COMMIT_EVERY:
                     connection.execute("COMMIT")
                     connection.execute("BEGIN IMMEDIATE")
                     started = time.monotonic()
+                    rowless = _no_rows(connection)  # another process may have written meanwhile
                 done_ahead = next(reads) if candidate.path in ahead else None
-                row, outcome, deleted = _update(connection, fts, candidate, index, parts, done_ahead)
+                row, outcome, deleted = _update(connection, fts, candidate, index, parts, done_ahead, rowless)
                 dropped += deleted
                 if row is None:
                     unread.add(candidate.path)
@@ -351,6 +353,13 @@ def _write_pass(
             raise
     if dropped:
         _purge(connection, fts)
+
+
+def _no_rows(connection: sqlite3.Connection) -> bool:
+    """Whether the catalog has no file rows (a first build): in the write transaction that asked,
+    a file then has a row only once this pass writes it, so none is looked up (each path comes
+    once in a pass)."""
+    return bool(connection.execute("SELECT NOT EXISTS (SELECT 1 FROM files)").fetchone()[0])
 
 
 def _delete(connection: sqlite3.Connection, fts: bool, path: str) -> int:
@@ -502,6 +511,7 @@ def _update(
     index: bool,
     parts: int = EVERY_PART,
     prefetched: FileRead | str | None = None,
+    rowless: bool = False,
 ) -> tuple[Row | None, str, int]:
     """Catch one file up inside the caller's write transaction: (its row, what was done, how many
     search rows were deleted).
@@ -509,10 +519,15 @@ def _update(
     With ``index``, its messages also reach the search index (listing alone leaves that to
     the first search: the index is most of a first build's cost). ``prefetched``: the file read
     in full by :func:`read_new_file` (a worker process), used if the file still has no row, or
-    its row still lacks a part of ``parts`` and had every part the read has.
+    its row still lacks a part of ``parts`` and had every part the read has. ``rowless``: the
+    catalog had no file rows when this write transaction began (:func:`_no_rows`).
     """
     path = candidate.path
-    found = connection.execute(f"SELECT {FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
+    found = (
+        None
+        if rowless
+        else connection.execute(f"SELECT {FILE_COLUMNS} FROM files WHERE path = ?", (path,)).fetchone()
+    )
     old = None if found is None else Row(*found)
     deleted = 0
     if old is not None and not old.intact():
