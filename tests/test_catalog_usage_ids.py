@@ -131,3 +131,28 @@ def test_a_copy_on_a_forks_unfinished_last_line_counts_in_its_parent(tmp_path: P
     with Catalog(tmp_path / "catalog.sqlite3") as catalog:
         for made in (report(folder, False), report(folder, catalog), report(folder, catalog)):
             assert made["totals"]["totalCost"] == 1.0
+
+
+def test_sums_a_damaged_catalog_left_under_a_new_files_id_are_not_added_to(tmp_path: Path) -> None:
+    # SQLite gives a new row the id after the largest: the id of the file deleted last comes
+    # again. Sums left under it (a damaged or hand-edited catalog: a deletion takes them along)
+    # are replaced by the new file's, never added to.
+    folder = tmp_path / "sessions"
+    family(folder)
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        report(folder, catalog)
+        with sqlite3.connect(database) as db:
+            gone_id, gone = db.execute("SELECT id, path FROM files ORDER BY id DESC LIMIT 1").fetchone()
+            kept = db.execute("SELECT * FROM usage_sums WHERE file_id = ?", (gone_id,)).fetchall()
+        assert kept
+        Path(gone).unlink()
+        report(folder, catalog)
+        with sqlite3.connect(database) as db:
+            db.executemany(f"INSERT INTO usage_sums VALUES ({', '.join('?' * 16)})", kept)  # checksums hold
+        fresh = header("new", stamp="2025-03-06T00:00:00.000Z")
+        write(folder / "new.jsonl", fresh, assistant("n", "y", 64.0, "2025-03-06T10:00:00.000Z"))
+        made = report(folder, catalog)
+        with sqlite3.connect(database) as db:
+            assert db.execute("SELECT id FROM files WHERE path LIKE '%new.jsonl'").fetchone()[0] == gone_id
+    assert made == report(folder, False)

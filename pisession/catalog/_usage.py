@@ -246,12 +246,15 @@ def add_usage_rows(
     rows: list[UsageRow],
     damaged: int,
     prepared: PreparedUsage | None,
+    appended: bool = False,
 ) -> None:
-    """Store a file's newly read usage (``prepared`` from ``rows``): add the rows to its
-    quarter-hour sums, their ids to its packed ids (and the rows themselves, for a session that
-    names a parent), and count its newly read damaged lines."""
-    if rows:
-        assert prepared is not None
+    """Store a file's newly read usage (``prepared`` from its rows, None if it has none): add the
+    rows to its quarter-hour sums, their ids to its packed ids (and the rows themselves, for a
+    session that names a parent), and count its newly read damaged lines.
+
+    ``rows`` may be left out (empty) where they are not stored one by one, except for a read
+    from the file's old end (``appended``): its rows are added to the sums the file has."""
+    if prepared is not None:
         file_key = marshal.dumps(file_id, 2)  # _schema.with_file_id, its first step once per file
         crc32 = zlib.crc32
         if prepared.row_checksums is not None:
@@ -266,17 +269,18 @@ def add_usage_rows(
             "INSERT INTO usage_ids (file_id, ids, crc) VALUES (?, ?, ?)",
             (file_id, prepared.ids, crc32(file_key, prepared.ids_checksum)),
         )
-        if (
-            connection.execute("SELECT 1 FROM usage_sums WHERE file_id = ? LIMIT 1", (file_id,)).fetchone()
-            is None
-        ):
-            # a file with no sums yet (new, or read in full: its old ones deleted) takes them as made
+        if appended and connection.execute(
+            "SELECT 1 FROM usage_sums WHERE file_id = ? LIMIT 1", (file_id,)
+        ).fetchone():
+            _add_sums(connection, file_id, rows)
+        else:
+            # a file with no sums yet (new, or read in full: its old ones deleted) takes them as
+            # made; any it still has are a damaged catalog's, not added to
+            connection.execute("DELETE FROM usage_sums WHERE file_id = ?", (file_id,))
             connection.executemany(
                 f"INSERT INTO usage_sums ({USAGE_SUMS_COLUMNS}, crc) VALUES ({', '.join('?' * 16)})",
                 [(file_id, *row[:-1], crc32(file_key, row[-1])) for row in prepared.sums],
             )
-        else:
-            _add_sums(connection, file_id, rows)
     _add_damaged(connection, file_id, damaged)
 
 
