@@ -9,6 +9,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from pisession.catalog import Catalog
 from pisession.catalog._usage import entry_ids
 from tests.test_catalog import append, header, line, msg, write
@@ -156,3 +159,51 @@ def test_sums_a_damaged_catalog_left_under_a_new_files_id_are_not_added_to(tmp_p
         with sqlite3.connect(database) as db:
             assert db.execute("SELECT id FROM files WHERE path LIKE '%new.jsonl'").fetchone()[0] == gone_id
     assert made == report(folder, False)
+
+
+def _sums_one_by_one(rows: list[Any]) -> dict[tuple[str, int], list[Any]]:
+    """The quarter-hour sums as JavaScript adds them, value by value (the reference)."""
+    out: dict[tuple[str, int], list[Any]] = {}
+    for row in rows:
+        ms = row[2]
+        sums = out.setdefault((row[3], ms // 900_000), [0, 0, 0, 0, 0.0, 0, 0, 0, 0, 0, ms, ms])
+        for i in range(5):
+            value = row[4 + i]
+            if value is None:
+                sums[5 + i] += 1
+            else:
+                total = sums[i] + value
+                sums[i] = float(total) if type(total) is int and not -(2**53) <= total <= 2**53 else total
+        sums[10], sums[11] = min(sums[10], ms), max(sums[11], ms)
+    return out
+
+
+_TOKENS = st.one_of(
+    st.integers(0, 10**6),
+    st.integers(-(2**53) - 5, 2**53 + 5),
+    st.sampled_from([2**53, 2**53 - 1, -(2**53), 2**52 + 1]),
+    st.floats(allow_nan=False, width=64),
+    st.none(),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3 * 900_000),
+            st.sampled_from(["message/p/m", "usage/p/n"]),
+            _TOKENS,
+            _TOKENS,
+            _TOKENS,
+            _TOKENS,
+            st.one_of(st.floats(allow_nan=False, width=64), st.none(), st.just(-0.0)),
+        ),
+        max_size=40,
+    )
+)
+def test_the_quarter_hour_sums_are_those_of_adding_each_value(values: list[Any]) -> None:
+    from pisession.catalog._usage import _sums
+
+    rows = [("e", "t", ms, key, *numbers) for ms, key, *numbers in values]
+    assert repr(_sums(rows)) == repr(_sums_one_by_one(rows))  # (repr: -0.0 and int/float apart)

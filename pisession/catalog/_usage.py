@@ -338,24 +338,37 @@ def _sums(rows: list[UsageRow]) -> dict[tuple[str, int], list[Any]]:
     """Rows summed per (model key, quarter): five sums (NaN left out), five NaN counts, first and
     last ms, in file order."""
     out: dict[tuple[str, int], list[Any]] = {}
-    for row in rows:
-        ms = row[2]
-        key = (row[3], quarter_of(ms))
+    safe = _SAFE
+    for _, _, ms, model_key, tokens_in, tokens_out, cache_read, cache_write, cost in rows:
+        key = (model_key, ms // QUARTER_MS)
         sums = out.get(key)
         if sums is None:
             sums = out[key] = [0, 0, 0, 0, 0.0, 0, 0, 0, 0, 0, ms, ms]
-        for i in range(5):
-            value = row[4 + i]
+        elif ms < sums[10]:
+            sums[10] = ms
+        elif ms > sums[11]:
+            sums[11] = ms
+        if (
+            type(tokens_in) is int
+            and type(tokens_out) is int
+            and type(cache_read) is int
+            and type(cache_write) is int
+            and cost is not None
+        ):
+            # whole token counts (nearly every row): the loop below, its four sums at once
+            a, b = sums[0] + tokens_in, sums[1] + tokens_out
+            c, d = sums[2] + cache_read, sums[3] + cache_write
+            if -safe <= a <= safe and -safe <= b <= safe and -safe <= c <= safe and -safe <= d <= safe:
+                sums[0], sums[1], sums[2], sums[3] = a, b, c, d
+                sums[4] += cost
+                continue
+        for i, value in enumerate((tokens_in, tokens_out, cache_read, cache_write, cost)):
             if value is None:
                 sums[5 + i] += 1
             else:
                 total = sums[i] + value
                 # past 2**53 JavaScript's sum is a double, and SQLite's integers end at 2**63
-                sums[i] = float(total) if type(total) is int and not -_SAFE <= total <= _SAFE else total
-        if ms < sums[10]:
-            sums[10] = ms
-        if ms > sums[11]:
-            sums[11] = ms
+                sums[i] = float(total) if type(total) is int and not -safe <= total <= safe else total
     return out
 
 
