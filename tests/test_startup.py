@@ -362,3 +362,21 @@ def test_only_the_console_script_freezes_what_it_made(demo_session: str) -> None
         "assert gc.get_freeze_count() > 0\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_a_usage_report_loads_no_attrs(tmp_path: Path) -> None:
+    # its values are plain read-only records: importing attrs cost a usage run about 40 ms
+    (tmp_path / "agent" / "sessions").mkdir(parents=True)
+    code = (
+        "import contextlib, io, os\n"
+        f"os.environ['PI_CODING_AGENT_DIR'] = {str(tmp_path / 'agent')!r}\n"
+        f"os.environ['PISESSION_CATALOG'] = {str(tmp_path / 'catalog.sqlite3')!r}\n"
+        "from pisession.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    assert main(['usage', 'daily', '--json']) == 0\n"
+        "assert 'daily' in out.getvalue()\n"
+    )
+    loaded = loaded_after(code)
+    assert "pisession.usage" in loaded and "pisession.catalog._usage" in loaded  # the report ran
+    assert "attrs" not in loaded and "attr" not in loaded
