@@ -148,8 +148,8 @@ def _usage_of_plain_lines(
     line searched for a mark); False (nothing added) if one does not, or is blank, or holds a
     ``"\\r"`` (which the decoder of many lines splits at): :func:`_usage_only` then reads them.
 
-    A line all of whose lines decode has no damaged line: each is a JSON object. A line whose
-    entry and message have no ``usage`` key holds no usage (it is told by its key's decoded
+    Lines that all decode hold no damaged line: each is a JSON object. A line whose entry and
+    message have no ``usage`` key holds no usage (it is told by its key's decoded
     name, an escaped one too); the others are read as :func:`_usage_only` reads them."""
     if not lines or not all(type(line) is bytes for line in lines):
         return False

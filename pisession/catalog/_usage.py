@@ -224,9 +224,9 @@ def names_parent(header: dict[str, Any] | None) -> bool:
 
 class PreparedUsage:
     """What storing a file's usage rows needs that does not depend on its row's id, made where
-    the file is read (a worker process, for a new file): the quarter-hour sums, the entries' ids
-    packed, and each row's checksum part if its session names a parent (``forked``), each with
-    its checksum part (see :func:`~._schema.columns_checksum`)."""
+    the file is read (a worker process, for a new file): the quarter-hour sums and the entries'
+    packed ids, each with its checksum part (see :func:`~._schema.columns_checksum`), and, if
+    the session names a parent (``forked``), each row's checksum part (None otherwise)."""
 
     __slots__ = ("row_checksums", "sums", "ids", "ids_checksum")
 
