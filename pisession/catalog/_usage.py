@@ -419,6 +419,11 @@ GROUP BY u.file_id, u.model_key, quarter
 """
 
 
+def _is_pair(value: object) -> bool:
+    """Whether ``value`` is an (entry id, timestamp) pair as :class:`PreparedUsage` packs it."""
+    return type(value) is tuple and len(value) == 2 and type(value[0]) is str and type(value[1]) is str
+
+
 def entry_ids(connection: sqlite3.Connection, file_ids: Iterable[int]) -> dict[int, list[tuple[str, str]]]:
     """The (entry id, timestamp) of every usage entry of the sessions ``file_ids``, in file
     order, checked: :class:`UsageDamaged` names those whose packed ids fail (a damaged one would
@@ -433,7 +438,11 @@ def entry_ids(connection: sqlite3.Connection, file_ids: Iterable[int]) -> dict[i
             try:
                 if type(packed) is not bytes or usage_checksum(file_id, packed) != crc:
                     raise ValueError("fails its checksum")
-                ids += marshal.loads(packed)
+                pairs = marshal.loads(packed)
+                # a checksum tells damage, not what wrote the value: its shape is checked too
+                if type(pairs) is not list or not all(map(_is_pair, pairs)):
+                    raise ValueError("not (entry id, timestamp) pairs")
+                ids += pairs
             except (ValueError, EOFError, TypeError):
                 bad.append(file_id)
                 break
