@@ -5,8 +5,10 @@ through one in memory, so it would share any fault of the catalog's own)."""
 
 from __future__ import annotations
 
+import json
 import marshal
 import sqlite3
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,8 @@ import pytest
 
 from pisession.catalog import Catalog
 from pisession.catalog._schema import usage_checksum
-from tests.test_catalog import header, line, msg, write
+from pisession.catalog._usage import UsageDamaged, entry_ids
+from tests.test_catalog import age, append, header, line, msg, write
 from tests.test_catalog_parts import report
 from tests.test_catalog_workers import assistant
 
@@ -25,6 +28,14 @@ DAY2 = "2025-03-02T10:00:00.000Z"
 
 def forked(sid: str, parent: Path | str, stamp: str = "2025-03-01T12:00:00.000Z") -> dict[str, Any]:
     return {**header(sid, stamp=stamp), "parentSession": str(parent)}
+
+
+def escaped(path: Path, *entries: Any, tail: bytes = b"") -> Path:
+    """Write ``entries`` as JSON lines with every non-ASCII character escaped (a lone surrogate
+    as ``\\ud800``, as JavaScript's JSON.stringify writes it)."""
+    path.write_bytes(b"".join(json.dumps(entry).encode() + b"\n" for entry in entries) + tail)
+    age(path)
+    return path
 
 
 def daily(made: Any) -> dict[str, float]:
@@ -81,3 +92,85 @@ def test_forged_packed_ids_with_a_right_checksum_are_read_again(
         assert catalog.last_report.read == 1  # the parent, read again
         assert daily(report(folder, catalog)) == expected
         assert catalog.last_report.read == 0
+
+
+def test_packed_ids_that_declare_a_huge_list_are_not_allocated(tmp_path: Path) -> None:
+    # marshal makes a list of the length a value declares before reading its items: 2**26 items
+    # (half a GiB) in a few bytes; a forged tuple of 2**31 took 16 GiB. The packed ids are read
+    # by a parser whose memory follows what the value holds.
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    parent = write(folder / "parent.jsonl", header("parent"), assistant("a1", "answer", 1.0, DAY1))
+    write(folder / "fork.jsonl", forked("fork", parent), assistant("a1", "answer", 1.0, DAY1))
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        report(folder, catalog)
+    parent_id = file_id(database, parent)
+    forged = b"[" + (2**26).to_bytes(4, "little") + b")\x02\xda\x02a1\xda\x01x"
+    with sqlite3.connect(database) as db:
+        db.execute(
+            "UPDATE usage_ids SET ids = ?, crc = ? WHERE file_id = ?",
+            (forged, usage_checksum(parent_id, forged), parent_id),
+        )
+        tracemalloc.start()
+        try:
+            with pytest.raises(UsageDamaged):
+                entry_ids(db, [parent_id])
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peak < 2**24
+    with Catalog(database) as catalog:
+        assert daily(report(folder, catalog)) == {"2025-03-01": 1.0}
+
+
+# ----------------------------------------------------------------------------- lone surrogates
+
+
+@pytest.mark.parametrize("where", ["entry id", "timestamp", "model"])
+def test_a_lone_surrogate_in_a_forks_copies_is_counted_once(tmp_path: Path, where: str, workers: str) -> None:
+    # Pi reads "\ud800" in a session's JSON as a lone surrogate, which SQLite's UTF-8 cannot
+    # hold: the report raised UnicodeEncodeError (a traceback from `pisession usage`)
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    copied = assistant("a1", "answer", 1.0, DAY1)
+    if where == "entry id":
+        copied["id"] = "a\ud800"
+    elif where == "timestamp":
+        copied["timestamp"] = "2025-03-01T10:00:00.000Z\udc00"  # not Pi's form: read as JavaScript reads it
+    else:
+        copied["message"]["model"] = "gpt-\ud800"
+    own = assistant("f1", "own", 2.0, DAY2)
+    own["message"]["model"] = copied["message"]["model"]
+    parent = escaped(folder / "parent.jsonl", header("parent"), copied)
+    escaped(folder / "fork.jsonl", forked("fork", parent), copied, own)
+    escaped(folder / "unfinished.jsonl", forked("unfinished", parent), tail=json.dumps(copied).encode())
+    # a timestamp JavaScript cannot read dates the entry by its session's header
+    day1 = {"2025-01-02": 1.0} if where == "timestamp" else {"2025-03-01": 1.0}
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        for _ in range(2):  # a first report, then a warm one
+            made = report(folder, catalog)
+            assert daily(made) == {**day1, "2025-03-02": 2.0}
+            if where == "model":
+                assert {model for day in made["daily"] for model in day["modelsUsed"]} == {
+                    "openai/gpt-\ud800"
+                }
+
+
+def test_a_lone_surrogate_in_a_grown_sessions_model_is_summed(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    first = assistant("a1", "one", 1.0, DAY1)
+    first["message"]["model"] = "m\udfff"
+    session = escaped(folder / "session.jsonl", header("session"), first)
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        assert daily(report(folder, catalog)) == {"2025-03-01": 1.0}
+        later = assistant("a2", "two", 2.0, DAY1_LATER)
+        later["message"]["model"] = "m\udfff"
+        append(session, json.dumps(later).encode() + b"\n")
+        made = report(folder, catalog)
+        assert catalog.last_report.appended == 1
+        assert daily(made) == {"2025-03-01": 3.0}
+        assert made["daily"][0]["modelBreakdowns"][0]["modelName"] == "openai/m\udfff"

@@ -16,6 +16,7 @@ sessions stores some 1,000 rows, not 23,000.
 from __future__ import annotations
 
 import functools
+import json
 import marshal
 import os
 import sqlite3
@@ -222,6 +223,40 @@ def names_parent(header: dict[str, Any] | None) -> bool:
     return isinstance(parent, str) and bool(parent)
 
 
+def sql_text(text: str) -> str | bytes:
+    """A string as SQLite can hold it: as it is, or, holding a lone surrogate (JSON's ``\\ud800``,
+    which Pi reads and UTF-8 cannot encode), its bytes with the surrogates passed, a BLOB (which
+    SQLite never finds equal to a TEXT). So two strings stored are equal only if they were."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
+def text_of(value: str | bytes) -> str:
+    """A string :func:`sql_text` stored, read back."""
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+
+
+def _stored_row(row: UsageRow) -> tuple[Any, ...]:
+    """A usage row as the ``usage`` table holds it (its texts by :func:`sql_text`)."""
+    if row[0].isascii() and row[1].isascii() and row[3].isascii():
+        return row
+    return (sql_text(row[0]), sql_text(row[1]), row[2], sql_text(row[3]), *row[4:])
+
+
+def _pack_ids(rows: list[UsageRow]) -> bytes:
+    """The (entry id, timestamp) pairs of ``rows``, packed: JSON, whose every non-ASCII character
+    is escaped (a lone surrogate too) and which a parse reads back the same (a string parsed from
+    JSON never holds a high surrogate before a low one: the parse joins them). Not marshal, whose
+    reading makes a list or tuple as long as a value declares before reading its items: a forged
+    value of a few bytes would cost gigabytes."""
+    return json.dumps([(row[0], row[1]) for row in rows], separators=(",", ":")).encode("ascii")
+
+
 class PreparedUsage:
     """What storing a file's usage rows needs that does not depend on its row's id, made where
     the file is read (a worker process, for a new file): the quarter-hour sums, the entries' ids
@@ -231,12 +266,12 @@ class PreparedUsage:
     __slots__ = ("row_checksums", "sums", "ids", "ids_checksum")
 
     def __init__(self, rows: list[UsageRow], forked: bool) -> None:
-        self.row_checksums = [columns_checksum(row) for row in rows] if forked else None
+        self.row_checksums = [columns_checksum(_stored_row(row)) for row in rows] if forked else None
         self.sums = [
-            (*key, *values, columns_checksum((*key, *values))) for key, values in _sums(rows).items()
+            (sql_text(key), quarter, *values, columns_checksum((sql_text(key), quarter, *values)))
+            for (key, quarter), values in _sums(rows).items()
         ]
-        # marshal's version 2 reads back the same strings on any Python 3 (lone surrogates too)
-        self.ids = marshal.dumps([(row[0], row[1]) for row in rows], 2)
+        self.ids = _pack_ids(rows)
         self.ids_checksum = columns_checksum((self.ids,))
 
 
@@ -261,7 +296,7 @@ def add_usage_rows(
             connection.executemany(
                 f"INSERT INTO usage ({USAGE_COLUMNS}, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (file_id, *row, crc32(file_key, crc))
+                    (file_id, *_stored_row(row), crc32(file_key, crc))
                     for row, crc in zip(rows, prepared.row_checksums, strict=True)
                 ],
             )
@@ -290,7 +325,7 @@ def _add_sums(connection: sqlite3.Connection, file_id: int, rows: list[UsageRow]
     would round its doubles in another order)."""
     added = [
         (
-            row[3],
+            sql_text(row[3]),
             quarter_of(row[2]),
             *(0 if value is None else 0 + value for value in row[4:8]),
             0.0 if row[8] is None else 0.0 + row[8],  # as _sums starts (-0.0 adds as 0.0)
@@ -420,8 +455,8 @@ GROUP BY u.file_id, u.model_key, quarter
 
 
 def _is_pair(value: object) -> bool:
-    """Whether ``value`` is an (entry id, timestamp) pair as :class:`PreparedUsage` packs it."""
-    return type(value) is tuple and len(value) == 2 and type(value[0]) is str and type(value[1]) is str
+    """Whether ``value`` is an (entry id, timestamp) pair as :func:`_pack_ids` packs it."""
+    return type(value) is list and len(value) == 2 and type(value[0]) is str and type(value[1]) is str
 
 
 def entry_ids(connection: sqlite3.Connection, file_ids: Iterable[int]) -> dict[int, list[tuple[str, str]]]:
@@ -438,12 +473,12 @@ def entry_ids(connection: sqlite3.Connection, file_ids: Iterable[int]) -> dict[i
             try:
                 if type(packed) is not bytes or usage_checksum(file_id, packed) != crc:
                     raise ValueError("fails its checksum")
-                pairs = marshal.loads(packed)
+                pairs = json.loads(packed)
                 # a checksum tells damage, not what wrote the value: its shape is checked too
                 if type(pairs) is not list or not all(map(_is_pair, pairs)):
                     raise ValueError("not (entry id, timestamp) pairs")
-                ids += pairs
-            except (ValueError, EOFError, TypeError):
+                ids += map(tuple, pairs)
+            except (ValueError, RecursionError):
                 bad.append(file_id)
                 break
         out[file_id] = ids
@@ -480,12 +515,16 @@ def usage_groups(
             found = {}
         connection.executemany(
             "INSERT INTO temp.parent_entries VALUES (?, ?, ?)",
-            ((file_id, *entry) for file_id, ids in found.items() for entry in ids),
+            (
+                (file_id, sql_text(entry_id), sql_text(ts))
+                for file_id, ids in found.items()
+                for entry_id, ts in ids
+            ),
         )
         for row in connection.execute(_OWN_SUMS):
             if usage_checksum(*row[:-1]) != row[-1]:
                 damaged.add(row[0])
-            groups.append(row[:-1])
+            groups.append(_group(row[:-1]))
         try:  # a SUM of NaNs only is NULL: read as 0
             forks = connection.execute(_FORK_SUMS.format("")).fetchall()
         except sqlite3.OperationalError as error:
@@ -496,13 +535,18 @@ def usage_groups(
         for row in forks:
             if row[-1]:
                 damaged.add(row[0])
-            groups.append(row[:-1])
+            groups.append(_group(row[:-1]))
         if damaged:
             raise UsageDamaged(damaged)
         return groups
     finally:
         connection.execute("DELETE FROM temp.usage_scope")
         connection.execute("DELETE FROM temp.parent_entries")
+
+
+def _group(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A summed group as read, its model key as the report reads it (see :func:`sql_text`)."""
+    return row if type(row[1]) is str else (row[0], text_of(row[1]), *row[2:])
 
 
 class UsageScan:
