@@ -174,3 +174,45 @@ def test_a_lone_surrogate_in_a_grown_sessions_model_is_summed(tmp_path: Path) ->
         assert catalog.last_report.appended == 1
         assert daily(made) == {"2025-03-01": 3.0}
         assert made["daily"][0]["modelBreakdowns"][0]["modelName"] == "openai/m\udfff"
+
+
+# ----------------------------------------------------- copies of a parent's unfinished last line
+
+
+def test_a_copy_of_the_parents_unfinished_last_line_counts_in_the_parent_only(
+    tmp_path: Path, workers: str
+) -> None:
+    # Pi reads a last line without its newline when it parses: it is an entry of the parent
+    # (the conformance data's rule: a copy has an id and timestamp of an entry of the parent)
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    first = assistant("a1", "one", 1.0, DAY1)
+    second = assistant("a2", "two", 2.0, DAY1_LATER)
+    parent = write(folder / "parent.jsonl", header("parent"), first, tail=line(second)[:-1])
+    write(folder / "fork.jsonl", forked("fork", parent), first, second, assistant("f1", "own", 4.0, DAY2))
+    write(folder / "both.jsonl", forked("both", parent), first, tail=line(second)[:-1])
+    expected = {"2025-03-01": 3.0, "2025-03-02": 4.0}
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        assert daily(report(folder, catalog)) == expected
+        assert daily(report(folder, catalog)) == expected  # warm
+        append(parent, b"\n")  # the line finished: the same entries
+        assert daily(report(folder, catalog)) == expected
+    assert daily(report(folder, False)) == expected
+
+
+def test_a_copy_of_a_middle_forks_unfinished_last_line_counts_once(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    first = assistant("a1", "one", 1.0, DAY1)
+    middle_own = assistant("m1", "middle", 2.0, DAY1_LATER)
+    parent = write(folder / "parent.jsonl", header("parent"), first)
+    middle = write(folder / "middle.jsonl", forked("middle", parent), first, tail=line(middle_own)[:-1])
+    write(
+        folder / "grandchild.jsonl",
+        forked("grandchild", middle, stamp="2025-03-01T13:00:00.000Z"),
+        first,
+        middle_own,
+        assistant("g1", "mine", 8.0, DAY2),
+    )
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        assert daily(report(folder, catalog)) == {"2025-03-01": 3.0, "2025-03-02": 8.0}

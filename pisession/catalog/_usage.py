@@ -21,7 +21,7 @@ import marshal
 import os
 import sqlite3
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -488,11 +488,15 @@ def entry_ids(connection: sqlite3.Connection, file_ids: Iterable[int]) -> dict[i
 
 
 def usage_groups(
-    connection: sqlite3.Connection, scope: Iterable[tuple[int, int | None]]
+    connection: sqlite3.Connection,
+    scope: Iterable[tuple[int, int | None]],
+    unfinished: Mapping[int, list[tuple[str, str]]] | None = None,
 ) -> list[tuple[Any, ...]]:
     """Summed usage per (file, model, quarter hour) of the files ``scope`` names as ``(file id,
-    parent file id or None)``; the rows a file shares with its parent are left out. Every row
-    read is checked: :class:`UsageDamaged` names the files whose rows fail."""
+    parent file id or None)``; the rows a file shares with its parent are left out (the parent's
+    entries: those stored, and ``unfinished``, the (entry id, timestamp) of each file's
+    unfinished last line). Every row read is checked: :class:`UsageDamaged` names the files
+    whose rows fail."""
     connection.execute("CREATE TEMP TABLE IF NOT EXISTS usage_scope (file_id INTEGER PRIMARY KEY, parent_id)")
     connection.execute(
         "CREATE TEMP TABLE IF NOT EXISTS parent_entries (file_id INTEGER, entry_id TEXT, ts TEXT)"
@@ -513,6 +517,9 @@ def usage_groups(
         except UsageDamaged as error:
             damaged.update(error.file_ids)
             found = {}
+        for parent_id in parents:
+            if unfinished and parent_id in unfinished and parent_id in found:
+                found[parent_id] = found[parent_id] + unfinished[parent_id]
         connection.executemany(
             "INSERT INTO temp.parent_entries VALUES (?, ?, ?)",
             (
@@ -606,20 +613,31 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
     failed: set[int] = set()
     damaged: dict[int, int] = {}
     groups: list[tuple[Any, ...]] = []
+    # the usage on each file's unfinished last line: Pi reads it when it parses, so it counts in
+    # its file, and a fork's copy of it (whole or unfinished too) is a copy
+    unfinished = {
+        row.id: _unfinished_rows(row, sessions[row.id][1])
+        for row in rows
+        if row.id in sessions and row.size > row.parsed
+    }
     try:
         damaged = damaged_lines(connection, sessions)
     except UsageDamaged as error:
         failed.update(error.file_ids)
     try:
-        groups = usage_groups(connection, scope)
+        groups = usage_groups(
+            connection, scope, {file_id: [row[:2] for row in found] for file_id, found in unfinished.items()}
+        )
     except UsageDamaged as error:
         failed.update(error.file_ids)
     if failed:
         raise UsageDamaged(failed, [sessions[file_id][0] for file_id in failed if file_id in sessions])
     parents = dict(scope)
     for row in rows:
-        if row.id in sessions and row.size > row.parsed:
-            groups += _unfinished_line(connection, row, sessions[row.id][1], parents.get(row.id))
+        if row.id in unfinished:
+            groups += _unfinished_line(
+                connection, row, unfinished[row.id], parents.get(row.id), unfinished.get(parents.get(row.id))
+            )
     return UsageScan(groups, sessions, damaged)
 
 
@@ -683,17 +701,30 @@ def _real(path: str, folders: dict[str, str]) -> str:
     return os.path.join(real, name)
 
 
-def _unfinished_line(
-    connection: sqlite3.Connection, row: Any, header: dict[str, Any], parent_id: int | None
-) -> list[tuple[Any, ...]]:
-    """The usage of a file's last line when it lacks its newline (the catalog keeps such a line
-    aside until it is finished): Pi reads it, so it counts, unless it is a copy of the parent's."""
+def _unfinished_rows(row: Any, header: dict[str, Any]) -> list[UsageRow]:
+    """The usage rows of a file's last line when it lacks its newline (the catalog keeps such a
+    line aside until it is finished)."""
     partial = row.partial
     if partial is None:  # too long to keep: read it from the file (a line over 512 MiB: not)
         partial = read_range(row.path, row.parsed, row.size)
-    found, _ = usage_rows(bytes(partial), header)
+    return usage_rows(bytes(partial), header)[0]
+
+
+def _unfinished_line(
+    connection: sqlite3.Connection,
+    row: Any,
+    found: list[UsageRow],
+    parent_id: int | None,
+    parents_unfinished: list[UsageRow] | None,
+) -> list[tuple[Any, ...]]:
+    """The usage ``found`` on a file's unfinished last line (:func:`_unfinished_rows`): Pi reads
+    it, so it counts, unless it is a copy of the parent's (``parents_unfinished``: the rows of
+    the parent's own unfinished last line)."""
     groups = []
-    copies = set() if parent_id is None or not found else set(entry_ids(connection, [parent_id])[parent_id])
+    copies: set[tuple[str, str]] = set()
+    if parent_id is not None and found:
+        copies.update(entry_ids(connection, [parent_id])[parent_id])
+        copies.update((entry[0], entry[1]) for entry in parents_unfinished or ())
     for entry_id, timestamp, ms, key, *numbers in found:
         if (entry_id, timestamp) in copies:
             continue
