@@ -216,3 +216,51 @@ def test_a_copy_of_a_middle_forks_unfinished_last_line_counts_once(tmp_path: Pat
     )
     with Catalog(tmp_path / "catalog.sqlite3") as catalog:
         assert daily(report(folder, catalog)) == {"2025-03-01": 3.0, "2025-03-02": 8.0}
+
+
+# ------------------------------------------------------- rows a damaged catalog left under an id
+
+
+def test_rows_a_damaged_catalog_left_under_a_new_files_id_are_replaced(tmp_path: Path) -> None:
+    # SQLite gives a new row the id after the largest, so the id of the file deleted last comes
+    # again. Rows left under it (a deletion takes them along: only a damaged or hand-edited
+    # catalog keeps them, their checksums holding) are not the new file's: its read in full
+    # replaces them, as it replaces the sums.
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    parent = write(folder / "parent.jsonl", header("parent"), assistant("a1", "one", 1.0, DAY1))
+    gone = write(
+        folder / "gone.jsonl",
+        forked("gone", parent),
+        assistant("f1", "stale", 16.0, DAY2),
+        assistant("f2", "stale", 32.0, DAY2),
+    )
+    database = tmp_path / "catalog.sqlite3"
+    tables = ("usage", "usage_ids", "usage_damage")
+    with Catalog(database) as catalog:
+        assert daily(report(folder, catalog)) == {"2025-03-01": 1.0, "2025-03-02": 48.0}
+        gone_id = file_id(database, gone)
+        with sqlite3.connect(database) as db:
+            kept = {
+                table: db.execute(f"SELECT * FROM {table} WHERE file_id = ?", (gone_id,)).fetchall()
+                for table in tables
+            }
+        assert kept["usage"] and kept["usage_ids"]
+        gone.unlink()
+        report(folder, catalog)
+        with sqlite3.connect(database) as db:
+            for table, rows in kept.items():
+                for row in rows:
+                    db.execute(f"INSERT INTO {table} VALUES ({', '.join('?' * len(row))})", row)
+        # a new fork, under the id the deleted one had; and a fork of it whose own entry has the
+        # id and timestamp of one of the deleted file's
+        fresh = write(folder / "fresh.jsonl", forked("fresh", parent), assistant("n1", "new", 2.0, DAY2))
+        report(folder, catalog)
+        assert file_id(database, fresh) == gone_id
+        write(
+            folder / "later.jsonl",
+            forked("later", fresh, stamp="2025-03-02T12:00:00.000Z"),
+            assistant("f1", "stale", 4.0, DAY2),
+        )
+        made = report(folder, catalog)
+    assert daily(made) == {"2025-03-01": 1.0, "2025-03-02": 6.0}

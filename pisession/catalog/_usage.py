@@ -288,7 +288,12 @@ def add_usage_rows(
     session that names a parent), and count its newly read damaged lines.
 
     ``rows`` may be left out (empty) where they are not stored one by one, except for a read
-    from the file's old end (``appended``): its rows are added to the sums the file has."""
+    from the file's old end (``appended``): its rows are added to what the file has. A read of
+    the whole file replaces whatever is stored under its id: a deletion takes a file's usage
+    along, so any left there (the id of the file deleted last comes again) is a damaged
+    catalog's, not this file's."""
+    if not appended:
+        drop_usage_rows(connection, file_id)
     if prepared is not None:
         file_key = marshal.dumps(file_id, 2)  # _schema.with_file_id, its first step once per file
         crc32 = zlib.crc32
@@ -308,10 +313,7 @@ def add_usage_rows(
             "SELECT 1 FROM usage_sums WHERE file_id = ? LIMIT 1", (file_id,)
         ).fetchone():
             _add_sums(connection, file_id, rows)
-        else:
-            # a file with no sums yet (new, or read in full: its old ones deleted) takes them as
-            # made; any it still has are a damaged catalog's, not added to
-            connection.execute("DELETE FROM usage_sums WHERE file_id = ?", (file_id,))
+        else:  # a file with no sums yet (new, or read in full) takes them as made
             connection.executemany(
                 f"INSERT INTO usage_sums ({USAGE_SUMS_COLUMNS}, crc) VALUES ({', '.join('?' * 16)})",
                 [(file_id, *row[:-1], crc32(file_key, row[-1])) for row in prepared.sums],
