@@ -264,3 +264,115 @@ def test_rows_a_damaged_catalog_left_under_a_new_files_id_are_replaced(tmp_path:
         )
         made = report(folder, catalog)
     assert daily(made) == {"2025-03-01": 1.0, "2025-03-02": 6.0}
+
+
+# -------------------------------------------------------------------- what held (written-out totals)
+
+
+def test_a_parent_that_appears_after_its_fork_was_cached_takes_the_copies(
+    tmp_path: Path, workers: str
+) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    copied = assistant("a1", "one", 1.0, DAY1)
+    parent = folder / "parent.jsonl"
+    write(folder / "fork.jsonl", forked("fork", parent), copied, assistant("f1", "own", 2.0, DAY2))
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        # no parent: the fork is the only record of the copy, which counts there
+        assert daily(report(folder, catalog)) == {"2025-03-01": 1.0, "2025-03-02": 2.0}
+        write(parent, header("parent"), copied, assistant("a2", "two", 4.0, DAY1_LATER))
+        assert daily(report(folder, catalog)) == {"2025-03-01": 5.0, "2025-03-02": 2.0}
+        assert catalog.last_report.read == 1  # the parent only: the fork kept its rows
+        parent.unlink()
+        assert daily(report(folder, catalog)) == {"2025-03-01": 1.0, "2025-03-02": 2.0}
+
+
+def test_a_pending_file_that_becomes_a_fork_keeps_a_row_per_entry(tmp_path: Path, workers: str) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    copied = assistant("a1", "one", 1.0, DAY1)
+    parent = write(folder / "parent.jsonl", header("parent"), copied)
+    whole = line(forked("fork", parent))
+    fork = write(folder / "fork.jsonl", tail=whole[:20])  # its header being written
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        assert daily(report(folder, catalog)) == {"2025-03-01": 1.0}
+        append(fork, whole[20:] + line(copied) + line(assistant("f1", "own", 2.0, DAY2)))
+        assert daily(report(folder, catalog)) == {"2025-03-01": 1.0, "2025-03-02": 2.0}
+        assert catalog.last_report.appended == 1
+    with sqlite3.connect(database) as db:
+        assert db.execute(
+            "SELECT COUNT(*) FROM usage WHERE file_id = ?", (file_id(database, fork),)
+        ).fetchone() == (2,)
+
+
+def test_a_first_listing_then_a_report_fills_a_forks_rows_in(tmp_path: Path, workers: str) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    copied = assistant("a1", "one", 1.0, DAY1)
+    parent = write(folder / "parent.jsonl", header("parent"), copied)
+    fork = write(folder / "fork.jsonl", forked("fork", parent), copied, assistant("f1", "own", 2.0, DAY2))
+    expected = {"2025-03-01": 1.0, "2025-03-02": 2.0}
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        catalog.list_all(str(folder))
+        assert daily(report(folder, catalog)) == expected
+        assert catalog.last_report.read == 2  # each filled in
+        append(parent, line(assistant("a2", "two", 4.0, DAY1_LATER)))
+        append(fork, line(assistant("a2", "two", 4.0, DAY1_LATER)))
+        assert daily(report(folder, catalog)) == {"2025-03-01": 5.0, "2025-03-02": 2.0}
+        assert catalog.last_report.appended == 2
+
+
+def test_a_fork_naming_itself_or_a_cycle_counts_each_entry_once(tmp_path: Path, workers: str) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    shared = assistant("a1", "one", 1.0, DAY1)
+    own = folder / "own.jsonl"
+    write(own, forked("own", own), shared, assistant("o1", "own", 2.0, DAY2))
+    first, second = folder / "first.jsonl", folder / "second.jsonl"
+    # a cycle: cut where a session names one started later (second names first: kept)
+    write(first, forked("first", second, stamp="2025-03-01T00:00:00.000Z"), shared)
+    write(
+        second,
+        forked("second", first, stamp="2025-03-01T01:00:00.000Z"),
+        shared,
+        assistant("s", "s", 4.0, DAY2),
+    )
+    expected = {"2025-03-01": 2.0, "2025-03-02": 6.0}  # own: 1 + 2; first: 1; second: 4
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        assert daily(report(folder, catalog)) == expected
+        assert daily(report(folder, catalog)) == expected
+
+
+@pytest.mark.parametrize("value", [None, "text", 7, b"[]"], ids=["null", "text", "number", "wrong-checksum"])
+def test_a_parents_packed_ids_of_another_type_are_read_again(tmp_path: Path, value: Any) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    copied = assistant("a1", "one", 1.0, DAY1)
+    parent = write(folder / "parent.jsonl", header("parent"), copied)
+    write(folder / "fork.jsonl", forked("fork", parent), copied, assistant("f1", "own", 2.0, DAY2))
+    database = tmp_path / "catalog.sqlite3"
+    expected = {"2025-03-01": 1.0, "2025-03-02": 2.0}
+    with Catalog(database) as catalog:
+        assert daily(report(folder, catalog)) == expected
+        with sqlite3.connect(database) as db:
+            db.execute("UPDATE usage_ids SET ids = ? WHERE file_id = ?", (value, file_id(database, parent)))
+        assert daily(report(folder, catalog)) == expected
+        assert catalog.last_report.read == 1
+
+
+def test_two_catalogs_on_one_database_tell_the_copies_alike(tmp_path: Path, workers: str) -> None:
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    copied = assistant("a1", "one", 1.0, DAY1)
+    parent = write(folder / "parent.jsonl", header("parent"), copied)
+    fork = write(folder / "fork.jsonl", forked("fork", parent), copied)
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as one, Catalog(database) as other:
+        assert daily(report(folder, one)) == {"2025-03-01": 1.0}
+        append(parent, line(assistant("a2", "two", 2.0, DAY2)))
+        assert daily(report(folder, other)) == {"2025-03-01": 1.0, "2025-03-02": 2.0}
+        append(fork, line(assistant("a2", "two", 2.0, DAY2)) + line(assistant("f1", "own", 4.0, DAY2)))
+        assert daily(report(folder, one)) == {"2025-03-01": 1.0, "2025-03-02": 6.0}
+        assert daily(report(folder, other)) == {"2025-03-01": 1.0, "2025-03-02": 6.0}
+        assert other.last_report.read == other.last_report.appended == 0
