@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pisession._attribution import copied_entry_ids
 from pisession.catalog import Catalog
 from pisession.catalog._schema import usage_checksum
 from pisession.catalog._usage import UsageDamaged, entry_ids
@@ -376,3 +377,22 @@ def test_two_catalogs_on_one_database_tell_the_copies_alike(tmp_path: Path, work
         assert daily(report(folder, one)) == {"2025-03-01": 1.0, "2025-03-02": 6.0}
         assert daily(report(folder, other)) == {"2025-03-01": 1.0, "2025-03-02": 6.0}
         assert other.last_report.read == other.last_report.appended == 0
+
+
+def test_entries_without_an_id_are_never_copies(tmp_path: Path, workers: str) -> None:
+    # copied_entry_ids: "entries without an id never match"; the catalog took two entries with
+    # no id and the same timestamp for the same entry, and left the fork's out
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    theirs = assistant("", "one", 1.0, DAY1)
+    del theirs["id"]
+    mine = assistant("", "two", 2.0, DAY1)
+    del mine["id"]
+    parent = write(folder / "parent.jsonl", header("parent"), theirs)
+    fork_entries = [forked("fork", parent), mine]
+    write(folder / "fork.jsonl", *fork_entries)
+    write(folder / "unfinished.jsonl", forked("unfinished", parent), tail=line(mine)[:-1])
+    assert copied_entry_ids(fork_entries, [header("parent"), theirs]) == frozenset()
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        assert daily(report(folder, catalog)) == {"2025-03-01": 5.0}
+        assert daily(report(folder, catalog)) == {"2025-03-01": 5.0}

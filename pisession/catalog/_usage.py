@@ -439,7 +439,8 @@ SELECT {_qualified("s", USAGE_SUMS_COLUMNS)}, s.crc
 FROM usage_sums s JOIN temp.usage_scope c ON c.file_id = s.file_id
 WHERE c.parent_id IS NULL
 """
-# A session with a parent: its entries, less those that have the same id and timestamp there;
+# A session with a parent: its entries, less those that have the same id and timestamp there
+# (an entry with no id is never a copy: copied_entry_ids; none of them is in parent_entries);
 # last, how many of the entries summed fail their checksum. ({{0}}: how integers are summed.)
 _FORK_SUMS = f"""
 SELECT u.file_id, u.model_key, (u.ms - (u.ms < 0) * 899999) / 900000 AS quarter,
@@ -528,6 +529,7 @@ def usage_groups(
                 (file_id, sql_text(entry_id), sql_text(ts))
                 for file_id, ids in found.items()
                 for entry_id, ts in ids
+                if entry_id  # an entry with no id is never a copy (see copied_entry_ids)
             ),
         )
         for row in connection.execute(_OWN_SUMS):
@@ -728,7 +730,7 @@ def _unfinished_line(
         copies.update(entry_ids(connection, [parent_id])[parent_id])
         copies.update((entry[0], entry[1]) for entry in parents_unfinished or ())
     for entry_id, timestamp, ms, key, *numbers in found:
-        if (entry_id, timestamp) in copies:
+        if entry_id and (entry_id, timestamp) in copies:
             continue
         nans = [1 if value is None else 0 for value in numbers]
         groups.append((row.id, key, quarter_of(ms), *(value or 0 for value in numbers), *nans, ms, ms))
