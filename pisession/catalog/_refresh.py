@@ -501,9 +501,10 @@ def warm_up() -> None:
     """Import and build what :func:`read_new_file` uses, before worker processes are forked
     (each would otherwise import it again)."""
     from ._fastread import _decoders
-    from ._usage import _decoder
+    from ._usage import _decoder, ids_encoder
 
     _decoder()
+    ids_encoder()
     _decoders()
     parse_line(b"{}")
 

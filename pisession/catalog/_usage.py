@@ -16,11 +16,12 @@ sessions stores some 1,000 rows, not 23,000.
 from __future__ import annotations
 
 import functools
+import json
 import marshal
 import os
 import sqlite3
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -222,6 +223,57 @@ def names_parent(header: dict[str, Any] | None) -> bool:
     return isinstance(parent, str) and bool(parent)
 
 
+def sql_text(text: str) -> str | bytes:
+    """A string as SQLite can hold it: as it is, or, holding a lone surrogate (JSON's ``\\ud800``,
+    which Pi reads and UTF-8 cannot encode), its bytes with the surrogates passed, a BLOB (which
+    SQLite never finds equal to a TEXT). So two strings stored are equal only if they were."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
+def text_of(value: str | bytes) -> str:
+    """A string :func:`sql_text` stored, read back."""
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+
+
+def _stored_row(row: UsageRow) -> tuple[Any, ...]:
+    """A usage row as the ``usage`` table holds it (its texts by :func:`sql_text`)."""
+    if row[0].isascii() and row[1].isascii() and row[3].isascii():
+        return row
+    return (sql_text(row[0]), sql_text(row[1]), row[2], sql_text(row[3]), *row[4:])
+
+
+@functools.cache
+def ids_encoder() -> Callable[[Any], bytes] | None:
+    """msgspec's JSON encoder (None without msgspec): eight times faster than the json module's."""
+    try:
+        import msgspec
+    except ImportError:  # exercised by tests that hide it
+        return None
+    return msgspec.json.Encoder().encode
+
+
+def _pack_ids(rows: list[UsageRow]) -> bytes:
+    """The (entry id, timestamp) pairs of ``rows``, packed as JSON, which :func:`entry_ids` reads
+    back the same (a lone surrogate, which msgspec does not encode, escaped by the json module;
+    a string parsed from JSON never holds a high surrogate before a low one: the parse joins
+    them). Not marshal, whose reading makes a list or tuple as long as a value declares before
+    reading its items: a forged value of a few bytes would cost gigabytes."""
+    pairs = [(row[0], row[1]) for row in rows]
+    encode = ids_encoder()
+    if encode is not None:
+        try:
+            return encode(pairs)
+        except UnicodeEncodeError:
+            pass
+    return json.dumps(pairs, separators=(",", ":")).encode("ascii")
+
+
 class PreparedUsage:
     """What storing a file's usage rows needs that does not depend on its row's id, made where
     the file is read (a worker process, for a new file): the quarter-hour sums and the entries'
@@ -231,12 +283,10 @@ class PreparedUsage:
     __slots__ = ("row_checksums", "sums", "ids", "ids_checksum")
 
     def __init__(self, rows: list[UsageRow], forked: bool) -> None:
-        self.row_checksums = [columns_checksum(row) for row in rows] if forked else None
-        self.sums = [
-            (*key, *values, columns_checksum((*key, *values))) for key, values in _sums(rows).items()
-        ]
-        # marshal's version 2 reads back the same strings on any Python 3 (lone surrogates too)
-        self.ids = marshal.dumps([(row[0], row[1]) for row in rows], 2)
+        self.row_checksums = [columns_checksum(_stored_row(row)) for row in rows] if forked else None
+        sums = ((sql_text(key), quarter, *values) for (key, quarter), values in _sums(rows).items())
+        self.sums = [(*stored, columns_checksum(stored)) for stored in sums]
+        self.ids = _pack_ids(rows)
         self.ids_checksum = columns_checksum((self.ids,))
 
 
@@ -253,7 +303,12 @@ def add_usage_rows(
     session that names a parent), and count its newly read damaged lines.
 
     ``rows`` may be left out (empty) where they are not stored one by one, except for a read
-    from the file's old end (``appended``): its rows are added to the sums the file has."""
+    from the file's old end (``appended``): its rows are added to what the file has. A read of
+    the whole file replaces whatever is stored under its id: a deletion takes a file's usage
+    along, so any left there (the id of the file deleted last comes again) is a damaged
+    catalog's, not this file's."""
+    if not appended:
+        drop_usage_rows(connection, file_id)
     if prepared is not None:
         file_key = marshal.dumps(file_id, 2)  # _schema.with_file_id, its first step once per file
         crc32 = zlib.crc32
@@ -261,7 +316,7 @@ def add_usage_rows(
             connection.executemany(
                 f"INSERT INTO usage ({USAGE_COLUMNS}, crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (file_id, *row, crc32(file_key, crc))
+                    (file_id, *_stored_row(row), crc32(file_key, crc))
                     for row, crc in zip(rows, prepared.row_checksums, strict=True)
                 ],
             )
@@ -273,10 +328,7 @@ def add_usage_rows(
             "SELECT 1 FROM usage_sums WHERE file_id = ? LIMIT 1", (file_id,)
         ).fetchone():
             _add_sums(connection, file_id, rows)
-        else:
-            # a file with no sums yet (new, or read in full: its old ones deleted) takes them as
-            # made; any it still has are a damaged catalog's, not added to
-            connection.execute("DELETE FROM usage_sums WHERE file_id = ?", (file_id,))
+        else:  # a file with no sums yet (new, or read in full) takes them as made
             connection.executemany(
                 f"INSERT INTO usage_sums ({USAGE_SUMS_COLUMNS}, crc) VALUES ({', '.join('?' * 16)})",
                 [(file_id, *row[:-1], crc32(file_key, row[-1])) for row in prepared.sums],
@@ -290,7 +342,7 @@ def _add_sums(connection: sqlite3.Connection, file_id: int, rows: list[UsageRow]
     would round its doubles in another order)."""
     added = [
         (
-            row[3],
+            sql_text(row[3]),
             quarter_of(row[2]),
             *(0 if value is None else 0 + value for value in row[4:8]),
             0.0 if row[8] is None else 0.0 + row[8],  # as _sums starts (-0.0 adds as 0.0)
@@ -415,7 +467,8 @@ SELECT {_qualified("s", USAGE_SUMS_COLUMNS)}, s.crc
 FROM usage_sums s JOIN temp.usage_scope c ON c.file_id = s.file_id
 WHERE c.parent_id IS NULL
 """
-# A session with a parent: its entries, less those that have the same id and timestamp there;
+# A session with a parent: its entries, less those that have the same id and timestamp there
+# (an entry with no id is never a copy: copied_entry_ids; none of them is in parent_entries);
 # last, how many of the entries summed fail their checksum. ({{0}}: how integers are summed.)
 _FORK_SUMS = f"""
 SELECT u.file_id, u.model_key, (u.ms - (u.ms < 0) * 899999) / 900000 AS quarter,
@@ -432,6 +485,11 @@ GROUP BY u.file_id, u.model_key, quarter
 """
 
 
+def _is_pair(value: object) -> bool:
+    """Whether ``value`` is an (entry id, timestamp) pair as :func:`_pack_ids` packs it."""
+    return type(value) is list and len(value) == 2 and type(value[0]) is str and type(value[1]) is str
+
+
 def entry_ids(connection: sqlite3.Connection, file_ids: Iterable[int]) -> dict[int, list[tuple[str, str]]]:
     """The (entry id, timestamp) of every usage entry of the sessions ``file_ids``, in file
     order, checked: :class:`UsageDamaged` names those whose packed ids fail (a damaged one would
@@ -446,8 +504,12 @@ def entry_ids(connection: sqlite3.Connection, file_ids: Iterable[int]) -> dict[i
             try:
                 if type(packed) is not bytes or usage_checksum(file_id, packed) != crc:
                     raise ValueError("fails its checksum")
-                ids += marshal.loads(packed)
-            except (ValueError, EOFError, TypeError):
+                pairs = json.loads(packed)
+                # a checksum tells damage, not what wrote the value: its shape is checked too
+                if type(pairs) is not list or not all(map(_is_pair, pairs)):
+                    raise ValueError("not (entry id, timestamp) pairs")
+                ids += map(tuple, pairs)
+            except (ValueError, RecursionError):
                 bad.append(file_id)
                 break
         out[file_id] = ids
@@ -457,11 +519,15 @@ def entry_ids(connection: sqlite3.Connection, file_ids: Iterable[int]) -> dict[i
 
 
 def usage_groups(
-    connection: sqlite3.Connection, scope: Iterable[tuple[int, int | None]]
+    connection: sqlite3.Connection,
+    scope: Iterable[tuple[int, int | None]],
+    unfinished: Mapping[int, list[tuple[str, str]]] | None = None,
 ) -> list[tuple[Any, ...]]:
     """Summed usage per (file, model, quarter hour) of the files ``scope`` names as ``(file id,
-    parent file id or None)``; the rows a file shares with its parent are left out. Every row
-    read is checked: :class:`UsageDamaged` names the files whose rows fail."""
+    parent file id or None)``; the rows a file shares with its parent are left out (the parent's
+    entries: those stored, and ``unfinished``, the (entry id, timestamp) of each file's
+    unfinished last line). Every row read is checked: :class:`UsageDamaged` names the files
+    whose rows fail."""
     connection.execute("CREATE TEMP TABLE IF NOT EXISTS usage_scope (file_id INTEGER PRIMARY KEY, parent_id)")
     connection.execute(
         "CREATE TEMP TABLE IF NOT EXISTS parent_entries (file_id INTEGER, entry_id TEXT, ts TEXT)"
@@ -482,14 +548,22 @@ def usage_groups(
         except UsageDamaged as error:
             damaged.update(error.file_ids)
             found = {}
+        for parent_id in parents:
+            if unfinished and parent_id in unfinished and parent_id in found:
+                found[parent_id] = found[parent_id] + unfinished[parent_id]
         connection.executemany(
             "INSERT INTO temp.parent_entries VALUES (?, ?, ?)",
-            ((file_id, *entry) for file_id, ids in found.items() for entry in ids),
+            (
+                (file_id, sql_text(entry_id), sql_text(ts))
+                for file_id, ids in found.items()
+                for entry_id, ts in ids
+                if entry_id  # an entry with no id is never a copy (see copied_entry_ids)
+            ),
         )
         for row in connection.execute(_OWN_SUMS):
             if usage_checksum(*row[:-1]) != row[-1]:
                 damaged.add(row[0])
-            groups.append(row[:-1])
+            groups.append(_group(row[:-1]))
         try:  # a SUM of NaNs only is NULL: read as 0
             forks = connection.execute(_FORK_SUMS.format("")).fetchall()
         except sqlite3.OperationalError as error:
@@ -500,13 +574,18 @@ def usage_groups(
         for row in forks:
             if row[-1]:
                 damaged.add(row[0])
-            groups.append(row[:-1])
+            groups.append(_group(row[:-1]))
         if damaged:
             raise UsageDamaged(damaged)
         return groups
     finally:
         connection.execute("DELETE FROM temp.usage_scope")
         connection.execute("DELETE FROM temp.parent_entries")
+
+
+def _group(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A summed group as read, its model key as the report reads it (see :func:`sql_text`)."""
+    return row if type(row[1]) is str else (row[0], text_of(row[1]), *row[2:])
 
 
 class UsageScan:
@@ -566,20 +645,31 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
     failed: set[int] = set()
     damaged: dict[int, int] = {}
     groups: list[tuple[Any, ...]] = []
+    # the usage on each file's unfinished last line: Pi reads it when it parses, so it counts in
+    # its file, and a fork's copy of it (whole or unfinished too) is a copy
+    unfinished = {
+        row.id: _unfinished_rows(row, sessions[row.id][1])
+        for row in rows
+        if row.id in sessions and row.size > row.parsed
+    }
     try:
         damaged = damaged_lines(connection, sessions)
     except UsageDamaged as error:
         failed.update(error.file_ids)
     try:
-        groups = usage_groups(connection, scope)
+        groups = usage_groups(
+            connection, scope, {file_id: [row[:2] for row in found] for file_id, found in unfinished.items()}
+        )
     except UsageDamaged as error:
         failed.update(error.file_ids)
     if failed:
         raise UsageDamaged(failed, [sessions[file_id][0] for file_id in failed if file_id in sessions])
     parents = dict(scope)
     for row in rows:
-        if row.id in sessions and row.size > row.parsed:
-            groups += _unfinished_line(connection, row, sessions[row.id][1], parents.get(row.id))
+        if row.id in unfinished:
+            groups += _unfinished_line(
+                connection, row, unfinished[row.id], parents.get(row.id), unfinished.get(parents.get(row.id))
+            )
     return UsageScan(groups, sessions, damaged)
 
 
@@ -643,19 +733,32 @@ def _real(path: str, folders: dict[str, str]) -> str:
     return os.path.join(real, name)
 
 
-def _unfinished_line(
-    connection: sqlite3.Connection, row: Any, header: dict[str, Any], parent_id: int | None
-) -> list[tuple[Any, ...]]:
-    """The usage of a file's last line when it lacks its newline (the catalog keeps such a line
-    aside until it is finished): Pi reads it, so it counts, unless it is a copy of the parent's."""
+def _unfinished_rows(row: Any, header: dict[str, Any]) -> list[UsageRow]:
+    """The usage rows of a file's last line when it lacks its newline (the catalog keeps such a
+    line aside until it is finished)."""
     partial = row.partial
     if partial is None:  # too long to keep: read it from the file (a line over 512 MiB: not)
         partial = read_range(row.path, row.parsed, row.size)
-    found, _ = usage_rows(bytes(partial), header)
+    return usage_rows(bytes(partial), header)[0]
+
+
+def _unfinished_line(
+    connection: sqlite3.Connection,
+    row: Any,
+    found: list[UsageRow],
+    parent_id: int | None,
+    parents_unfinished: list[UsageRow] | None,
+) -> list[tuple[Any, ...]]:
+    """The usage ``found`` on a file's unfinished last line (:func:`_unfinished_rows`): Pi reads
+    it, so it counts, unless it is a copy of the parent's (``parents_unfinished``: the rows of
+    the parent's own unfinished last line)."""
     groups = []
-    copies = set() if parent_id is None or not found else set(entry_ids(connection, [parent_id])[parent_id])
+    copies: set[tuple[str, str]] = set()
+    if parent_id is not None and found:
+        copies.update(entry_ids(connection, [parent_id])[parent_id])
+        copies.update((entry[0], entry[1]) for entry in parents_unfinished or ())
     for entry_id, timestamp, ms, key, *numbers in found:
-        if (entry_id, timestamp) in copies:
+        if entry_id and (entry_id, timestamp) in copies:
             continue
         nans = [1 if value is None else 0 for value in numbers]
         groups.append((row.id, key, quarter_of(ms), *(value or 0 for value in numbers), *nans, ms, ms))
