@@ -676,3 +676,27 @@ def test_a_search_that_reaches_its_limit_counts_every_match_in_the_same_refresh(
         assert catalog.last_total == sum(match.hits for match in counted) == len(everything)
         catalog.search("nothing-like-this", all=True, session_dir=str(tmp_path / "sessions"), limit=2)
         assert catalog.last_total == 0
+
+
+@pytest.mark.parametrize("fts", [True, False], ids=["fts5", "scan"])
+def test_a_message_whose_id_holds_a_lone_surrogate_is_found_with_its_id(tmp_path: Path, fts: bool) -> None:
+    # JSON's "\ud800", which Pi reads: SQLite's UTF-8 text cannot hold it (a search raised
+    # UnicodeEncodeError while indexing); the hit gives the id as the file has it
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    odd = "u\ud800x"
+    (folder / "s.jsonl").write_text(
+        line(header("lone")).decode()
+        + json.dumps(msg(odd, "user", "a lonely question"))
+        + "\n"
+        + json.dumps(msg("u2", "user", "a plain question"))
+        + "\n",
+        encoding="utf-8",
+        errors="surrogatepass",
+    )
+    age(folder / "s.jsonl")
+    with Catalog(tmp_path / "catalog.sqlite3", fts=fts) as catalog:
+        for _ in ("cold", "warm"):
+            hits = catalog.search("question", all=True, session_dir=str(folder))
+            assert sorted(h.entry_id or "" for h in hits) == sorted([odd, "u2"])
+            assert catalog.last_error is None

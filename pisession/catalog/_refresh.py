@@ -57,6 +57,7 @@ from ._schema import (
     pack,
     pack_text,
     row_checksum,
+    sql_text,
     text_checksum,
     text_intact,
     unpack_text,
@@ -433,8 +434,8 @@ def _add_messages(
     messages: list[tuple[object, float | None, str, str]],
 ) -> None:
     first = (connection.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]) + 1
-    rows: list[tuple[int, int, str | None, float | None, str, str]] = [
-        (first + n, file_id, entry_id if isinstance(entry_id, str) else None, ts, role, indexable(text))
+    rows: list[tuple[int, int, str | bytes | None, float | None, str, str]] = [
+        (first + n, file_id, _stored_id(entry_id), ts, role, indexable(text))
         for n, (entry_id, ts, role, text) in enumerate(messages)
     ]
     connection.executemany(
@@ -446,6 +447,12 @@ def _add_messages(
         connection.executemany(
             "INSERT INTO fts (rowid, text) VALUES (?, ?)", [(row[0], index_text(row[5])) for row in rows]
         )
+
+
+def _stored_id(entry_id: object) -> str | bytes | None:
+    """A message's entry id as the search rows hold it (one with a lone surrogate as its bytes:
+    :func:`~._schema.sql_text`); None if it has none."""
+    return sql_text(entry_id) if isinstance(entry_id, str) else None
 
 
 class FileRead(Record):

@@ -333,6 +333,24 @@ def with_file_id(file_id: int | float | str | bytes | None, checksum: int) -> in
     return zlib.crc32(marshal.dumps(file_id, 2), checksum)
 
 
+def sql_text(text: str) -> str | bytes:
+    """A string as SQLite can hold it: as it is, or, holding a lone surrogate (JSON's ``\\ud800``,
+    which Pi reads and UTF-8 cannot encode), its bytes with the surrogates passed, a BLOB (which
+    SQLite never finds equal to a TEXT). So two strings stored are equal only if they were."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
+def text_of(value: str | bytes) -> str:
+    """A string :func:`sql_text` stored, read back."""
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+
+
 def indexable(text: str) -> str:
     try:
         text.encode("utf-8")

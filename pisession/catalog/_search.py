@@ -14,7 +14,7 @@ from .._discovery import _from_ms, _iso, all_of
 from .._errors import CatalogError
 from .._paths import cwd_matches, header_cwd, list_folder
 from ._refresh import RefreshReport, current
-from ._schema import LISTING, SESSION, ProgressCallback, chunks, read_header
+from ._schema import LISTING, SESSION, ProgressCallback, chunks, read_header, text_of
 from ._words import excerpt, fts_query, matches, parse_snippet
 
 Role = Literal["user", "assistant", "tool"]
@@ -138,7 +138,7 @@ def hits(
             SearchHit(
                 session_path=path,
                 session_id=session_id,
-                entry_id=entry_id,
+                entry_id=None if entry_id is None else text_of(entry_id),
                 time=None if ts is None else _from_ms(ts),
                 role=message_role,  # type: ignore[arg-type]
                 snippet=snippet,

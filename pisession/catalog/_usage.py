@@ -36,6 +36,8 @@ from ._schema import (
     USAGE_SUMS_COLUMNS,
     columns_checksum,
     read_header,
+    sql_text,
+    text_of,
     usage_checksum,
 )
 
@@ -221,24 +223,6 @@ def names_parent(header: dict[str, Any] | None) -> bool:
     follows it): such a session keeps a usage row per entry, its copies told at report time."""
     parent = None if header is None else header.get("parentSession")
     return isinstance(parent, str) and bool(parent)
-
-
-def sql_text(text: str) -> str | bytes:
-    """A string as SQLite can hold it: as it is, or, holding a lone surrogate (JSON's ``\\ud800``,
-    which Pi reads and UTF-8 cannot encode), its bytes with the surrogates passed, a BLOB (which
-    SQLite never finds equal to a TEXT). So two strings stored are equal only if they were."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass")
-    return text
-
-
-def text_of(value: str | bytes) -> str:
-    """A string :func:`sql_text` stored, read back."""
-    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
 def _stored_row(row: UsageRow) -> tuple[Any, ...]:
