@@ -505,13 +505,12 @@ def entry_ids(connection: sqlite3.Connection, file_ids: Iterable[int]) -> dict[i
 def usage_groups(
     connection: sqlite3.Connection,
     scope: Iterable[tuple[int, int | None]],
-    unfinished: Mapping[int, list[tuple[str, str]]] | None = None,
+    parents: Mapping[int, list[tuple[str, str]]],
 ) -> list[tuple[Any, ...]]:
     """Summed usage per (file, model, quarter hour) of the files ``scope`` names as ``(file id,
-    parent file id or None)``; the rows a file shares with its parent are left out (the parent's
-    entries: those stored, and ``unfinished``, the (entry id, timestamp) of each file's
-    unfinished last line). Every row read is checked: :class:`UsageDamaged` names the files
-    whose rows fail."""
+    parent file id or None)``; the rows a file shares with its parent are left out (``parents``:
+    each parent's (entry id, timestamp) pairs, see :func:`scan_usage`). Every row read is
+    checked: :class:`UsageDamaged` names the files whose rows fail."""
     connection.execute("CREATE TEMP TABLE IF NOT EXISTS usage_scope (file_id INTEGER PRIMARY KEY, parent_id)")
     connection.execute(
         "CREATE TEMP TABLE IF NOT EXISTS parent_entries (file_id INTEGER, entry_id TEXT, ts TEXT)"
@@ -524,22 +523,11 @@ def usage_groups(
     try:
         groups: list[tuple[Any, ...]] = []
         damaged: set[int] = set()
-        # (a fork with no rows of its own past its parent's still has them checked: the copy on
-        # its unfinished last line, see _unfinished_line, is told by them too)
-        parents = dict.fromkeys(parent_id for _, parent_id in scope if parent_id is not None)
-        try:
-            found = entry_ids(connection, parents)
-        except UsageDamaged as error:
-            damaged.update(error.file_ids)
-            found = {}
-        for parent_id in parents:
-            if unfinished and parent_id in unfinished and parent_id in found:
-                found[parent_id] = found[parent_id] + unfinished[parent_id]
         connection.executemany(
             "INSERT INTO temp.parent_entries VALUES (?, ?, ?)",
             (
                 (file_id, sql_text(entry_id), sql_text(ts))
-                for file_id, ids in found.items()
+                for file_id, ids in parents.items()
                 for entry_id, ts in ids
                 if entry_id  # an entry with no id is never a copy (see copied_entry_ids)
             ),
@@ -613,8 +601,7 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
 
     links: dict[int, int] = {}
     for file_id, (_, header) in sessions.items():
-        parent = header.get("parentSession")
-        parent_id = find_parent(parent) if isinstance(parent, str) and parent else None
+        parent_id = find_parent(header["parentSession"]) if names_parent(header) else None
         if parent_id is not None and parent_id != file_id:
             links[file_id] = parent_id
     # A cycle of parentSession links (only hand-made files have one) is cut where a session
@@ -640,20 +627,27 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
         damaged = damaged_lines(connection, sessions)
     except UsageDamaged as error:
         failed.update(error.file_ids)
+    # each parent's entries, read (and checked) once: its stored ids and its unfinished line's
+    # (a fork with no rows of its own past its parent's still has them checked: the copy on its
+    # unfinished last line is told by them too)
+    parents: dict[int, list[tuple[str, str]]] = {}
     try:
-        groups = usage_groups(
-            connection, scope, {file_id: [row[:2] for row in found] for file_id, found in unfinished.items()}
-        )
+        parents = entry_ids(connection, dict.fromkeys(links.values()))
+    except UsageDamaged as error:
+        failed.update(error.file_ids)
+    for parent_id, ids in parents.items():
+        ids += ((entry[0], entry[1]) for entry in unfinished.get(parent_id, ()))
+    try:
+        groups = usage_groups(connection, scope, parents)
     except UsageDamaged as error:
         failed.update(error.file_ids)
     if failed:
         raise UsageDamaged(failed, [sessions[file_id][0] for file_id in failed if file_id in sessions])
-    parents = dict(scope)
     for row in rows:
         if row.id in unfinished:
-            groups += _unfinished_line(
-                connection, row, unfinished[row.id], parents.get(row.id), unfinished.get(parents.get(row.id))
-            )
+            parent_id = links.get(row.id)
+            copies = set() if parent_id is None else set(parents[parent_id])
+            groups += _unfinished_line(row, unfinished[row.id], copies)
     return UsageScan(groups, sessions, damaged)
 
 
@@ -726,21 +720,10 @@ def _unfinished_rows(row: Any, header: dict[str, Any]) -> list[UsageRow]:
     return usage_rows(bytes(partial), header)[0]
 
 
-def _unfinished_line(
-    connection: sqlite3.Connection,
-    row: Any,
-    found: list[UsageRow],
-    parent_id: int | None,
-    parents_unfinished: list[UsageRow] | None,
-) -> list[tuple[Any, ...]]:
+def _unfinished_line(row: Any, found: list[UsageRow], copies: set[tuple[str, str]]) -> list[tuple[Any, ...]]:
     """The usage ``found`` on a file's unfinished last line (:func:`_unfinished_rows`): Pi reads
-    it, so it counts, unless it is a copy of the parent's (``parents_unfinished``: the rows of
-    the parent's own unfinished last line)."""
+    it, so it counts, unless it is a copy of its parent's (``copies``: the parent's entries)."""
     groups = []
-    copies: set[tuple[str, str]] = set()
-    if parent_id is not None and found:
-        copies.update(entry_ids(connection, [parent_id])[parent_id])
-        copies.update((entry[0], entry[1]) for entry in parents_unfinished or ())
     for entry_id, timestamp, ms, key, *numbers in found:
         if entry_id and (entry_id, timestamp) in copies:
             continue
