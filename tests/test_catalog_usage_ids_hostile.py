@@ -18,6 +18,7 @@ from pisession._attribution import copied_entry_ids
 from pisession.catalog import Catalog
 from pisession.catalog._schema import usage_checksum
 from pisession.catalog._usage import UsageDamaged, entry_ids
+from pisession.usage import usage_report
 from tests.test_catalog import age, append, header, line, msg, write
 from tests.test_catalog_parts import report
 from tests.test_catalog_workers import assistant
@@ -265,6 +266,46 @@ def test_rows_a_damaged_catalog_left_under_a_new_files_id_are_replaced(tmp_path:
         )
         made = report(folder, catalog)
     assert daily(made) == {"2025-03-01": 1.0, "2025-03-02": 6.0}
+
+
+@pytest.mark.parametrize("table", ["usage", "usage_ids", "usage_sums", "usage_damage"])
+def test_usage_a_damaged_catalog_left_with_no_file_rows_is_not_the_new_files(
+    tmp_path: Path, table: str, workers: str
+) -> None:
+    # A first build (no file rows) skips the drop of a new row's usage only where the catalog
+    # holds no usage either: rows left in any usage table with every file row gone (a damaged
+    # or hand-edited catalog, their checksums holding) are dropped as the ids come again.
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    parent = write(
+        folder / "a.jsonl",
+        header("a"),
+        assistant("a1", "one", 1.0, DAY1),
+        assistant("a2", "two", 4.0, DAY2),
+        tail=b"{broken\n",
+    )
+    copies = (assistant("a1", "one", 1.0, DAY1), assistant("a2", "two", 4.0, DAY2))
+    write(folder / "b.jsonl", forked("b", parent), *copies, assistant("b1", "three", 2.0, DAY2))
+    database = tmp_path / "catalog.sqlite3"
+
+    def skipped(catalog: Catalog) -> list[tuple[str, str]]:
+        made = usage_report("daily", session_dir=str(folder), catalog=catalog)
+        return [(Path(source.path).name, source.reason) for source in made.skipped]
+
+    with Catalog(database) as catalog:
+        assert daily(report(folder, catalog)) == {"2025-03-01": 1.0, "2025-03-02": 6.0}
+        assert skipped(catalog) == [("a.jsonl", "1 damaged line not read")]
+        with sqlite3.connect(database) as db:
+            kept = db.execute(f"SELECT * FROM {table}").fetchall()
+            assert kept
+            db.execute("DELETE FROM files")
+            for other in ("usage", "usage_ids", "usage_sums", "usage_damage"):
+                db.execute(f"DELETE FROM {other}")
+            db.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(kept[0]))})", kept)
+        # the parent no longer holds a2 (nor its damaged line): the fork's a2 is its own now
+        write(folder / "a.jsonl", header("a"), assistant("a1", "one", 1.0, DAY1))
+        assert daily(report(folder, catalog)) == {"2025-03-01": 1.0, "2025-03-02": 6.0}
+        assert skipped(catalog) == []
 
 
 # -------------------------------------------------------------------- what held (written-out totals)

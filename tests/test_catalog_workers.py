@@ -275,10 +275,10 @@ def test_a_worker_that_dies_leaves_its_files_to_this_process(
     parent = os.getpid()
     read = refresh_module.read_new_file
 
-    def dying(path: str, index: bool) -> Any:
+    def dying(path: str, index: bool, *rest: Any) -> Any:
         if os.getpid() != parent and path.endswith("s3.jsonl"):
             os._exit(1)  # killed in the middle of its share
-        return read(path, index)
+        return read(path, index, *rest)
 
     monkeypatch.setattr(refresh_module, "read_new_file", dying)
     with Catalog(tmp_path / "catalog.sqlite3") as catalog:
@@ -288,3 +288,70 @@ def test_a_worker_that_dies_leaves_its_files_to_this_process(
     monkeypatch.setenv("PISESSION_WORKERS", "1")
     assert report == usage_report("daily", session_dir=str(folder), timezone="UTC", catalog=False)
     assert not children()
+
+
+def test_a_first_build_leaves_the_readers_imports_to_its_workers(tmp_path: Path) -> None:
+    # msgspec is imported by each worker as it starts (the workers' imports run at once), never
+    # by the process that writes the catalog (no fork here: a fork's parent's ids are read with
+    # it); the report is the one a single process makes
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    for n in range(40):
+        stamp = f"2025-02-{n % 28 + 1:02d}T10:00:00.000Z"
+        write(folder / f"u{n}.jsonl", header(f"u-{n}", stamp=stamp), assistant("a", "ok", 0.25 * n, stamp))
+    script = (
+        "import json, sys\n"
+        "from pisession.usage import usage_report\n"
+        "made = usage_report('daily', session_dir=sys.argv[1], timezone='UTC')\n"
+        "print(json.dumps(made.to_wire(), sort_keys=True))\n"
+        "print(sorted(name for name in ('msgspec', 'typing_extensions') if name in sys.modules))\n"
+    )
+    outputs = []
+    for workers in ("2", "1"):
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "PISESSION_WORKERS": workers,
+            "PISESSION_CATALOG": str(tmp_path / f"catalog-{workers}.sqlite3"),
+        }
+        command = [sys.executable, "-c", script, str(folder)]
+        run = subprocess.run(command, env=env, capture_output=True, check=True)
+        outputs.append(run.stdout.decode().splitlines())
+    (in_workers, in_workers_imported), (alone, alone_imported) = outputs
+    assert json.loads(in_workers) == json.loads(alone) and json.loads(alone)["daily"]
+    assert in_workers_imported == "[]"
+    assert "msgspec" in alone_imported  # (the single process reads with it)
+
+
+def test_a_workers_msgspec_goes_without_typing_extensions() -> None:
+    pytest.importorskip("typing_extensions")
+    script = (
+        "import sys\n"
+        "from pisession.catalog._fastread import _decoders, import_for_worker\n"
+        "import_for_worker()\n"
+        "print('msgspec' in sys.modules, 'typing_extensions' in sys.modules, _decoders() is not None)\n"
+        "import typing_extensions\n"  # not kept out for whatever comes next
+        "print(typing_extensions.__name__)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, check=True)
+    assert run.stdout.decode().split() == ["True", "False", "True", "typing_extensions"]
+
+
+def test_a_msgspec_that_needs_typing_extensions_is_imported_with_it(tmp_path: Path) -> None:
+    pytest.importorskip("typing_extensions")
+    fake = tmp_path / "fake" / "msgspec"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("import typing_extensions\nWITH = typing_extensions.__name__\n")
+    script = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(fake.parent)!r})\n"
+        "from pisession.catalog._fastread import import_for_worker\n"
+        "import_for_worker()\n"
+        "print('msgspec' in sys.modules)\n"  # the failed import left nothing behind
+        "import msgspec\n"
+        "print(msgspec.WITH)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, check=True)
+    assert run.stdout.decode().split() == ["False", "typing_extensions"]

@@ -13,6 +13,7 @@ read the exact way, with nothing of it counted twice.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,25 @@ _USAGE_MARK, _ESCAPE_MARK = _MARKERS
 _Decoders = tuple[
     Callable[[bytes], Any], Callable[[Any], Any], tuple[type[Exception], ...], Callable[[bytes], list[Any]]
 ]
+
+
+def import_for_worker() -> None:
+    """Import msgspec in a worker process (:mod:`._workers`), never in the caller's process.
+
+    msgspec imports typing_extensions, where it is installed, only to read that module's types
+    in its caller's annotations (10-20 ms of msgspec's import, which the workers wait for). A
+    worker's reader has none, so its import of msgspec goes without it, unless this process had
+    either already; if msgspec could not, it is imported as usual (by :func:`_decoders`)."""
+    if "typing_extensions" in sys.modules or "msgspec" in sys.modules:
+        return
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment] # an import of it fails
+    try:
+        import msgspec  # noqa: F401
+    except ImportError:
+        for name in [name for name in sys.modules if name.partition(".")[0] == "msgspec"]:
+            del sys.modules[name]
+    finally:
+        del sys.modules["typing_extensions"]
 
 
 @functools.cache

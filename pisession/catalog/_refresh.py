@@ -357,10 +357,16 @@ def _write_pass(
 
 
 def _no_rows(connection: sqlite3.Connection) -> bool:
-    """Whether the catalog has no file rows (a first build): in the write transaction that asked,
-    a file then has a row only once this pass writes it, so none is looked up (each path comes
-    once in a pass)."""
-    return bool(connection.execute("SELECT NOT EXISTS (SELECT 1 FROM files)").fetchone()[0])
+    """Whether the catalog has no file rows and no usage (a first build): in the write transaction
+    that asked, a file then has a row only once this pass writes it, so none is looked up (each
+    path comes once in a pass), and a new row's id has no usage to drop (a damaged catalog's)."""
+    return bool(
+        connection.execute(
+            "SELECT NOT EXISTS (SELECT 1 FROM files) AND NOT EXISTS (SELECT 1 FROM usage_ids) "
+            "AND NOT EXISTS (SELECT 1 FROM usage_sums) AND NOT EXISTS (SELECT 1 FROM usage) "
+            "AND NOT EXISTS (SELECT 1 FROM usage_damage)"
+        ).fetchone()[0]
+    )
 
 
 def _delete(connection: sqlite3.Connection, fts: bool, path: str) -> int:
@@ -505,10 +511,12 @@ def read_new_file(
 
 
 def warm_up() -> None:
-    """Import and build what :func:`read_new_file` uses, before worker processes are forked
-    (each would otherwise import it again)."""
-    from ._fastread import _decoders
+    """Import and build what :func:`read_new_file` uses: run by each worker process as it
+    starts (:mod:`._workers`), never in the caller's process."""
+    from ._fastread import _decoders, import_for_worker
     from ._usage import _decoder, ids_encoder
+
+    import_for_worker()
 
     _decoder()
     ids_encoder()
@@ -532,7 +540,7 @@ def _update(
     the first search: the index is most of a first build's cost). ``prefetched``: the file read
     in full by :func:`read_new_file` (a worker process), used if the file still has no row, or
     its row still lacks a part of ``parts`` and had every part the read has. ``rowless``: the
-    catalog had no file rows when this write transaction began (:func:`_no_rows`).
+    catalog had no file rows and no usage when this write transaction began (:func:`_no_rows`).
     """
     path = candidate.path
     found = (
@@ -574,7 +582,7 @@ def _update(
     if read.filled:
         assert old is not None
         return _fill(connection, old, read), "read", deleted
-    return _store(connection, fts, candidate, old, read, index, deleted)
+    return _store(connection, fts, candidate, old, read, index, deleted, rowless)
 
 
 def _fills(old: Row | None, read: FileRead) -> bool:
@@ -783,6 +791,7 @@ def _store(
     read: FileRead,
     index: bool,
     deleted: int,
+    rowless: bool = False,
 ) -> tuple[Row | None, str, int]:
     """Write what :func:`_read` gave as the file's row (and its usage and search rows)."""
     path = candidate.path
@@ -864,7 +873,8 @@ def _store(
     if status != FOREIGN and not lacks & USAGE:
         from ._usage import add_usage_rows
 
-        add_usage_rows(connection, file_id, usage, damaged, read.prepared, appended)
+        # a new row's id in a first build has no usage under it (see _no_rows): none to drop
+        add_usage_rows(connection, file_id, usage, damaged, read.prepared, appended, old is None and rowless)
     row = Row(file_id, *values, stored[20], stored[21], stored[22])
     return row, "appended" if appended else "read", deleted
 

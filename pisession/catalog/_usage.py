@@ -281,6 +281,7 @@ def add_usage_rows(
     damaged: int,
     prepared: PreparedUsage | None,
     appended: bool = False,
+    fresh: bool = False,
 ) -> None:
     """Store a file's newly read usage (``prepared`` from its rows, None if it has none): add the
     rows to its quarter-hour sums, their ids to its packed ids (and the rows themselves, for a
@@ -290,8 +291,9 @@ def add_usage_rows(
     from the file's old end (``appended``): its rows are added to what the file has. A read of
     the whole file replaces whatever is stored under its id: a deletion takes a file's usage
     along, so any left there (the id of the file deleted last comes again) is a damaged
-    catalog's, not this file's."""
-    if not appended:
+    catalog's, not this file's. ``fresh``: nothing is stored under the id (a new row in a
+    catalog that had no rows and no usage when the write transaction began): no drop."""
+    if not appended and not fresh:
         drop_usage_rows(connection, file_id)
     if prepared is not None:
         file_key = marshal.dumps(file_id, 2)  # _schema.with_file_id, its first step once per file
