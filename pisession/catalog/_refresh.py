@@ -40,6 +40,7 @@ from .._load import (
 )
 from .._record import Record, replace
 from ._change import edges, file_crc, grew, same_row
+from ._fileread import FileRead, from_pipe, to_pipe
 from ._range import CheckedRange, read_range
 from ._rowjson import made_ahead
 from ._schema import (
@@ -319,8 +320,8 @@ def _write_pass(
     dropped = 0  # search rows deleted: their words must then be purged from the index
     paths = [c.path for c in changed if c.path in ahead]
 
-    def read(path: str, index: bool) -> FileRead | str:
-        return read_new_file(path, index, *ahead[path])
+    def read(path: str, index: bool) -> bytes:
+        return to_pipe(read_new_file(path, index, *ahead[path]))
 
     with prefetched(paths, index, read, warm_up) as reads:
         started = time.monotonic()
@@ -335,7 +336,8 @@ def _write_pass(
                     connection.execute("BEGIN IMMEDIATE")
                     started = time.monotonic()
                     rowless = _no_rows(connection)  # another process may have written meanwhile
-                done_ahead = next(reads) if candidate.path in ahead else None
+                piped = next(reads) if candidate.path in ahead else None
+                done_ahead = None if piped is None else from_pipe(piped)
                 row, outcome, deleted = _update(connection, fts, candidate, index, parts, done_ahead, rowless)
                 dropped += deleted
                 if row is None:
@@ -459,35 +461,6 @@ def _stored_id(entry_id: object) -> str | bytes | None:
     """A message's entry id as the search rows hold it (one with a lone surrogate as its bytes:
     :func:`~._schema.sql_text`); None if it has none."""
     return sql_text(entry_id) if isinstance(entry_id, str) else None
-
-
-class FileRead(Record):
-    """What reading a file (in full, or from its old end) gave, before any of it is stored: made
-    in this process or, for a file with no row yet, in a worker process (so it pickles)."""
-
-    stats: os.stat_result
-    checked_ns: int
-    zone: str
-    zone_read: bool  # a date was read in the local time zone
-    start: int
-    appended: bool
-    summary: SessionSummary
-    total: int
-    crc: int
-    head: bytes
-    tail: bytes
-    cut: int
-    partial: bytes | None
-    usage: list[Any]
-    prepared: Any  # _usage.PreparedUsage of usage, or None
-    damaged: int
-    long_lines: list[tuple[int, int]]
-    numbered: bool
-    lacks: int  # the parts not read (see _schema.USAGE)
-    filled: int  # the parts a row lacked that this read of its lines fills in (0: not such a read)
-    all_text: bytes  # the row's text and JSON made ahead (in the worker, for a new file)
-    modified: float | None
-    wire_head: bytes | None
 
 
 def read_new_file(
