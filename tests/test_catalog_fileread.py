@@ -66,6 +66,9 @@ def folder_of_every_kind(folder: Path) -> None:
     )
     many = (assistant(f"a{n}", "x" * 3000, 0.01 * n) for n in range(200))
     write(folder / "big.jsonl", header("big"), *many)
+    # dated by its entry alone: its last activity is a whole number of ms
+    dated = {"type": "message", "id": "u1", "parentId": None, "timestamp": "2025-01-02T03:04:05.000Z"}
+    write(folder / "dated.jsonl", header("dated"), {**dated, "message": {"role": "user", "content": "hi"}})
 
 
 @pytest.mark.parametrize("lacks", [0, USAGE, LISTING], ids=["every-part", "listing-only", "usage-only"])

@@ -203,8 +203,10 @@ def current(
                 ]
             if not changed and not stale:
                 break
+            version = _data_version(connection)
             connection.execute("COMMIT")
             removed += len(stale)
+            written: dict[str, Row | None] = {}
             _write_pass(
                 connection,
                 fts,
@@ -218,8 +220,14 @@ def current(
                 unread,
                 on_progress if attempt == 0 else None,
                 len(found),
+                written,
             )
             connection.execute("BEGIN")
+            if _data_version(connection) == version:
+                # no other connection committed since these rows were read: they, with what
+                # this pass wrote, are the database's rows (a first build reads none again)
+                rows = {path: row for path, row in {**rows, **written}.items() if row is not None}
+                break
         else:
             raise CatalogError("the catalog kept changing while it was read (another process rebuilding it)")
     except BaseException:
@@ -307,8 +315,10 @@ def _write_pass(
     unread: set[str],
     on_progress: ProgressCallback | None,
     total: int,
+    written: dict[str, Row | None],
 ) -> None:
-    """Delete the rows of files gone and catch the changed files up, in short write transactions;
+    """Delete the rows of files gone and catch the changed files up, in short write transactions
+    (each file's row as written, or None, goes in ``written``, as a read of it would give it);
     the files in ``ahead`` (no row when this pass began, or a row lacking a part the call
     needs: see :func:`_read_ahead`) are read by worker processes when there are enough of them
     (:mod:`._workers`)."""
@@ -329,6 +339,7 @@ def _write_pass(
         try:
             for path in stale:
                 dropped += _delete(connection, fts, path)
+                written[path] = None
             rowless = _no_rows(connection)
             for candidate in changed:
                 if time.monotonic() - started > _COMMIT_EVERY:
@@ -339,6 +350,9 @@ def _write_pass(
                 piped = next(reads) if candidate.path in ahead else None
                 done_ahead = None if piped is None else from_pipe(piped)
                 row, outcome, deleted = _update(connection, fts, candidate, index, parts, done_ahead, rowless)
+                if row is not None and type(row.last_activity) is int:  # a REAL column's
+                    row = replace(row, last_activity=float(row.last_activity))
+                written[candidate.path] = row
                 dropped += deleted
                 if row is None:
                     unread.add(candidate.path)
@@ -356,6 +370,12 @@ def _write_pass(
             raise
     if dropped:
         _purge(connection, fts)
+
+
+def _data_version(connection: sqlite3.Connection) -> int:
+    """SQLite's count of the commits other connections made that this one has seen (its own
+    commits leave it as it is), as of the transaction it is in."""
+    return int(connection.execute("PRAGMA data_version").fetchone()[0])
 
 
 def _no_rows(connection: sqlite3.Connection) -> bool:
