@@ -6,6 +6,7 @@ import builtins
 import contextlib
 import os
 import sqlite3
+from pathlib import Path
 
 from .._discovery import SessionInfo, _sorted, all_of, rows_json
 from .._errors import CatalogError
@@ -32,6 +33,7 @@ from ._schema import (
 # which their result classes are made with), nor typing.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import threading
     from collections.abc import Callable, Iterator
     from typing import TypeVar
 
@@ -69,6 +71,7 @@ class Catalog:
         """How many messages the last :meth:`search` matched in all (it returned the first
         ``limit`` of them)."""
         self._connection: sqlite3.Connection | None = None
+        self._checkpoint: threading.Thread | None = None
 
     # ------------------------------------------------------------------ lifetime
 
@@ -80,9 +83,30 @@ class Catalog:
 
     def close(self) -> None:
         """Close the database connection (the next call opens it again)."""
+        self._settle()
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+
+    def _settle(self) -> None:
+        """Wait for the checkpoint :meth:`_checkpoint_behind` started, if any."""
+        if self._checkpoint is not None:
+            self._checkpoint.join()
+            self._checkpoint = None
+
+    def _checkpoint_behind(self) -> None:
+        """Copy what a refresh wrote from the write-ahead log into the database file in a thread,
+        on a connection of its own, while this one reads on: the checkpoint the last connection
+        makes as it closes then has nothing left to copy. Its two fsyncs waited for the disk
+        at the end of every first report (about 0.05 s of 0.8 s), with nothing else to do."""
+        if self.path == ":memory:":
+            return
+        import threading
+
+        self._checkpoint = threading.Thread(
+            target=_checkpoint, args=(self.path, self.timeout), name="pisession-catalog-checkpoint"
+        )
+        self._checkpoint.start()
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
@@ -272,9 +296,14 @@ class Catalog:
         parts: int = EVERY_PART,
     ) -> builtins.list[tuple[Candidate, Row]]:
         """The refresh itself: returns inside the read transaction :meth:`_state` ends."""
+        self._settle()  # (a fork of worker processes needs this process to have no other thread)
+        connection = self._connect()
+        changes = connection.total_changes
         found, self.last_report = current(
-            self._connect(), self.fts, directories, root, on_progress, max_size=max_size, parts=parts
+            connection, self.fts, directories, root, on_progress, max_size=max_size, parts=parts
         )
+        if connection.total_changes != changes:
+            self._checkpoint_behind()
         return found
 
     # ------------------------------------------------------------------ search
@@ -397,6 +426,17 @@ class Catalog:
         finally:
             finish(connection)
         return found, sum(match.hits for match in matched)
+
+
+def _checkpoint(path: str, timeout: float) -> None:
+    """A passive checkpoint of the catalog at ``path`` (never made if it is gone): whatever it
+    cannot do (another process's checkpoint, a busy or failing disk) is left to the next one."""
+    with contextlib.suppress(sqlite3.Error, OSError):
+        connection = sqlite3.connect(f"{Path(path).as_uri()}?mode=rw", uri=True, timeout=timeout)
+        try:
+            connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            connection.close()
 
 
 def _tie_mtimes(found: builtins.list[tuple[Candidate, Row]], root: str | None) -> dict[str, float] | None:

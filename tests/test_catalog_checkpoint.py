@@ -1,0 +1,75 @@
+"""After a refresh that wrote, the catalog copies the write-ahead log into the database file in
+a thread of its own while the caller reads (the checkpoint a closing connection makes then has
+nothing left to copy); the thread is waited for before the next refresh and at close."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pisession.catalog._catalog as catalog_module
+import pisession.catalog._refresh as refresh_module
+from pisession._discovery import list_all_sessions
+from pisession.catalog import Catalog
+from tests.test_catalog import sessions
+
+
+def test_a_refresh_that_wrote_is_checkpointed_before_the_catalog_closes(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions"
+    sessions(folder, 40)
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        catalog._connect()
+        empty = os.path.getsize(database)  # the schema alone: the rows go to the log first
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+        catalog._settle()
+        # the rows are in the database file itself, the connection still open
+        assert os.path.getsize(database) > empty + 40 * 1024
+        wrote = os.path.getsize(database)
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+        assert catalog._checkpoint is None  # a refresh that wrote nothing starts none
+    assert os.path.getsize(database) == wrote
+    assert not os.path.exists(f"{database}-wal")  # the last close took the log away
+
+
+def test_the_checkpoint_never_makes_a_catalog_that_is_gone(tmp_path: Path) -> None:
+    gone = tmp_path / "gone.sqlite3"
+    catalog_module._checkpoint(str(gone), 1.0)
+    assert not gone.exists()
+
+
+def test_a_checkpoint_still_running_is_waited_for_before_workers_are_forked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "sessions"
+    sessions(folder, 40)
+    monkeypatch.setenv("PISESSION_WORKERS", "2")
+    checkpoint = catalog_module._checkpoint
+
+    def slow(path: str, timeout: float) -> None:
+        time.sleep(0.3)
+        checkpoint(path, timeout)
+
+    threads_at_fork: list[int] = []
+    forked = refresh_module._write_pass
+
+    def counted(*args: Any) -> None:
+        threads_at_fork.append(threading.active_count())
+        forked(*args)
+
+    monkeypatch.setattr(catalog_module, "_checkpoint", slow)
+    monkeypatch.setattr(refresh_module, "_write_pass", counted)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        catalog.list_all(str(folder))
+        assert catalog._checkpoint is not None and catalog._checkpoint.is_alive()
+        sessions(tmp_path / "more", 40)
+        for path in (tmp_path / "more").iterdir():
+            path.rename(folder / f"more-{path.name}")
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+        assert catalog.last_report.read == 40
+    assert threads_at_fork == [1, 1]  # the second pass forked its workers with no thread beside it
