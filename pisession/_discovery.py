@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from itertools import groupby
 
 from ._js import MISSING, js_date_ms, js_join_item, js_trim
-from ._json import to_json_line
+from ._json import loads, to_json_line
 from ._load import iter_file_lines, open_regular, parse_line
 from ._paths import cwd_matches, get_sessions_dir, list_folder, normalize_path
 from ._record import Record
@@ -233,14 +233,17 @@ def split_cr(lines: Iterable[bytes]) -> Iterator[bytes]:
             yield line
 
 
-def feed_lines(summary: SessionSummary, data: bytes | Iterable[bytes]) -> bool:
+def feed_lines(
+    summary: SessionSummary, data: bytes | Iterable[bytes], parse: Callable[[bytes | str], object] = loads
+) -> bool:
     """Add each parsed line of ``data`` (a file's bytes, or its lines as ``_lines`` splits them)
     to ``summary``; False as soon as it refuses one (the first entry is not a session header):
-    the scan and the catalog read files alike."""
+    the scan and the catalog read files alike. ``parse``: :func:`pisession._json.loads` or a
+    function giving the same results (see :func:`~pisession._json.loads_for`)."""
     for line in _lines(data) if isinstance(data, (bytes, bytearray)) else data:
         if not line:
             continue
-        entry = parse_line(line)
+        entry = parse_line(line, parse)
         if entry is None:
             continue
         if not summary.add(entry):

@@ -355,3 +355,28 @@ def test_a_msgspec_that_needs_typing_extensions_is_imported_with_it(tmp_path: Pa
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, check=True)
     assert run.stdout.decode().split() == ["False", "typing_extensions"]
+
+
+def test_a_read_for_usage_alone_imports_no_orjson(tmp_path: Path) -> None:
+    # a worker of a first report parses each header with the json module (loads_for: importing
+    # orjson costs more than that one line) and keeps no text: it never imports orjson
+    path = write(
+        tmp_path / "s.jsonl",
+        header("s"),
+        msg("u", "user", "a question"),
+        assistant("a", "an answer", 0.5),
+        msg("t", "toolResult", [{"type": "text", "text": "ok"}]),
+    )
+    script = (
+        "import sys\n"
+        "from pisession.catalog._refresh import read_new_file, warm_up\n"
+        "from pisession.catalog._schema import LISTING, USAGE\n"
+        "warm_up()\n"
+        "read = read_new_file(sys.argv[1], False, LISTING)\n"
+        "print(len(read.prepared.sums), read.summary.header['id'], 'orjson' in sys.modules)\n"
+        "read = read_new_file(sys.argv[1], False, USAGE)\n"  # (a listing keeps the text)
+        "print(read.summary.first_message, 'orjson' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.run([sys.executable, "-c", script, str(path)], env=env, capture_output=True, check=True)
+    assert run.stdout.decode().split("\n")[:2] == ["1 s False", "a question True"]

@@ -19,6 +19,7 @@ from typing import Any
 
 from .._discovery import SessionSummary, feed_lines, split_cr
 from .._js import MISSING, js_date_ms
+from .._json import loads_for
 from ._schema import LISTING, USAGE
 from ._usage import _MARKERS, _SAFE, UsageRow, _timestamp_ms, kind_key, unbraced, usage_rows
 
@@ -124,7 +125,8 @@ def read_lines(summary: SessionSummary, lines: list[bytes], lacks: int = 0) -> t
             return rows, damaged
         line = lines[start]
         start += 1
-        feed_lines(summary, split_cr([line]))
+        # (orjson is imported where a file needs it, not for one line: see loads_for)
+        feed_lines(summary, split_cr([line]), loads_for(len(line)))
         if summary.foreign:
             return [], 0  # the exact reading counts nothing of a batch that shows a foreign file
         if usage:

@@ -35,7 +35,6 @@ from .._load import (
     iter_file_lines,
     iter_line_lists,
     open_regular,
-    parse_line,
     warn_long_lines,
 )
 from .._record import Record, replace
@@ -514,7 +513,6 @@ def warm_up() -> None:
     _decoder()
     ids_encoder()
     _decoders()
-    parse_line(b"{}")
 
 
 def _update(

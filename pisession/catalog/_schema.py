@@ -274,6 +274,8 @@ def pack_text(text: str) -> bytes:
     it (:func:`pisession._discovery.rows_json`), so that a listing copies it without a parse.
     orjson writes the same bytes several times faster than the json module for text that is
     not ASCII; it refuses a surrogate, which the json module writes and UTF-8 escapes."""
+    if not text:  # (a read for usage alone keeps none: no import of orjson for it)
+        return b'""'
     try:
         import orjson
     except ImportError:  # pragma: no cover - orjson is a dependency, but optional at run time

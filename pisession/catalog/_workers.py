@@ -11,9 +11,10 @@ process, unchanged.
 Bounded: a worker whose results wait in its pipe (64 KiB on Linux) waits too, so memory does
 not grow with the number of files. The workers never outlive this process: they are forked
 before the write lock is taken (no database handle used), end when their pipe closes, ask the
-kernel to end them when their parent dies (Linux), ignore Ctrl-C (the parent's to handle),
-and are ended (and reaped) when the reading ends, on an error too. A process with
-other threads (a library caller's) reads in one process: a fork could copy a held lock.
+kernel to end them when their parent dies (Linux, from their first result on), ignore Ctrl-C
+(the parent's to handle), and are ended (and reaped) when the reading ends, on an error too. A
+process with other threads (a library caller's) reads in one process: a fork could copy a held
+lock.
 
 Each worker imports what reading needs itself, as it starts (the caller's ``warm_up``): those
 imports (msgspec's took 0.04-0.06 s of a cold report's start) then run on every core at once,
@@ -56,8 +57,10 @@ def worker_count(files: int) -> int:
     return max(1, min(count, files, 32))
 
 
-def _start_worker(parent: int) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _tie_to_parent(parent: int) -> None:
+    """Have the kernel end this worker when its parent dies. Asked once its first result is
+    written (the request imports ctypes: 5 ms the first result would wait for); until then a
+    parent gone ends it at that write, its pipe closed."""
     end_with_parent()
     if os.getppid() != parent:  # the parent died before the request above took hold
         os._exit(1)
@@ -113,16 +116,18 @@ def prefetched(
                     os.close(readable)
                     for _, earlier in workers:
                         earlier.close()
-                    _start_worker(parent)
+                    signal.signal(signal.SIGINT, signal.SIG_IGN)
                     warm_up()
                     with open(writable, "wb") as out:
-                        for path in paths[k::count]:
+                        for n, path in enumerate(paths[k::count]):
                             try:
                                 result: _Result | None = read(path, index)
                             except Exception:  # read again in the parent, which then raises it
                                 result = None
                             pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
                             out.flush()
+                            if n == 0:
+                                _tie_to_parent(parent)
                 finally:
                     os._exit(0)
             os.close(writable)
