@@ -19,10 +19,12 @@ from pisession.catalog import Catalog
 from tests.test_catalog import sessions
 
 
-def test_a_refresh_that_wrote_is_checkpointed_before_the_catalog_closes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["catalog", "odd %41 ?x=1 #y"])
+def test_a_refresh_that_wrote_is_checkpointed_before_the_catalog_closes(tmp_path: Path, name: str) -> None:
     folder = tmp_path / "sessions"
     sessions(folder, 40)
-    database = tmp_path / "catalog.sqlite3"
+    (tmp_path / name).mkdir()
+    database = tmp_path / name / "catalog.sqlite3"
     with Catalog(database) as catalog:
         catalog._connect()
         empty = os.path.getsize(database)  # the schema alone: the rows go to the log first
@@ -35,6 +37,7 @@ def test_a_refresh_that_wrote_is_checkpointed_before_the_catalog_closes(tmp_path
         assert catalog._checkpoint is None  # a refresh that wrote nothing starts none
     assert os.path.getsize(database) == wrote
     assert not os.path.exists(f"{database}-wal")  # the last close took the log away
+    assert sorted(os.listdir(tmp_path / name)) == ["catalog.sqlite3"]
 
 
 def test_the_checkpoint_never_makes_a_catalog_that_is_gone(tmp_path: Path) -> None:

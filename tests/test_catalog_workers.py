@@ -293,7 +293,7 @@ def test_a_worker_that_dies_leaves_its_files_to_this_process(
 def test_a_first_build_leaves_the_readers_imports_to_its_workers(tmp_path: Path) -> None:
     # msgspec is imported by each worker as it starts (the workers' imports run at once), never
     # by the process that writes the catalog (no fork here: a fork's parent's ids are read with
-    # it); the report is the one a single process makes
+    # it), nor orjson or pathlib; the report is the one a single process makes
     folder = tmp_path / "sessions"
     folder.mkdir()
     for n in range(40):
@@ -301,10 +301,11 @@ def test_a_first_build_leaves_the_readers_imports_to_its_workers(tmp_path: Path)
         write(folder / f"u{n}.jsonl", header(f"u-{n}", stamp=stamp), assistant("a", "ok", 0.25 * n, stamp))
     script = (
         "import json, sys\n"
+        "READERS = ('msgspec', 'typing_extensions', 'orjson', 'pathlib')\n"
         "from pisession.usage import usage_report\n"
         "made = usage_report('daily', session_dir=sys.argv[1], timezone='UTC')\n"
         "print(json.dumps(made.to_wire(), sort_keys=True))\n"
-        "print(sorted(name for name in ('msgspec', 'typing_extensions') if name in sys.modules))\n"
+        "print(sorted(name for name in READERS if name in sys.modules))\n"
     )
     outputs = []
     for workers in ("2", "1"):

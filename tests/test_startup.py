@@ -263,6 +263,8 @@ NOT_FOR_A_WARM_LISTING = (
     "pisession.catalog._usage",
     "pisession.catalog._words",
     "pisession.describe",
+    "pathlib",
+    "pickle",
 )
 
 

@@ -6,7 +6,6 @@ import builtins
 import contextlib
 import os
 import sqlite3
-from pathlib import Path
 
 from .._discovery import SessionInfo, _sorted, all_of, rows_json
 from .._errors import CatalogError
@@ -432,11 +431,22 @@ def _checkpoint(path: str, timeout: float) -> None:
     """A passive checkpoint of the catalog at ``path`` (never made if it is gone): whatever it
     cannot do (another process's checkpoint, a busy or failing disk) is left to the next one."""
     with contextlib.suppress(sqlite3.Error, OSError):
-        connection = sqlite3.connect(f"{Path(path).as_uri()}?mode=rw", uri=True, timeout=timeout)
+        connection = sqlite3.connect(f"{_file_uri(path)}?mode=rw", uri=True, timeout=timeout)
         try:
             connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
         finally:
             connection.close()
+
+
+def _file_uri(path: str) -> str:
+    """SQLite's URI of the file at the absolute ``path`` (pathlib's ``as_uri`` where paths are
+    not POSIX ones; here without importing pathlib, which a first report has no other use for:
+    SQLite reads everything but ``%``, ``?`` and ``#`` in a URI's path as it is)."""
+    if os.name == "nt":  # pragma: no cover - the catalog's tests run on POSIX systems
+        from pathlib import Path
+
+        return Path(path).as_uri()
+    return "file://" + path.replace("%", "%25").replace("?", "%3f").replace("#", "%23")
 
 
 def _tie_mtimes(found: builtins.list[tuple[Candidate, Row]], root: str | None) -> dict[str, float] | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import marshal
 import os
-import pickle
 from typing import Any
 
 from .._discovery import SessionSummary
@@ -67,12 +66,16 @@ def to_pipe(read: FileRead | str) -> bytes:
             return _MARSHALLED + marshal.dumps(tuple(values))
         except ValueError:  # a value of a type marshal does not write
             pass
+    import pickle  # (a listing that reads no file in workers does not import it)
+
     return _PICKLED + pickle.dumps(read, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def from_pipe(data: bytes) -> FileRead | str:
     """What :func:`to_pipe` was given (made in this process's own worker: trusted bytes)."""
     if data[:1] == _PICKLED:
+        import pickle
+
         read: FileRead | str = pickle.loads(memoryview(data)[1:])
         return read
     values = list(marshal.loads(memoryview(data)[1:]))
