@@ -170,7 +170,8 @@ def _ensure_schema(connection: sqlite3.Connection, path: str, fts: bool) -> None
             if path != ":memory:" and _application_id(connection) != APPLICATION_ID:
                 raise CatalogError(f"{path} is an SQLite database that is not a pisession catalog")
             _refuse_newer(connection, path)
-            rebuilt = True
+            # an old catalog's tables (none in a new file: nothing then to vacuum away below)
+            rebuilt = connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
             for table in (
                 *("usage_sums", "usage_damage", "usage", "usage_ids"),
                 *("fts", "messages", "files", "catalog_meta"),
