@@ -76,3 +76,36 @@ def test_a_checkpoint_still_running_is_waited_for_before_workers_are_forked(
         assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
         assert catalog.last_report.read == 40
     assert threads_at_fork == [1, 1]  # the second pass forked its workers with no thread beside it
+
+
+@pytest.mark.parametrize("call", ["search", "search_sessions"])
+def test_a_search_after_a_listing_waits_for_its_checkpoint_and_starts_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str
+) -> None:
+    folder = tmp_path / "sessions"
+    sessions(folder, 40)
+    monkeypatch.setenv("PISESSION_WORKERS", "2")
+    checkpoint = catalog_module._checkpoint
+    started: list[int] = []
+
+    def slow(path: str, timeout: float) -> None:
+        started.append(1)
+        time.sleep(0.3)
+        checkpoint(path, timeout)
+
+    threads_at_fork: list[int] = []
+    forked = refresh_module._write_pass
+
+    def counted(*args: Any) -> None:
+        threads_at_fork.append(threading.active_count())
+        forked(*args)
+
+    monkeypatch.setattr(catalog_module, "_checkpoint", slow)
+    monkeypatch.setattr(refresh_module, "_write_pass", counted)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        catalog.list_all(str(folder))
+        assert catalog._checkpoint is not None and catalog._checkpoint.is_alive()
+        found = getattr(catalog, call)("invoice", all=True, session_dir=str(folder))
+        assert len(found) == 40
+        assert len(started) == 2  # the index it wrote is checkpointed behind too
+    assert threads_at_fork == [1, 1]  # the index was built in workers, no thread beside them

@@ -368,11 +368,15 @@ class Catalog:
         from ._search import scope, session_matches
 
         def count(catalog: Catalog) -> builtins.list[SessionMatch]:
+            catalog._settle()  # (a first search indexes in worker processes: see _current)
             connection = catalog._connect()
+            changes = connection.total_changes
             try:
                 covered, catalog.last_report = scope(
                     connection, catalog.fts, cwd, all, session_dir, on_progress
                 )
+                if connection.total_changes != changes:
+                    catalog._checkpoint_behind()
                 return session_matches(connection, catalog.fts, covered, terms, role)
             finally:
                 finish(connection)
@@ -415,9 +419,13 @@ class Catalog:
         in the scope just refreshed, not after a second refresh)."""
         from ._search import hits, scope, session_matches
 
+        self._settle()  # (a first search indexes in worker processes: see _current)
         connection = self._connect()
+        changes = connection.total_changes
         try:  # the scope's rows and the hits are read in one transaction (see :func:`current`)
             covered, self.last_report = scope(connection, self.fts, cwd, all, session_dir, on_progress)
+            if connection.total_changes != changes:
+                self._checkpoint_behind()
             found = hits(connection, self.fts, covered, terms, role, limit)
             if limit is None or len(found) < limit:
                 return found, len(found)
