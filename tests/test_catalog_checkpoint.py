@@ -76,3 +76,39 @@ def test_a_checkpoint_still_running_is_waited_for_before_workers_are_forked(
         assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
         assert catalog.last_report.read == 40
     assert threads_at_fork == [1, 1]  # the second pass forked its workers with no thread beside it
+
+
+@pytest.mark.parametrize("call", ["search", "search_sessions"])
+def test_a_search_waits_for_the_checkpoint_before_its_refresh_forks_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str
+) -> None:
+    # a search's refresh (the first builds the whole index) forks workers as a listing's does:
+    # with the listing's checkpoint still running beside it, it read every file in one process
+    folder = tmp_path / "sessions"
+    sessions(folder, 40)
+    monkeypatch.setenv("PISESSION_WORKERS", "2")
+    checkpoint = catalog_module._checkpoint
+
+    def slow(path: str, timeout: float) -> None:
+        time.sleep(0.3)
+        checkpoint(path, timeout)
+
+    threads_at_fork: list[int] = []
+    forked = refresh_module._write_pass
+
+    def counted(*args: Any) -> None:
+        threads_at_fork.append(threading.active_count())
+        forked(*args)
+
+    monkeypatch.setattr(catalog_module, "_checkpoint", slow)
+    monkeypatch.setattr(refresh_module, "_write_pass", counted)
+    limit: dict[str, dict[str, Any]] = {"search": {"limit": None}, "search_sessions": {}}
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        catalog.list_all(str(folder))
+        assert catalog._checkpoint is not None and catalog._checkpoint.is_alive()
+        sessions(tmp_path / "more", 40)  # new files: the search's refresh reads them in workers
+        for path in (tmp_path / "more").iterdir():
+            path.rename(folder / f"more-{path.name}")
+        found = getattr(catalog, call)("invoice", all=True, session_dir=str(folder), **limit[call])
+        assert len(found) == 80 and catalog.last_report.read == 40
+    assert threads_at_fork == [1, 1]  # the search's pass forked its workers with no thread beside it

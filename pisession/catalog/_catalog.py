@@ -392,6 +392,7 @@ class Catalog:
 
     def _fall_back(self, call: Callable[[Catalog], _T]) -> _T:
         """``call`` on this catalog, or on a throwaway one in memory when this one cannot be used."""
+        self._settle()  # a search refreshes too (see _current): its workers need a lone thread
         try:
             return call(self)
         except (sqlite3.Error, OSError, CatalogError) as error:
