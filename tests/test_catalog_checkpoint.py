@@ -112,3 +112,27 @@ def test_a_search_waits_for_the_checkpoint_before_its_refresh_forks_workers(
         found = getattr(catalog, call)("invoice", all=True, session_dir=str(folder), **limit[call])
         assert len(found) == 80 and catalog.last_report.read == 40
     assert threads_at_fork == [1, 1]  # the search's pass forked its workers with no thread beside it
+
+
+def test_a_fork_waits_for_a_checkpoint_still_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a library caller's fork (multiprocessing's, say) after a listing: a child forked while the
+    # thread is inside SQLite could start with a lock held (its allocator's, its file table's)
+    folder = tmp_path / "sessions"
+    sessions(folder, 4)
+    checkpoint = catalog_module._checkpoint
+
+    def slow(path: str, timeout: float) -> None:
+        time.sleep(0.3)
+        checkpoint(path, timeout)
+
+    monkeypatch.setattr(catalog_module, "_checkpoint", slow)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        catalog.list_all(str(folder))
+        thread = catalog._checkpoint
+        assert thread is not None and thread.is_alive()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            os._exit(0)
+        alive_at_fork = thread.is_alive()
+        os.waitpid(pid, 0)
+    assert not alive_at_fork

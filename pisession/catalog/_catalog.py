@@ -6,6 +6,7 @@ import builtins
 import contextlib
 import os
 import sqlite3
+import sys
 
 from .._discovery import SessionInfo, _sorted, all_of, rows_json
 from .._errors import CatalogError
@@ -103,7 +104,7 @@ class Catalog:
         import threading
 
         self._checkpoint = threading.Thread(
-            target=_checkpoint, args=(self.path, self.timeout), name="pisession-catalog-checkpoint"
+            target=_checkpoint, args=(self.path, self.timeout), name=_CHECKPOINT_THREAD
         )
         self._checkpoint.start()
 
@@ -426,6 +427,26 @@ class Catalog:
         finally:
             finish(connection)
         return found, sum(match.hits for match in matched)
+
+
+_CHECKPOINT_THREAD = "pisession-catalog-checkpoint"
+
+
+def _settle_before_fork() -> None:
+    """Before any fork of this process (a library caller's, ``multiprocessing``'s), wait for the
+    checkpoint threads still running: a child forked while one is inside SQLite could start with
+    a lock it held (SQLite's allocator's, its open files'). Python 3.12 warns of such forks."""
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return
+    this = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread.name == _CHECKPOINT_THREAD and thread.is_alive() and thread is not this:
+            thread.join()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_settle_before_fork)
 
 
 def _checkpoint(path: str, timeout: float) -> None:
