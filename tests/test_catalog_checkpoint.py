@@ -136,3 +136,27 @@ def test_a_fork_waits_for_a_checkpoint_still_running(tmp_path: Path, monkeypatch
         alive_at_fork = thread.is_alive()
         os.waitpid(pid, 0)
     assert not alive_at_fork
+
+
+def test_a_thread_that_cannot_start_leaves_the_checkpoint_to_the_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a process at its limit of threads (RLIMIT_NPROC, a container's pids limit): the listing
+    # still gives its rows, and the catalog still closes (its last connection checkpoints)
+    folder = tmp_path / "sessions"
+    sessions(folder, 4)
+    start = threading.Thread.start
+
+    def refused(self: threading.Thread) -> None:
+        if self.name == "pisession-catalog-checkpoint":
+            raise RuntimeError("can't start new thread")
+        start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+        assert catalog.last_error is None and catalog.last_report.read == 4
+        sessions(folder, 5)  # one more file: a second refresh that writes
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+    assert not os.path.exists(f"{database}-wal")

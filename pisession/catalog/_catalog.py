@@ -103,10 +103,12 @@ class Catalog:
             return
         import threading
 
-        self._checkpoint = threading.Thread(
-            target=_checkpoint, args=(self.path, self.timeout), name=_CHECKPOINT_THREAD
-        )
-        self._checkpoint.start()
+        thread = threading.Thread(target=_checkpoint, args=(self.path, self.timeout), name=_CHECKPOINT_THREAD)
+        try:
+            thread.start()
+        except RuntimeError:  # no more threads here (a limit, a sandbox): the close checkpoints
+            return
+        self._checkpoint = thread
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
