@@ -79,9 +79,12 @@ def test_a_checkpoint_still_running_is_waited_for_before_workers_are_forked(
 
 
 @pytest.mark.parametrize("call", ["search", "search_sessions"])
-def test_a_search_after_a_listing_waits_for_its_checkpoint_and_starts_one(
+def test_a_search_waits_for_the_checkpoint_before_its_refresh_forks_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str
 ) -> None:
+    # a search's refresh (the first builds the whole index) forks workers as a listing's does:
+    # with the listing's checkpoint still running beside it, it read every file in one process;
+    # what it writes is checkpointed behind too
     folder = tmp_path / "sessions"
     sessions(folder, 40)
     monkeypatch.setenv("PISESSION_WORKERS", "2")
@@ -102,10 +105,62 @@ def test_a_search_after_a_listing_waits_for_its_checkpoint_and_starts_one(
 
     monkeypatch.setattr(catalog_module, "_checkpoint", slow)
     monkeypatch.setattr(refresh_module, "_write_pass", counted)
+    limit: dict[str, dict[str, Any]] = {"search": {"limit": None}, "search_sessions": {}}
     with Catalog(tmp_path / "catalog.sqlite3") as catalog:
         catalog.list_all(str(folder))
         assert catalog._checkpoint is not None and catalog._checkpoint.is_alive()
-        found = getattr(catalog, call)("invoice", all=True, session_dir=str(folder))
-        assert len(found) == 40
-        assert len(started) == 2  # the index it wrote is checkpointed behind too
-    assert threads_at_fork == [1, 1]  # the index was built in workers, no thread beside them
+        sessions(tmp_path / "more", 40)  # new files: the search's refresh reads them in workers
+        for path in (tmp_path / "more").iterdir():
+            path.rename(folder / f"more-{path.name}")
+        found = getattr(catalog, call)("invoice", all=True, session_dir=str(folder), **limit[call])
+        assert len(found) == 80 and catalog.last_report.read == 40
+        assert len(started) == 2  # the search's writes are checkpointed behind too
+    assert threads_at_fork == [1, 1]  # the search's pass forked its workers with no thread beside it
+
+
+def test_a_fork_waits_for_a_checkpoint_still_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a library caller's fork (multiprocessing's, say) after a listing: a child forked while the
+    # thread is inside SQLite could start with a lock held (its allocator's, its file table's)
+    folder = tmp_path / "sessions"
+    sessions(folder, 4)
+    checkpoint = catalog_module._checkpoint
+
+    def slow(path: str, timeout: float) -> None:
+        time.sleep(0.3)
+        checkpoint(path, timeout)
+
+    monkeypatch.setattr(catalog_module, "_checkpoint", slow)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        catalog.list_all(str(folder))
+        thread = catalog._checkpoint
+        assert thread is not None and thread.is_alive()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            os._exit(0)
+        alive_at_fork = thread.is_alive()
+        os.waitpid(pid, 0)
+    assert not alive_at_fork
+
+
+def test_a_thread_that_cannot_start_leaves_the_checkpoint_to_the_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a process at its limit of threads (RLIMIT_NPROC, a container's pids limit): the listing
+    # still gives its rows, and the catalog still closes (its last connection checkpoints)
+    folder = tmp_path / "sessions"
+    sessions(folder, 4)
+    start = threading.Thread.start
+
+    def refused(self: threading.Thread) -> None:
+        if self.name == "pisession-catalog-checkpoint":
+            raise RuntimeError("can't start new thread")
+        start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    database = tmp_path / "catalog.sqlite3"
+    with Catalog(database) as catalog:
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+        assert catalog.last_error is None and catalog.last_report.read == 4
+        sessions(folder, 5)  # one more file: a second refresh that writes
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+    assert not os.path.exists(f"{database}-wal")

@@ -6,6 +6,7 @@ import builtins
 import contextlib
 import os
 import sqlite3
+import sys
 
 from .._discovery import SessionInfo, _sorted, all_of, rows_json
 from .._errors import CatalogError
@@ -102,10 +103,12 @@ class Catalog:
             return
         import threading
 
-        self._checkpoint = threading.Thread(
-            target=_checkpoint, args=(self.path, self.timeout), name="pisession-catalog-checkpoint"
-        )
-        self._checkpoint.start()
+        thread = threading.Thread(target=_checkpoint, args=(self.path, self.timeout), name=_CHECKPOINT_THREAD)
+        try:
+            thread.start()
+        except RuntimeError:  # no more threads here (a limit, a sandbox): the close checkpoints
+            return
+        self._checkpoint = thread
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
@@ -368,7 +371,6 @@ class Catalog:
         from ._search import scope, session_matches
 
         def count(catalog: Catalog) -> builtins.list[SessionMatch]:
-            catalog._settle()  # (a first search indexes in worker processes: see _current)
             connection = catalog._connect()
             changes = connection.total_changes
             try:
@@ -396,6 +398,7 @@ class Catalog:
 
     def _fall_back(self, call: Callable[[Catalog], _T]) -> _T:
         """``call`` on this catalog, or on a throwaway one in memory when this one cannot be used."""
+        self._settle()  # a search refreshes too (see _current): its workers need a lone thread
         try:
             return call(self)
         except (sqlite3.Error, OSError, CatalogError) as error:
@@ -419,7 +422,6 @@ class Catalog:
         in the scope just refreshed, not after a second refresh)."""
         from ._search import hits, scope, session_matches
 
-        self._settle()  # (a first search indexes in worker processes: see _current)
         connection = self._connect()
         changes = connection.total_changes
         try:  # the scope's rows and the hits are read in one transaction (see :func:`current`)
@@ -433,6 +435,26 @@ class Catalog:
         finally:
             finish(connection)
         return found, sum(match.hits for match in matched)
+
+
+_CHECKPOINT_THREAD = "pisession-catalog-checkpoint"
+
+
+def _settle_before_fork() -> None:
+    """Before any fork of this process (a library caller's, ``multiprocessing``'s), wait for the
+    checkpoint threads still running: a child forked while one is inside SQLite could start with
+    a lock it held (SQLite's allocator's, its open files'). Python 3.12 warns of such forks."""
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return
+    this = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread.name == _CHECKPOINT_THREAD and thread.is_alive() and thread is not this:
+            thread.join()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_settle_before_fork)
 
 
 def _checkpoint(path: str, timeout: float) -> None:
