@@ -54,7 +54,10 @@ def test_a_checkpoint_still_running_is_waited_for_before_workers_are_forked(
     monkeypatch.setenv("PISESSION_WORKERS", "2")
     checkpoint = catalog_module._checkpoint
 
+    release = threading.Event()  # (held until the test has seen the thread running)
+
     def slow(path: str, timeout: float) -> None:
+        release.wait(10)
         time.sleep(0.3)
         checkpoint(path, timeout)
 
@@ -73,6 +76,7 @@ def test_a_checkpoint_still_running_is_waited_for_before_workers_are_forked(
         sessions(tmp_path / "more", 40)
         for path in (tmp_path / "more").iterdir():
             path.rename(folder / f"more-{path.name}")
+        release.set()
         assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
         assert catalog.last_report.read == 40
     assert threads_at_fork == [1, 1]  # the second pass forked its workers with no thread beside it
@@ -91,8 +95,11 @@ def test_a_search_waits_for_the_checkpoint_before_its_refresh_forks_workers(
     checkpoint = catalog_module._checkpoint
     started: list[int] = []
 
+    release = threading.Event()  # (held until the test has seen the thread running)
+
     def slow(path: str, timeout: float) -> None:
         started.append(1)
+        release.wait(10)
         time.sleep(0.3)
         checkpoint(path, timeout)
 
@@ -112,6 +119,7 @@ def test_a_search_waits_for_the_checkpoint_before_its_refresh_forks_workers(
         sessions(tmp_path / "more", 40)  # new files: the search's refresh reads them in workers
         for path in (tmp_path / "more").iterdir():
             path.rename(folder / f"more-{path.name}")
+        release.set()
         found = getattr(catalog, call)("invoice", all=True, session_dir=str(folder), **limit[call])
         assert len(found) == 80 and catalog.last_report.read == 40
         assert len(started) == 2  # the search's writes are checkpointed behind too
@@ -125,7 +133,10 @@ def test_a_fork_waits_for_a_checkpoint_still_running(tmp_path: Path, monkeypatch
     sessions(folder, 4)
     checkpoint = catalog_module._checkpoint
 
+    release = threading.Event()  # (held until the test has seen the thread running)
+
     def slow(path: str, timeout: float) -> None:
+        release.wait(10)
         time.sleep(0.3)
         checkpoint(path, timeout)
 
@@ -134,6 +145,7 @@ def test_a_fork_waits_for_a_checkpoint_still_running(tmp_path: Path, monkeypatch
         catalog.list_all(str(folder))
         thread = catalog._checkpoint
         assert thread is not None and thread.is_alive()
+        release.set()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child
             os._exit(0)
