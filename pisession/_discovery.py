@@ -207,7 +207,9 @@ def _activity(entry: dict[str, Any], message: dict[str, Any]) -> float | None:
     stamp = message.get("timestamp")
     if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
         return float(stamp)
-    return js_date_ms(entry.get("timestamp", MISSING))
+    ms = js_date_ms(entry.get("timestamp", MISSING))
+    # a float either way, as the catalog's REAL column gives it back (and the quick read makes it)
+    return None if ms is None else float(ms)
 
 
 def build_session_info(path: str) -> SessionInfo | None:

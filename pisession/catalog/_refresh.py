@@ -349,8 +349,6 @@ def _write_pass(
                 piped = next(reads) if candidate.path in ahead else None
                 done_ahead = None if piped is None else from_pipe(piped)
                 row, outcome, deleted = _update(connection, fts, candidate, index, parts, done_ahead, rowless)
-                if row is not None and type(row.last_activity) is int:  # a REAL column's
-                    row = replace(row, last_activity=float(row.last_activity))
                 written[candidate.path] = row
                 dropped += deleted
                 if row is None:
