@@ -89,17 +89,21 @@ class Catalog:
             self._connection = None
 
     def _settle(self) -> None:
-        """Wait for the checkpoint :meth:`_checkpoint_behind` started, if any."""
+        """Wait for the checkpoint :meth:`_checkpointed` started, if any."""
         if self._checkpoint is not None:
             self._checkpoint.join()
             self._checkpoint = None
 
-    def _checkpoint_behind(self) -> None:
-        """Copy what a refresh wrote from the write-ahead log into the database file in a thread,
-        on a connection of its own, while this one reads on: the checkpoint the last connection
-        makes as it closes then has nothing left to copy. Its two fsyncs waited for the disk
-        at the end of every first report (about 0.05 s of 0.8 s), with nothing else to do."""
-        if self.path == ":memory:":
+    @contextlib.contextmanager
+    def _checkpointed(self, connection: sqlite3.Connection) -> Iterator[None]:
+        """Run a refresh on ``connection``; if it wrote, copy what it wrote from the write-ahead
+        log into the database file in a thread, on a connection of its own, while this one reads
+        on: the checkpoint the last connection makes as it closes then has nothing left to copy.
+        Its two fsyncs waited for the disk at the end of every first report (about 0.05 s of
+        0.8 s), with nothing else to do."""
+        changes = connection.total_changes
+        yield
+        if connection.total_changes == changes or self.path == ":memory:":
             return
         import threading
 
@@ -300,12 +304,10 @@ class Catalog:
         """The refresh itself: returns inside the read transaction :meth:`_state` ends."""
         self._settle()  # (a fork of worker processes needs this process to have no other thread)
         connection = self._connect()
-        changes = connection.total_changes
-        found, self.last_report = current(
-            connection, self.fts, directories, root, on_progress, max_size=max_size, parts=parts
-        )
-        if connection.total_changes != changes:
-            self._checkpoint_behind()
+        with self._checkpointed(connection):
+            found, self.last_report = current(
+                connection, self.fts, directories, root, on_progress, max_size=max_size, parts=parts
+            )
         return found
 
     # ------------------------------------------------------------------ search
@@ -372,13 +374,11 @@ class Catalog:
 
         def count(catalog: Catalog) -> builtins.list[SessionMatch]:
             connection = catalog._connect()
-            changes = connection.total_changes
             try:
-                covered, catalog.last_report = scope(
-                    connection, catalog.fts, cwd, all, session_dir, on_progress
-                )
-                if connection.total_changes != changes:
-                    catalog._checkpoint_behind()
+                with catalog._checkpointed(connection):
+                    covered, catalog.last_report = scope(
+                        connection, catalog.fts, cwd, all, session_dir, on_progress
+                    )
                 return session_matches(connection, catalog.fts, covered, terms, role)
             finally:
                 finish(connection)
@@ -423,11 +423,9 @@ class Catalog:
         from ._search import hits, scope, session_matches
 
         connection = self._connect()
-        changes = connection.total_changes
         try:  # the scope's rows and the hits are read in one transaction (see :func:`current`)
-            covered, self.last_report = scope(connection, self.fts, cwd, all, session_dir, on_progress)
-            if connection.total_changes != changes:
-                self._checkpoint_behind()
+            with self._checkpointed(connection):
+                covered, self.last_report = scope(connection, self.fts, cwd, all, session_dir, on_progress)
             found = hits(connection, self.fts, covered, terms, role, limit)
             if limit is None or len(found) < limit:
                 return found, len(found)
