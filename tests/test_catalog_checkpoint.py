@@ -46,37 +46,60 @@ def test_the_checkpoint_never_makes_a_catalog_that_is_gone(tmp_path: Path) -> No
     assert not gone.exists()
 
 
+class SlowCheckpoint:
+    """The catalog's checkpoint, held until :meth:`release` (a test sees its thread running),
+    then 0.3 s long (what waits for it must wait)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.started = 0
+        self.released = threading.Event()
+        checkpoint = catalog_module._checkpoint
+
+        def slow(path: str, timeout: float) -> None:
+            self.started += 1
+            self.released.wait(10)
+            time.sleep(0.3)
+            checkpoint(path, timeout)
+
+        monkeypatch.setattr(catalog_module, "_checkpoint", slow)
+
+    def release(self) -> None:
+        self.released.set()
+
+
+def threads_at_each_pass(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many threads this process has as each write pass begins (and forks its workers)."""
+    counts: list[int] = []
+    write_pass = refresh_module._write_pass
+
+    def counted(*args: Any) -> None:
+        counts.append(threading.active_count())
+        write_pass(*args)
+
+    monkeypatch.setattr(refresh_module, "_write_pass", counted)
+    return counts
+
+
+def forty_more(tmp_path: Path, folder: Path) -> None:
+    """Forty new sessions in ``folder``: the next refresh reads them in workers."""
+    sessions(tmp_path / "more", 40)
+    for path in (tmp_path / "more").iterdir():
+        path.rename(folder / f"more-{path.name}")
+
+
 def test_a_checkpoint_still_running_is_waited_for_before_workers_are_forked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = tmp_path / "sessions"
     sessions(folder, 40)
     monkeypatch.setenv("PISESSION_WORKERS", "2")
-    checkpoint = catalog_module._checkpoint
-
-    release = threading.Event()  # (held until the test has seen the thread running)
-
-    def slow(path: str, timeout: float) -> None:
-        release.wait(10)
-        time.sleep(0.3)
-        checkpoint(path, timeout)
-
-    threads_at_fork: list[int] = []
-    forked = refresh_module._write_pass
-
-    def counted(*args: Any) -> None:
-        threads_at_fork.append(threading.active_count())
-        forked(*args)
-
-    monkeypatch.setattr(catalog_module, "_checkpoint", slow)
-    monkeypatch.setattr(refresh_module, "_write_pass", counted)
+    slow = SlowCheckpoint(monkeypatch)
+    threads_at_fork = threads_at_each_pass(monkeypatch)
     with Catalog(tmp_path / "catalog.sqlite3") as catalog:
         catalog.list_all(str(folder))
         assert catalog._checkpoint is not None and catalog._checkpoint.is_alive()
-        sessions(tmp_path / "more", 40)
-        for path in (tmp_path / "more").iterdir():
-            path.rename(folder / f"more-{path.name}")
-        release.set()
+        forty_more(tmp_path, folder)
+        slow.release()
         assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
         assert catalog.last_report.read == 40
     assert threads_at_fork == [1, 1]  # the second pass forked its workers with no thread beside it
@@ -92,37 +115,17 @@ def test_a_search_waits_for_the_checkpoint_before_its_refresh_forks_workers(
     folder = tmp_path / "sessions"
     sessions(folder, 40)
     monkeypatch.setenv("PISESSION_WORKERS", "2")
-    checkpoint = catalog_module._checkpoint
-    started: list[int] = []
-
-    release = threading.Event()  # (held until the test has seen the thread running)
-
-    def slow(path: str, timeout: float) -> None:
-        started.append(1)
-        release.wait(10)
-        time.sleep(0.3)
-        checkpoint(path, timeout)
-
-    threads_at_fork: list[int] = []
-    forked = refresh_module._write_pass
-
-    def counted(*args: Any) -> None:
-        threads_at_fork.append(threading.active_count())
-        forked(*args)
-
-    monkeypatch.setattr(catalog_module, "_checkpoint", slow)
-    monkeypatch.setattr(refresh_module, "_write_pass", counted)
+    slow = SlowCheckpoint(monkeypatch)
+    threads_at_fork = threads_at_each_pass(monkeypatch)
     limit: dict[str, dict[str, Any]] = {"search": {"limit": None}, "search_sessions": {}}
     with Catalog(tmp_path / "catalog.sqlite3") as catalog:
         catalog.list_all(str(folder))
         assert catalog._checkpoint is not None and catalog._checkpoint.is_alive()
-        sessions(tmp_path / "more", 40)  # new files: the search's refresh reads them in workers
-        for path in (tmp_path / "more").iterdir():
-            path.rename(folder / f"more-{path.name}")
-        release.set()
+        forty_more(tmp_path, folder)
+        slow.release()
         found = getattr(catalog, call)("invoice", all=True, session_dir=str(folder), **limit[call])
         assert len(found) == 80 and catalog.last_report.read == 40
-        assert len(started) == 2  # the search's writes are checkpointed behind too
+        assert slow.started == 2  # the search's writes are checkpointed behind too
     assert threads_at_fork == [1, 1]  # the search's pass forked its workers with no thread beside it
 
 
@@ -131,21 +134,12 @@ def test_a_fork_waits_for_a_checkpoint_still_running(tmp_path: Path, monkeypatch
     # thread is inside SQLite could start with a lock held (its allocator's, its file table's)
     folder = tmp_path / "sessions"
     sessions(folder, 4)
-    checkpoint = catalog_module._checkpoint
-
-    release = threading.Event()  # (held until the test has seen the thread running)
-
-    def slow(path: str, timeout: float) -> None:
-        release.wait(10)
-        time.sleep(0.3)
-        checkpoint(path, timeout)
-
-    monkeypatch.setattr(catalog_module, "_checkpoint", slow)
+    slow = SlowCheckpoint(monkeypatch)
     with Catalog(tmp_path / "catalog.sqlite3") as catalog:
         catalog.list_all(str(folder))
         thread = catalog._checkpoint
         assert thread is not None and thread.is_alive()
-        release.set()
+        slow.release()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child
             os._exit(0)
