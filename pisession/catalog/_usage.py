@@ -507,12 +507,12 @@ def entry_ids(connection: sqlite3.Connection, file_ids: Iterable[int]) -> dict[i
 def usage_groups(
     connection: sqlite3.Connection,
     scope: Iterable[tuple[int, int | None]],
-    parents: Mapping[int, list[tuple[str, str]]],
+    parents: Mapping[int, Iterable[tuple[str, str]]],
 ) -> list[tuple[Any, ...]]:
     """Summed usage per (file, model, quarter hour) of the files ``scope`` names as ``(file id,
     parent file id or None)``; the rows a file shares with its parent are left out (``parents``:
-    each parent's (entry id, timestamp) pairs, see :func:`scan_usage`). Every row read is
-    checked: :class:`UsageDamaged` names the files whose rows fail."""
+    the (entry id, timestamp) pairs each parent's copies are told by, see :func:`scan_usage`).
+    Every row read is checked: :class:`UsageDamaged` names the files whose rows fail."""
     connection.execute("CREATE TEMP TABLE IF NOT EXISTS usage_scope (file_id INTEGER PRIMARY KEY, parent_id)")
     connection.execute(
         "CREATE TEMP TABLE IF NOT EXISTS parent_entries (file_id INTEGER, entry_id TEXT, ts TEXT)"
@@ -531,7 +531,6 @@ def usage_groups(
                 (file_id, sql_text(entry_id), sql_text(ts))
                 for file_id, ids in parents.items()
                 for entry_id, ts in ids
-                if entry_id  # an entry with no id is never a copy (see copied_entry_ids)
             ),
         )
         for row in connection.execute(_OWN_SUMS):
@@ -637,10 +636,14 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
         parents = entry_ids(connection, dict.fromkeys(links.values()))
     except UsageDamaged as error:
         failed.update(error.file_ids)
+    # what a fork's entry is a copy of: an entry of its parent, one with an id (an entry with
+    # no id is never a copy: copied_entry_ids)
+    copies: dict[int, set[tuple[str, str]]] = {}
     for parent_id, ids in parents.items():
         ids += ((entry[0], entry[1]) for entry in unfinished.get(parent_id, ()))
+        copies[parent_id] = {pair for pair in ids if pair[0]}
     try:
-        groups = usage_groups(connection, scope, parents)
+        groups = usage_groups(connection, scope, copies)
     except UsageDamaged as error:
         failed.update(error.file_ids)
     if failed:
@@ -648,8 +651,8 @@ def scan_usage(connection: sqlite3.Connection, rows: Iterable[Any]) -> UsageScan
     for row in rows:
         if row.id in unfinished:
             parent_id = links.get(row.id)
-            copies = set() if parent_id is None else set(parents[parent_id])
-            groups += _unfinished_line(row, unfinished[row.id], copies)
+            told_by = set() if parent_id is None else copies[parent_id]
+            groups += _unfinished_line(row, unfinished[row.id], told_by)
     return UsageScan(groups, sessions, damaged)
 
 
@@ -724,10 +727,11 @@ def _unfinished_rows(row: Any, header: dict[str, Any]) -> list[UsageRow]:
 
 def _unfinished_line(row: Any, found: list[UsageRow], copies: set[tuple[str, str]]) -> list[tuple[Any, ...]]:
     """The usage ``found`` on a file's unfinished last line (:func:`_unfinished_rows`): Pi reads
-    it, so it counts, unless it is a copy of its parent's (``copies``: the parent's entries)."""
+    it, so it counts, unless it is a copy of its parent's (``copies``: the parent's entries that
+    have an id, see :func:`scan_usage`)."""
     groups = []
     for entry_id, timestamp, ms, key, *numbers in found:
-        if entry_id and (entry_id, timestamp) in copies:
+        if (entry_id, timestamp) in copies:
             continue
         nans = [1 if value is None else 0 for value in numbers]
         groups.append((row.id, key, quarter_of(ms), *(value or 0 for value in numbers), *nans, ms, ms))
