@@ -295,7 +295,9 @@ def iter_file_lines(fileobj: Any) -> Iterator[bytes]:
 
 def iter_line_lists(fileobj: Any, limit: int = MAX_LINE_BYTES) -> Iterator[list[bytes]]:
     """:func:`iter_file_lines` a read chunk's lines at a time (the open path: a list per
-    megabyte, not a Python step per line). Joined, the lists hold the same elements."""
+    megabyte, not a Python step per line). Joined, the lists hold the same elements; only a
+    list's first element may be a :class:`SkippedLine` (a chunk's other lines are shorter
+    than a chunk)."""
     pieces: list[bytes] = []  # the line being gathered across chunks
     gathered = 0  # its length so far
     skipping: SkippedLine | None = None  # or the line being read past

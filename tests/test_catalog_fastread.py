@@ -358,3 +358,15 @@ def test_a_usage_time_is_what_javascript_reads(parts: tuple[int, ...], seconds: 
     year, month, day, hour, minute = parts
     stamp = f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{seconds}.{ms}Z"
     assert _timestamp_ms(stamp) == js_date_ms(stamp)
+
+
+def test_an_entry_cut_over_two_lines_is_two_damaged_lines_when_read_at_once() -> None:
+    # the decoder of many lines reads a value across a newline, and two values on one line:
+    # with as many values as lines, the entries must still not be taken for the lines
+    whole = _line(_assistant()).decode()
+    cut = whole.index('"message": ') + len('"message": ')
+    first, second = whole[:cut].encode(), whole[cut:].encode()
+    _check([[HEADER, first, second, b"{} {}"]])
+    _check([[HEADER, first, second, b'{"type":"label"}{"type":"label"}', _line(_assistant())]])
+    # (a line ending in a brace may still hold half an entry: {"a": {} / })
+    _check([[HEADER, b'{"type":"message","x":{}', b'}', b"{} {}"]])

@@ -100,3 +100,42 @@ def test_a_read_marshal_refuses_goes_as_a_pickle(tmp_path: Path) -> None:
     assert piped[:1] == b"P"
     back = from_pipe(piped)
     assert isinstance(back, FileRead) and type(back.zone) is _Text and fields(back) == fields(odd)
+
+
+@pytest.mark.parametrize("lacks", [0, USAGE, LISTING], ids=["every-part", "listing-only", "usage-only"])
+@pytest.mark.parametrize("index", [False, True])
+def test_a_file_read_in_one_call_reads_as_in_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lacks: int, index: bool
+) -> None:
+    """A file up to ``WHOLE_READ`` long is read in one call, its lines split once and decoded
+    from the bytes read; what it gives is what the reading in chunks gives, field by field."""
+    from pisession.catalog import _refresh
+
+    folder = tmp_path / "sessions"
+    folder_of_every_kind(folder)
+    # Pi's reading also ends a line at a lone "\r": one in an entry's white space cuts it in two
+    cut = json.dumps(assistant("c2", "cut", 0.5)).replace(', "message"', ',\r"message"')
+    (folder / "cr.jsonl").write_bytes(
+        b"\n".join(
+            [
+                json.dumps(header("cr")).encode() + b"\r",
+                json.dumps(assistant("c1", "a\rb", 0.5)).encode(),
+                cut.encode(),
+                json.dumps(assistant("c3", "after", 0.5)).encode(),
+                b"\r",
+            ]
+        )
+    )
+    (folder / "blank.jsonl").write_bytes(
+        b"\n\n  \n".join(json.dumps(entry).encode() for entry in (header("blank"), assistant("b1", "x", 0.5)))
+    )
+    (folder / "empty.jsonl").write_bytes(b"")
+    paths = sorted(str(path) for path in folder.iterdir())
+
+    def read_all() -> list[Any]:
+        reads = [read_new_file(path, index, lacks) for path in paths]
+        return [fields(replace(read, checked_ns=0)) for read in reads if isinstance(read, FileRead)]
+
+    whole = read_all()
+    monkeypatch.setattr(_refresh, "WHOLE_READ", -1)  # every file in chunks
+    assert read_all() == whole

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from itertools import repeat
 from typing import Any
 
 from .._discovery import SessionSummary, feed_lines, split_cr
@@ -28,7 +29,7 @@ _USAGE_MARK, _ESCAPE_MARK = _MARKERS
 
 
 _Decoders = tuple[
-    Callable[[bytes], Any], Callable[[Any], Any], tuple[type[Exception], ...], Callable[[bytes], list[Any]]
+    Callable[[bytes], Any], Callable[[Any], Any], tuple[type[Exception], ...], Callable[[Any], list[Any]]
 ]
 
 
@@ -98,14 +99,17 @@ def _decoders() -> _Decoders | None:
     return lines.decode, content, errors, lines.decode_lines
 
 
-def read_lines(summary: SessionSummary, lines: list[bytes], lacks: int = 0) -> tuple[list[UsageRow], int]:
+def read_lines(
+    summary: SessionSummary, lines: list[bytes], lacks: int = 0, joined: memoryview | None = None
+) -> tuple[list[UsageRow], int]:
     """Feed ``lines`` (whole lines split on ``"\\n"``) to ``summary`` and return their usage rows
     and damaged-line count: what ``feed_lines(summary, split_cr(lines))`` followed by
     ``usage_rows(lines, summary.header)`` give, each line decoded once where its types allow.
 
     ``lacks`` leaves parts out (:data:`~._schema.USAGE`: no rows and no count are returned;
     :data:`~._schema.LISTING`: past the header, ``summary`` is left as it is and only the lines
-    that may hold usage are decoded)."""
+    that may hold usage are decoded). ``joined``: the lines joined by ``"\\n"``, where the
+    caller holds them so (a file read whole): not joined again."""
     decoders = _decoders()
     usage = not lacks & USAGE
     if decoders is None or summary.foreign or summary.messages is not None:
@@ -135,7 +139,9 @@ def read_lines(summary: SessionSummary, lines: list[bytes], lacks: int = 0) -> t
     fallback: list[int] = []
     if lacks & LISTING:
         rest = lines[start:] if start else lines
-        if _usage_of_plain_lines(rest, header, rows, fallback, decode_lines, errors):
+        if joined is not None and start:
+            joined = joined[sum(map(len, lines[:start])) + start :]
+        if _usage_of_plain_lines(rest, header, rows, fallback, decode_lines, errors, joined):
             return rows, damaged
         return _usage_only(rest, header, rows, fallback, decode, errors, damaged)
     for line in lines[start:] if start else lines:
@@ -163,26 +169,34 @@ def _usage_of_plain_lines(
     header: dict[str, Any],
     rows: list[UsageRow],
     fallback: list[int],
-    decode_lines: Callable[[bytes], list[Any]],
+    decode_lines: Callable[[Any], list[Any]],
     errors: tuple[type[Exception], ...],
+    joined: memoryview | None = None,
 ) -> bool:
     """:func:`_usage_only` of lines that all decode with plain types, decoded in one call (no
-    line searched for a mark); False (nothing added) if one does not, or is blank, or holds a
-    ``"\\r"`` (which the decoder of many lines splits at): :func:`_usage_only` then reads them.
+    line searched for a mark); False (nothing added) if one does not, or is not an object's
+    braces alone: :func:`_usage_only` then reads them. ``joined``: as :func:`read_lines` takes it.
+
+    The decoder of many lines reads a value across a newline, and two values on one line (a
+    space or a ``"\\r"`` between them; inside a value a ``"\\r"`` is white space, to it and to
+    Pi's reading of usage alike); with every line braced, no value crosses a newline (inside a
+    value, ``}`` is never followed by ``{``), so as many values as lines are one per line.
 
     Lines that all decode hold no damaged line: each is a JSON object. A line whose entry and
-    message have no ``usage`` key holds no usage (it is told by its key's decoded
-    name, an escaped one too); the others are read as :func:`_usage_only` reads them."""
-    if not lines or not all(type(line) is bytes for line in lines):
+    message have no ``usage`` key holds no usage (it is told by its key's decoded name, an
+    escaped one too); the others are read as :func:`_usage_only` reads them."""
+    if not lines:
         return False
-    joined = b"\n".join(lines)
-    if b"\r" in joined:
+    if joined is None and not all(type(line) is bytes for line in lines):
+        return False
+    braced = all(map(bytes.startswith, lines, repeat(b"{"))) and all(map(bytes.endswith, lines, repeat(b"}")))
+    if not braced:
         return False
     try:
-        entries = decode_lines(joined)
+        entries = decode_lines(b"\n".join(lines) if joined is None else joined)
     except errors:
         return False
-    if len(entries) != len(lines):  # a blank line: the decoder passes over it
+    if len(entries) != len(lines):  # a line of two values
         return False
     for line, entry in zip(lines, entries, strict=True):
         message = entry.message

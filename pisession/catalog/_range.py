@@ -8,8 +8,11 @@ from typing import Any
 
 from .._load import SkippedLine, iter_file_lines, open_regular
 
-__all__ = ["CheckedRange", "read_range"]
+__all__ = ["WHOLE_READ", "CheckedRange", "read_range"]
 
+# A range this long is read in one call and split once (iter_line_lists reads it in one chunk
+# too): its lines are then also the bytes read, joined
+WHOLE_READ = 1 << 20
 _EDGE = 512  # bytes compared at both ends of the old content before reading only the new end
 
 

@@ -40,7 +40,7 @@ from .._load import (
 from .._record import Record, replace
 from ._change import edges, file_crc, grew, same_row
 from ._fileread import FileRead, from_pipe, to_pipe
-from ._range import CheckedRange, read_range
+from ._range import WHOLE_READ, CheckedRange, read_range
 from ._rowjson import made_ahead
 from ._schema import (
     EVERY_PART,
@@ -711,24 +711,31 @@ def _read(
     long_lines: list[tuple[int, int]] = []
     lines_read = 0
 
-    def take(lines: list[bytes]) -> None:
+    def take(lines: list[bytes], joined: memoryview | None = None) -> None:
         nonlocal offset, damaged, lines_read
-        for line in lines:
-            lines_read += 1
-            if type(line) is SkippedLine and len(line) > MAX_LINE_BYTES:
-                long_lines.append((lines_read if numbered else start + offset, len(line)))
-            offset += len(line) + 1
-        found, bad = read_lines(summary, lines, lacks)
+        first = lines[0]  # (of a list, only the first line may be one read past: iter_line_lists)
+        if type(first) is SkippedLine and len(first) > MAX_LINE_BYTES:
+            long_lines.append((lines_read + 1 if numbered else start + offset, len(first)))
+        lines_read += len(lines)
+        offset += sum(map(len, lines)) + len(lines)
+        found, bad = read_lines(summary, lines, lacks, joined)
         usage.extend(found)
         damaged += bad
 
-    waiting: list[bytes] | None = None
-    for lines in iter_line_lists(reader):
-        if waiting is not None:
-            take(waiting)
-        waiting = lines
-    assert waiting is not None and len(waiting) == 1  # the text after the last "\n"
-    last = waiting[0]
+    if end - start <= WHOLE_READ:  # one read, one split, the lines kept joined as read
+        data = reader.read()
+        lines = data.split(b"\n")
+        last = lines.pop()  # the text after the last "\n"
+        if lines:
+            take(lines, memoryview(data)[: len(data) - len(last) - 1])
+    else:
+        waiting: list[bytes] | None = None
+        for lines in iter_line_lists(reader):
+            if waiting is not None:
+                take(waiting)
+            waiting = lines
+        assert waiting is not None and len(waiting) == 1  # the text after the last "\n"
+        last = waiting[0]
     partial: bytes | None
     if type(last) is SkippedLine:  # not held: kept aside unread, as a long unfinished line is
         if len(last) > MAX_LINE_BYTES:
