@@ -144,9 +144,11 @@ def test_a_killed_parent_leaves_no_worker(tmp_path: Path) -> None:
         "        pids.append(pid)\n"
         "    return pid\n"
         "os.fork = counted\n"
+        "from pisession.catalog._fileread import to_pipe\n"
         "from pisession.catalog._refresh import read_new_file, warm_up\n"
         "from pisession.catalog._workers import prefetched\n"
-        "with prefetched([sys.argv[1]] * 5000, False, read_new_file, warm_up) as reads:\n"
+        "read = lambda path, index: to_pipe(read_new_file(path, index))\n"
+        "with prefetched([sys.argv[1]] * 5000, False, read, warm_up) as reads:\n"
         "    print(*pids, flush=True)\n"
         "    time.sleep(60)\n"
     )
@@ -293,7 +295,8 @@ def test_a_worker_that_dies_leaves_its_files_to_this_process(
 def test_a_first_build_leaves_the_readers_imports_to_its_workers(tmp_path: Path) -> None:
     # msgspec is imported by each worker as it starts (the workers' imports run at once), never
     # by the process that writes the catalog (no fork here: a fork's parent's ids are read with
-    # it), nor orjson or pathlib; the report is the one a single process makes
+    # it), nor orjson, pathlib or pickle (a result crosses its pipe as its length and bytes); the
+    # report is the one a single process makes
     folder = tmp_path / "sessions"
     folder.mkdir()
     for n in range(40):
@@ -301,7 +304,7 @@ def test_a_first_build_leaves_the_readers_imports_to_its_workers(tmp_path: Path)
         write(folder / f"u{n}.jsonl", header(f"u-{n}", stamp=stamp), assistant("a", "ok", 0.25 * n, stamp))
     script = (
         "import json, sys\n"
-        "READERS = ('msgspec', 'typing_extensions', 'orjson', 'pathlib')\n"
+        "READERS = ('msgspec', 'typing_extensions', 'orjson', 'pathlib', 'pickle')\n"
         "from pisession.usage import usage_report\n"
         "made = usage_report('daily', session_dir=sys.argv[1], timezone='UTC')\n"
         "print(json.dumps(made.to_wire(), sort_keys=True))\n"
@@ -381,3 +384,24 @@ def test_a_read_for_usage_alone_imports_no_orjson(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     run = subprocess.run([sys.executable, "-c", script, str(path)], env=env, capture_output=True, check=True)
     assert run.stdout.decode().split("\n")[:2] == ["1 s False", "a question True"]
+
+
+def _odd_reader(path: str, index: bool) -> bytes:
+    if path.startswith("fail"):
+        raise ValueError(path)
+    size = int(path.rpartition("-")[2])
+    return (path.encode() * (size // len(path) + 1))[:size]
+
+
+def test_each_result_crosses_its_pipe_whole_and_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a result is framed by its length: empty ones, ones longer than a pipe holds and failed
+    # reads (None: read again in this process) keep their place
+    from pisession.catalog._workers import prefetched
+
+    monkeypatch.setenv("PISESSION_WORKERS", "3")
+    sizes = [0, 1, 9, 70_000, 200_000] * 8
+    paths = [f"{'fail' if n % 7 == 3 else 'p'}{n}-{size}" for n, size in enumerate(sizes)]
+    with prefetched(paths, False, _odd_reader, lambda: None) as results:
+        got = list(results)
+    assert got == [None if path.startswith("fail") else _odd_reader(path, False) for path in paths]
+    assert not children()

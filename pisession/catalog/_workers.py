@@ -28,16 +28,17 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 from .._process import end_with_parent
 
-# A file's result: what the reader gave (pickled through the pipe), or None (read it here).
-# The reader comes from the caller: the refresh imports this module, not the other way round.
-_Result = TypeVar("_Result")
+# A file's result crosses its pipe as its length (8 bytes, little-endian) and its bytes; this
+# length says the reader failed (read the file in this process). The reader comes from the
+# caller: the refresh imports this module, not the other way round.
+_FAILED = (1 << 64) - 1
 
 
-# Files to read before worker processes pay for themselves (a fork and a pickle per file).
+# Files to read before worker processes pay for themselves (a fork, and a result sent per file).
 PARALLEL_FROM = 32
 
 
@@ -79,12 +80,12 @@ def _forkable() -> bool:
 def prefetched(
     paths: list[str],
     index: bool,
-    read: Callable[[str, bool], _Result],
+    read: Callable[[str, bool], bytes],
     warm_up: Callable[[], None],
-) -> Iterator[Iterator[_Result | None]]:
-    """One result per path of ``paths``, in order: what ``read(path, index)`` gave in a worker
-    or None (read it in this process: too few files for workers, a worker that failed, or no
-    process could start). ``warm_up()`` runs in each worker before its first read.
+) -> Iterator[Iterator[bytes | None]]:
+    """One result per path of ``paths``, in order: the bytes ``read(path, index)`` gave in a
+    worker or None (read it in this process: too few files for workers, a worker that failed, or
+    no process could start). ``warm_up()`` runs in each worker before its first read.
 
     Worker ``k`` of ``n`` reads paths ``k``, ``k + n``, ... in order and writes each result to
     its own pipe, so reading the pipes in turn gives the results in order; a full pipe stops
@@ -95,8 +96,6 @@ def prefetched(
     if count <= 1:
         yield iter([None] * len(paths))
         return
-    import pickle
-
     parent = os.getpid()
     workers: list[tuple[int, Any]] = []
     try:
@@ -121,10 +120,12 @@ def prefetched(
                     with open(writable, "wb") as out:
                         for n, path in enumerate(paths[k::count]):
                             try:
-                                result: _Result | None = read(path, index)
+                                result = read(path, index)
                             except Exception:  # read again in the parent, which then raises it
-                                result = None
-                            pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+                                out.write(_FAILED.to_bytes(8, "little"))
+                            else:
+                                out.write(len(result).to_bytes(8, "little"))
+                                out.write(result)
                             out.flush()
                             if n == 0:
                                 _tie_to_parent(parent)
@@ -142,17 +143,22 @@ def prefetched(
                 os.waitpid(pid, 0)
 
 
-def _results(workers: list[tuple[int, Any]], total: int) -> Iterator[Any]:
-    import pickle
-
+def _results(workers: list[tuple[int, Any]], total: int) -> Iterator[bytes | None]:
     failed: set[int] = set()
     for n in range(total):
         k = n % len(workers)
         if k in failed:
             yield None
             continue
+        pipe = workers[k][1]
         try:
-            yield pickle.load(workers[k][1])
-        except Exception:  # the worker died (killed, out of memory): this process reads its files
+            header = pipe.read(8)
+            length = int.from_bytes(header, "little")
+            result = None if length == _FAILED else pipe.read(length)
+        except OSError:
+            header, result = b"", None
+        if len(header) < 8 or (result is not None and len(result) < length):
+            # the worker died (killed, out of memory): this process reads its files
             failed.add(k)
-            yield None
+            result = None
+        yield result
