@@ -238,23 +238,43 @@ def test_rows_another_catalog_writes_between_two_commits_of_a_first_build_are_lo
     database = tmp_path / "catalog.sqlite3"
     monkeypatch.setattr(refresh_module, "_COMMIT_EVERY", -1.0)  # a transaction per file
     other = Catalog(database)
-    original = refresh_module._no_rows
+    original = refresh_module._take_turns
     calls = []
 
-    def between_two_commits(connection: sqlite3.Connection) -> bool:
+    def between_two_commits(connection: sqlite3.Connection) -> None:
         calls.append(1)
-        if len(calls) == 2:  # the second transaction has begun: let the other catalog write first
-            connection.execute("ROLLBACK")
+        connection.execute("COMMIT")
+        if len(calls) == 1:  # the first file is written: the other catalog writes every row
             other.refresh(str(folder))
-            connection.execute("BEGIN IMMEDIATE")
-        return original(connection)
+        connection.execute("BEGIN IMMEDIATE")
 
-    monkeypatch.setattr(refresh_module, "_no_rows", between_two_commits)
+    monkeypatch.setattr(refresh_module, "_take_turns", between_two_commits)
     with Catalog(database) as catalog, other:
         assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
         assert len(calls) >= 2
         assert catalog.last_error is None  # (not a fall-back to a catalog in memory)
-        monkeypatch.setattr(refresh_module, "_no_rows", original)
+        monkeypatch.setattr(refresh_module, "_take_turns", original)
         with sqlite3.connect(database) as db:
             assert db.execute("SELECT COUNT(*), COUNT(DISTINCT path) FROM files").fetchone() == (6, 6)
         assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+
+
+def test_a_first_build_alone_looks_no_row_up_across_its_transactions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Guard for the test above: with no other writer between its transactions, a first build
+    # knows every row is its own (no lookup, no usage to drop) from the first file to the last
+    folder = tmp_path / "sessions"
+    sessions(folder, 6)
+    monkeypatch.setattr(refresh_module, "_COMMIT_EVERY", -1.0)  # a transaction per file
+    update = refresh_module._update
+    rowless: list[bool] = []
+
+    def recorded(*args: Any) -> Any:
+        rowless.append(args[-1])
+        return update(*args)
+
+    monkeypatch.setattr(refresh_module, "_update", recorded)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+    assert rowless == [True] * 6

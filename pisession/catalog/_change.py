@@ -73,6 +73,18 @@ def same_row(row: Row, stats: os.stat_result, racy_too: bool = False) -> bool:
     )
 
 
+def unchanged(row: Row | None, stats: os.stat_result | None, parts: int) -> bool:
+    """Whether a file (``stats``, None: gone) is as its row read it, and the row intact with the
+    ``parts`` asked for: the file is not opened."""
+    return (
+        row is not None
+        and stats is not None
+        and not row.lacks & parts
+        and row.intact()
+        and same_row(row, stats)
+    )
+
+
 def grew(row: Row, stats: os.stat_result, handle: Any) -> bool:
     """Same file, larger, and the bytes it had are still there: only its new end needs parsing.
 

@@ -1,7 +1,7 @@
 """Bringing the ``files`` rows (and the search rows hanging off them) up to date with the folders.
 
 How a file is brought up to date (not opened, its new lines parsed, read in full, or its rows
-deleted) is told once, in :mod:`pisession.catalog`'s docstring: :func:`_unchanged`,
+deleted) is told once, in :mod:`pisession.catalog`'s docstring: :func:`._change.unchanged`,
 :func:`._change.grew`, :func:`_update` and :func:`_delete` do it (when a file is unchanged
 or only grew is :mod:`._change`'s rule).
 
@@ -38,7 +38,7 @@ from .._load import (
     warn_long_lines,
 )
 from .._record import Record, replace
-from ._change import edges, file_crc, grew, same_row
+from ._change import edges, file_crc, grew, same_row, unchanged
 from ._fileread import FileRead, from_pipe, to_pipe
 from ._range import WHOLE_READ, CheckedRange, read_range
 from ._rowjson import made_ahead
@@ -188,7 +188,7 @@ def current(
                 changed = [
                     c
                     for c in readable
-                    if not _unchanged(c, rows.get(c.path), parts) or (index and _unindexed(rows[c.path]))
+                    if not unchanged(rows.get(c.path), c.stat, parts) or (index and _unindexed(rows[c.path]))
                 ]
             else:
                 # Rows written since this call's own write pass are another process's newer
@@ -340,12 +340,13 @@ def _write_pass(
                 dropped += _delete(connection, fts, path)
                 written[path] = None
             rowless = _no_rows(connection)
+            version = _data_version(connection)
             for candidate in changed:
                 if time.monotonic() - started > _COMMIT_EVERY:
-                    connection.execute("COMMIT")
-                    connection.execute("BEGIN IMMEDIATE")
+                    _take_turns(connection)
                     started = time.monotonic()
-                    rowless = _no_rows(connection)  # another process may have written meanwhile
+                    # a first build's rows are still all this pass's, unless another process wrote
+                    rowless = rowless and _data_version(connection) == version
                 piped = next(reads) if candidate.path in ahead else None
                 done_ahead = None if piped is None else from_pipe(piped)
                 row, outcome, deleted = _update(connection, fts, candidate, index, parts, done_ahead, rowless)
@@ -367,6 +368,12 @@ def _write_pass(
             raise
     if dropped:
         _purge(connection, fts)
+
+
+def _take_turns(connection: sqlite3.Connection) -> None:
+    """End this write transaction and begin the next: other processes may write between."""
+    connection.execute("COMMIT")
+    connection.execute("BEGIN IMMEDIATE")
 
 
 def _data_version(connection: sqlite3.Connection) -> int:
@@ -884,13 +891,3 @@ def _partial_header(row: Row, path: str) -> bool:
     summary = SessionSummary()
     feed_lines(summary, partial)
     return summary.header is not None
-
-
-def _unchanged(candidate: Candidate, row: Row | None, parts: int) -> bool:
-    return (
-        row is not None
-        and candidate.stat is not None
-        and not row.lacks & parts
-        and row.intact()
-        and same_row(row, candidate.stat)
-    )
