@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -207,3 +208,22 @@ def test_the_quarter_hour_sums_are_those_of_adding_each_value(values: list[Any])
 
     rows = [("e", "t", ms, key, *numbers) for ms, key, *numbers in values]
     assert repr(_sums(rows)) == repr(_sums_one_by_one(rows))  # (repr: -0.0 and int/float apart)
+
+
+@pytest.mark.parametrize(
+    "tokens",
+    [
+        [1, 2, 3],  # whole and safe: summed a column at a time
+        [2**52, 2**52],  # exactly 2**53: still whole
+        [2**52, 2**52, 1],  # past 2**53 on the last value: a double from there
+        [2**53, 5, -5],  # past it on the way only (a negative value): a double all the same
+        [0, -1, 1, 0],
+    ],
+)
+def test_the_sums_of_whole_token_counts_are_those_of_adding_each_value(tokens: list[int]) -> None:
+    from pisession.catalog._usage import _sums
+
+    costs = [0.1, 0.2, 0.30000000000000004, 1e-17][: len(tokens)]
+    pairs = enumerate(zip(tokens, costs, strict=True))
+    rows = [("e", "t", 1000 * n, "message/p/m", value, 1, value, 0, cost) for n, (value, cost) in pairs]
+    assert repr(_sums(rows)) == repr(_sums_one_by_one(rows))
