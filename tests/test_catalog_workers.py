@@ -144,11 +144,11 @@ def test_a_killed_parent_leaves_no_worker(tmp_path: Path) -> None:
         "        pids.append(pid)\n"
         "    return pid\n"
         "os.fork = counted\n"
-        "from pisession.catalog._fileread import to_pipe\n"
-        "from pisession.catalog._refresh import read_new_file, warm_up\n"
+        "import marshal\n"
+        "from pisession.catalog._refresh import read_task, warm_up\n"
         "from pisession.catalog._workers import prefetched\n"
-        "read = lambda path, index: to_pipe(read_new_file(path, index))\n"
-        "with prefetched([sys.argv[1]] * 5000, False, read, warm_up) as reads:\n"
+        "task = marshal.dumps((sys.argv[1], False, 0, None))\n"
+        "with prefetched([task] * 5000, read_task, warm_up) as reads:\n"
         "    print(*pids, flush=True)\n"
         "    time.sleep(60)\n"
     )
@@ -386,11 +386,11 @@ def test_a_read_for_usage_alone_imports_no_orjson(tmp_path: Path) -> None:
     assert run.stdout.decode().split("\n")[:2] == ["1 s False", "a question True"]
 
 
-def _odd_reader(path: str, index: bool) -> bytes:
-    if path.startswith("fail"):
-        raise ValueError(path)
-    size = int(path.rpartition("-")[2])
-    return (path.encode() * (size // len(path) + 1))[:size]
+def _odd_reader(task: bytes) -> bytes:
+    if task.startswith(b"fail"):
+        raise ValueError(task)
+    size = int(task.rpartition(b"-")[2])
+    return (task * (size // len(task) + 1))[:size]
 
 
 def test_each_result_crosses_its_pipe_whole_and_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -400,8 +400,73 @@ def test_each_result_crosses_its_pipe_whole_and_in_order(monkeypatch: pytest.Mon
 
     monkeypatch.setenv("PISESSION_WORKERS", "3")
     sizes = [0, 1, 9, 70_000, 200_000] * 8
-    paths = [f"{'fail' if n % 7 == 3 else 'p'}{n}-{size}" for n, size in enumerate(sizes)]
-    with prefetched(paths, False, _odd_reader, lambda: None) as results:
+    tasks = [f"{'fail' if n % 7 == 3 else 'p'}{n}-{size}".encode() for n, size in enumerate(sizes)]
+    tasks += [b"p" * 100_000 + b"-9"]  # (a task longer than a pipe holds)
+    with prefetched(tasks, _odd_reader, lambda: None) as results:
         got = list(results)
-    assert got == [None if path.startswith("fail") else _odd_reader(path, False) for path in paths]
+    assert got == [None if task.startswith(b"fail") else _odd_reader(task) for task in tasks]
+    assert not children()
+
+
+def _workers_when_statted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many child processes there were as each refresh began to stat its files."""
+    from pisession.catalog import _candidates
+
+    seen: list[int] = []
+    stat_files = _candidates.candidates
+
+    def counted(*args: Any) -> Any:
+        seen.append(len(children()))
+        return stat_files(*args)
+
+    monkeypatch.setattr(refresh_module, "candidates", counted)
+    return seen
+
+
+def test_a_first_build_forks_its_workers_before_it_stats_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # their imports run while it stats the files; a later build of a new folder forks its own
+    # in its write pass, once it knows which files it reads
+    first, second = tmp_path / "first", tmp_path / "second"
+    sessions(first, 40)
+    sessions(second, 40)
+    monkeypatch.setenv("PISESSION_WORKERS", "2")
+    seen = _workers_when_statted(monkeypatch)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        assert catalog.list_all(str(first)) == list_all_sessions(str(first))
+        assert catalog.list_all(str(second)) == list_all_sessions(str(second))
+        assert catalog.last_report.read == 40
+    assert seen == [2, 0]
+    assert not children()
+
+
+@pytest.mark.parametrize("why", ["too large", "no folder of sessions", "a write pass that fails"])
+def test_workers_forked_for_a_first_build_that_reads_nothing_are_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, why: str
+) -> None:
+    folder = tmp_path / "sessions"
+    sessions(folder, 40)
+    monkeypatch.setenv("PISESSION_WORKERS", "2")
+    seen = _workers_when_statted(monkeypatch)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        connection = catalog._connect()
+        if why == "too large":
+            found, report = refresh_module.current(
+                connection, catalog.fts, [str(folder)], None, None, max_size=10
+            )
+            assert found == [] and len(report.skipped) == 40
+        elif why == "no folder of sessions":
+            found, _ = refresh_module.current(connection, catalog.fts, [str(tmp_path / "none")], None, None)
+            assert found == []
+        else:
+
+            def failing(*args: Any) -> Any:
+                raise OSError("the disk went away")
+
+            monkeypatch.setattr(refresh_module, "_write_pass", failing)
+            with pytest.raises(OSError):
+                refresh_module.current(connection, catalog.fts, [str(folder)], None, None)
+        refresh_module.finish(connection)
+    assert seen == ([0] if why == "no folder of sessions" else [2])
     assert not children()

@@ -13,9 +13,10 @@ from .._errors import CatalogError
 from .._paths import cwd_matches, list_folder, normalize_path
 from .._record import replace
 from .._settings_files import pi_session_dir
+from ._candidates import Candidate
 from ._list import infos, listed_json
 from ._location import keep_old, move_aside, refuse_pi_data, tidy, wipe
-from ._refresh import Candidate, RefreshReport, current, finish
+from ._refresh import RefreshReport, current, finish
 from ._schema import (
     EVERY_PART,
     LISTING,

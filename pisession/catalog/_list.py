@@ -9,8 +9,8 @@ from .._discovery import SessionInfo, feed_lines, newest_first, row_json
 from .._errors import CatalogError
 from .._json import loads_for
 from .._paths import cwd_matches, header_cwd
+from ._candidates import Candidate
 from ._range import read_range
-from ._refresh import Candidate
 from ._schema import SESSION, Row, chunks, read_header, text_intact, unpack_text
 
 

@@ -14,17 +14,16 @@ write transaction as the file's row.
 from __future__ import annotations
 
 import contextlib
+import marshal
 import os
 import sqlite3
 import stat
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._discovery import (
     SessionSummary,
     feed_lines,
-    folder_names,
-    root_files,
     split_cr,
 )
 from .._errors import CatalogError
@@ -38,6 +37,7 @@ from .._load import (
     warn_long_lines,
 )
 from .._record import Record, replace
+from ._candidates import Candidate, candidates, names, stored_rows
 from ._change import edges, file_crc, grew, same_row, unchanged
 from ._fileread import FileRead, from_pipe, to_pipe
 from ._range import WHOLE_READ, CheckedRange, read_range
@@ -63,6 +63,9 @@ from ._schema import (
     unpack_text,
 )
 
+if TYPE_CHECKING:
+    from ._workers import Workers
+
 _PARTIAL_MAX = 1 << 16  # a longer unfinished last line is read again from the file, not stored
 _COMMIT_EVERY = 0.25  # seconds: short write transactions let other processes take turns
 # Write passes before a call gives up on a catalog another process keeps rebuilding (and reads
@@ -87,58 +90,6 @@ class RefreshReport(Record):
     skipped: tuple[SkippedFile, ...] = ()
 
 
-class Candidate(Record):
-    """A ``.jsonl`` name found in a folder, with the ``stat`` taken for this call (None: failed)."""
-
-    path: str
-    dir: str
-    stat: os.stat_result | None
-
-
-def _stat(path: str) -> os.stat_result | None:
-    try:
-        return os.stat(path)
-    except (OSError, ValueError):
-        return None
-
-
-def candidates(directories: list[str] | None, root: str | None) -> list[Candidate]:
-    """The files Pi's list would read, in the order it reads them (which breaks ties)."""
-    if directories is not None:
-        return [
-            Candidate(path, directory, _stat(path))
-            for directory in directories
-            for path in (os.path.join(directory, name) for name in folder_names(directory))
-        ]
-    assert root is not None
-    out = [Candidate(path, folder, _stat(path)) for folder, path in root_files(root)]
-    out.sort(
-        key=lambda c: (float("-inf") if c.stat is None else c.stat.st_mtime, os.path.basename(c.path)),
-        reverse=True,
-    )
-    return out
-
-
-def stored_rows(
-    connection: sqlite3.Connection, directories: list[str] | None, root: str | None
-) -> dict[str, Row]:
-    if directories is not None:
-        rows: list[Any] = []
-        for directory in directories:
-            rows += connection.execute(
-                f"SELECT {FILE_COLUMNS} FROM files WHERE dir = ?", (directory,)
-            ).fetchall()
-    else:
-        assert root is not None
-        prefix = os.path.join(root, "")
-        rows = connection.execute(
-            f"SELECT {FILE_COLUMNS} FROM files WHERE dir >= ? AND dir < ?",
-            (prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)),
-        ).fetchall()
-        rows = [row for row in rows if os.path.dirname(row[2]) == root]
-    return {row[1]: Row(*row) for row in rows}
-
-
 def current(
     connection: sqlite3.Connection,
     fts: bool,
@@ -161,9 +112,43 @@ def current(
     reused by a rebuild never pair one file's row with another's text or usage.
     """
     finish(connection)
+    named = names(directories, root)
+    workers = _first_build_workers(connection, len(named))
+    try:
+        return _current(
+            connection, fts, directories, root, on_progress, index, max_size, parts, named, workers
+        )
+    finally:
+        if workers is not None:
+            workers.close()
+
+
+def _first_build_workers(connection: sqlite3.Connection, files: int) -> Workers | None:
+    """The workers a first build reads its files with, forked before it lists and stats them:
+    they import what reading needs meanwhile (None: not a first build, or too few files)."""
+    from ._workers import Workers, worker_count
+
+    if worker_count(files) <= 1 or connection.execute("SELECT 1 FROM files LIMIT 1").fetchone():
+        return None
+    return Workers.start(worker_count(files), read_task, warm_up)
+
+
+def _current(
+    connection: sqlite3.Connection,
+    fts: bool,
+    directories: list[str] | None,
+    root: str | None,
+    on_progress: ProgressCallback | None,
+    index: bool,
+    max_size: int | None,
+    parts: int,
+    named: list[tuple[str, str]],
+    workers: Workers | None,
+) -> tuple[list[tuple[Candidate, Row]], RefreshReport]:
+    """:func:`current`, of the files ``named``, a first build's ``workers`` forked already."""
     if index:
         parts |= LISTING  # a search's hits are listed
-    found = candidates(directories, root)
+    found = candidates(directories, root, named)
     skipped: list[SkippedFile] = []
     readable = []
     for candidate in found:
@@ -220,7 +205,9 @@ def current(
                 on_progress if attempt == 0 else None,
                 len(found),
                 written,
+                workers,
             )
+            workers = None  # (ended by the pass)
             connection.execute("BEGIN")
             if _data_version(connection) == version:
                 # no other connection committed since these rows were read: they, with what
@@ -315,24 +302,21 @@ def _write_pass(
     on_progress: ProgressCallback | None,
     total: int,
     written: dict[str, Row | None],
+    workers: Workers | None = None,
 ) -> None:
     """Delete the rows of files gone and catch the changed files up, in short write transactions
     (each file's row as written, or None, goes in ``written``, as a read of it would give it);
     the files in ``ahead`` (no row when this pass began, or a row lacking a part the call
     needs: see :func:`_read_ahead`) are read by worker processes when there are enough of them
-    (:mod:`._workers`)."""
+    (:mod:`._workers`; ``workers``: forked already, ended here)."""
     from ._workers import prefetched
 
     done = total - len(changed)
     if on_progress is not None and changed:
         on_progress(done, total)
     dropped = 0  # search rows deleted: their words must then be purged from the index
-    paths = [c.path for c in changed if c.path in ahead]
-
-    def read(path: str, index: bool) -> bytes:
-        return to_pipe(read_new_file(path, index, *ahead[path]))
-
-    with prefetched(paths, index, read, warm_up) as reads:
+    tasks = [marshal.dumps((c.path, index, *ahead[c.path])) for c in changed if c.path in ahead]
+    with prefetched(tasks, read_task, warm_up, workers) as reads:
         started = time.monotonic()
         connection.execute("BEGIN IMMEDIATE")
         try:
@@ -505,6 +489,12 @@ def read_new_file(
         # third of what would be sent back
         read = replace(read, usage=[])
     return read
+
+
+def read_task(task: bytes) -> bytes:
+    """:func:`read_new_file` of a task made by :func:`_write_pass`, for the pipe (a worker's)."""
+    path, index, lacks, fill = marshal.loads(task)
+    return to_pipe(read_new_file(path, index, lacks, fill))
 
 
 def warm_up() -> None:

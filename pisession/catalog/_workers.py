@@ -18,7 +18,9 @@ lock.
 
 Each worker imports what reading needs itself, as it starts (the caller's ``warm_up``): those
 imports (msgspec's took 0.04-0.06 s of a cold report's start) then run on every core at once,
-instead of before the first fork in this process, which has no use for them.
+instead of before the first fork in this process, which has no use for them. A first build
+forks its workers before it knows its files (:meth:`Workers.start`), so that they import while
+it lists the folders; each is then handed its share of the tasks, through a pipe of its own.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 
 from .._process import end_with_parent
 
-# A file's result crosses its pipe as its length (8 bytes, little-endian) and its bytes; this
+# A task or a result crosses a pipe as its length (8 bytes, little-endian) and its bytes; this
 # length says the reader failed (read the file in this process). The reader comes from the
 # caller: the refresh imports this module, not the other way round.
 _FAILED = (1 << 64) - 1
@@ -76,89 +78,163 @@ def _forkable() -> bool:
     return threading is None or threading.active_count() == 1
 
 
-@contextlib.contextmanager
-def prefetched(
-    paths: list[str],
-    index: bool,
-    read: Callable[[str, bool], bytes],
-    warm_up: Callable[[], None],
-) -> Iterator[Iterator[bytes | None]]:
-    """One result per path of ``paths``, in order: the bytes ``read(path, index)`` gave in a
-    worker or None (read it in this process: too few files for workers, a worker that failed, or
-    no process could start). ``warm_up()`` runs in each worker before its first read.
+def _frame(data: bytes) -> bytes:
+    return len(data).to_bytes(8, "little") + data
 
-    Worker ``k`` of ``n`` reads paths ``k``, ``k + n``, ... in order and writes each result to
-    its own pipe, so reading the pipes in turn gives the results in order; a full pipe stops
-    its worker until this process reads on (memory stays bounded), and a parent gone closes
-    the pipe (the worker's next write fails: it ends).
-    """
-    count = worker_count(len(paths)) if _forkable() else 1
-    if count <= 1:
-        yield iter([None] * len(paths))
-        return
-    parent = os.getpid()
-    workers: list[tuple[int, Any]] = []
-    try:
-        for k in range(count):
+
+def _frames(data: bytes) -> Iterator[bytes]:
+    at = 0
+    while at < len(data):
+        length = int.from_bytes(data[at : at + 8], "little")
+        yield data[at + 8 : at + 8 + length]
+        at += 8 + length
+
+
+class Workers:
+    """Worker processes, each with a pipe that hands it its tasks and one it writes its results
+    to: forked by :meth:`start` (before the tasks are known), given their tasks once by
+    :meth:`results`, ended by :meth:`close`."""
+
+    def __init__(self, workers: list[tuple[int, int, Any]]) -> None:
+        self._workers = workers  # (pid, its tasks' pipe's writing end, its results' pipe)
+
+    @classmethod
+    def start(
+        cls, count: int, read: Callable[[bytes], bytes], warm_up: Callable[[], None]
+    ) -> Workers | None:
+        """``count`` workers that run ``warm_up()``, then ``read(task)`` for each task they are
+        given; None where fewer than two can start (a thread, a limit, a sandbox)."""
+        if count <= 1 or not _forkable():
+            return None
+        parent = os.getpid()
+        workers: list[tuple[int, int, Any]] = []
+        for _ in range(count):
             try:
-                readable, writable = os.pipe()
-            except OSError:  # no more files here: this process reads them all
+                tasks_in, tasks_out = os.pipe()
+            except OSError:  # no more files here
+                break
+            try:
+                results_in, results_out = os.pipe()
+            except OSError:
+                os.close(tasks_in)
+                os.close(tasks_out)
                 break
             try:
                 pid = os.fork()
-            except OSError:  # no more processes here (a limit, a sandbox): this process reads them all
-                os.close(readable)
-                os.close(writable)
+            except OSError:  # no more processes here
+                for fd in (tasks_in, tasks_out, results_in, results_out):
+                    os.close(fd)
                 break
             if pid == 0:  # pragma: no cover - the child (its work is checked through the parent)
                 try:
-                    os.close(readable)
-                    for _, earlier in workers:
-                        earlier.close()
-                    signal.signal(signal.SIGINT, signal.SIG_IGN)
-                    warm_up()
-                    with open(writable, "wb") as out:
-                        for n, path in enumerate(paths[k::count]):
-                            try:
-                                result = read(path, index)
-                            except Exception:  # read again in the parent, which then raises it
-                                out.write(_FAILED.to_bytes(8, "little"))
-                            else:
-                                out.write(len(result).to_bytes(8, "little"))
-                                out.write(result)
-                            out.flush()
-                            if n == 0:
-                                _tie_to_parent(parent)
+                    os.close(tasks_out)
+                    os.close(results_in)
+                    for _, earlier_tasks, earlier_results in workers:
+                        os.close(earlier_tasks)
+                        earlier_results.close()
+                    _serve(tasks_in, results_out, read, warm_up, parent)
                 finally:
                     os._exit(0)
-            os.close(writable)
-            workers.append((pid, open(readable, "rb")))  # noqa: SIM115 - closed below
-        yield _results(workers, len(paths)) if len(workers) == count else iter([None] * len(paths))
-    finally:
-        for pid, pipe in workers:
-            pipe.close()  # a worker still writing then ends
+            os.close(tasks_in)
+            os.close(results_out)
+            workers.append((pid, tasks_out, open(results_in, "rb")))  # noqa: SIM115 - closed below
+        made = cls(workers)
+        if len(workers) < count:
+            made.close()
+            return None
+        return made
+
+    def results(self, tasks: list[bytes]) -> Iterator[bytes | None]:
+        """What ``read(task)`` gave for each of ``tasks``, in order (None: read it here): worker
+        ``k`` of ``n`` reads tasks ``k``, ``k + n``, ... in order, so reading the pipes in turn
+        gives the results in order. Called once."""
+        count = len(self._workers)
+        failed: set[int] = set()
+        for k, (_, tasks_out, _) in enumerate(self._workers):
+            try:
+                with open(tasks_out, "wb", closefd=True) as out:
+                    out.write(b"".join(_frame(task) for task in tasks[k::count]))
+            except OSError:  # the worker is gone: this process reads its files
+                failed.add(k)
+        self._workers = [(pid, -1, pipe) for pid, _, pipe in self._workers]
+        for n in range(len(tasks)):
+            k = n % count
+            if k in failed:
+                yield None
+                continue
+            pipe = self._workers[k][2]
+            try:
+                header = pipe.read(8)
+                length = int.from_bytes(header, "little")
+                result = None if length == _FAILED else pipe.read(length)
+            except OSError:
+                header, result = b"", None
+            if len(header) < 8 or (result is not None and len(result) < length):
+                # the worker died (killed, out of memory): this process reads its files
+                failed.add(k)
+                result = None
+            yield result
+
+    def close(self) -> None:
+        """End the workers (one still writing ends as its pipe closes) and reap them."""
+        for pid, tasks_out, pipe in self._workers:
+            if tasks_out >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(tasks_out)
+            pipe.close()
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(OSError):
                 os.waitpid(pid, 0)
+        self._workers = []
 
 
-def _results(workers: list[tuple[int, Any]], total: int) -> Iterator[bytes | None]:
-    failed: set[int] = set()
-    for n in range(total):
-        k = n % len(workers)
-        if k in failed:
-            yield None
-            continue
-        pipe = workers[k][1]
-        try:
-            header = pipe.read(8)
-            length = int.from_bytes(header, "little")
-            result = None if length == _FAILED else pipe.read(length)
-        except OSError:
-            header, result = b"", None
-        if len(header) < 8 or (result is not None and len(result) < length):
-            # the worker died (killed, out of memory): this process reads its files
-            failed.add(k)
-            result = None
-        yield result
+def _serve(
+    tasks_in: int, results_out: int, read: Callable[[bytes], bytes], warm_up: Callable[[], None], parent: int
+) -> None:  # pragma: no cover - the child
+    """A worker's life: import, take its tasks (all of them: its parent writes them at once),
+    write each result as it is read."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    warm_up()
+    with open(tasks_in, "rb") as source:
+        tasks = list(_frames(source.read()))
+    with open(results_out, "wb") as out:
+        for n, task in enumerate(tasks):
+            try:
+                result = read(task)
+            except Exception:  # read again in the parent, which then raises it
+                out.write(_FAILED.to_bytes(8, "little"))
+            else:
+                out.write(len(result).to_bytes(8, "little"))
+                out.write(result)
+            out.flush()
+            if n == 0:
+                _tie_to_parent(parent)
+
+
+@contextlib.contextmanager
+def prefetched(
+    tasks: list[bytes],
+    read: Callable[[bytes], bytes],
+    warm_up: Callable[[], None],
+    started: Workers | None = None,
+) -> Iterator[Iterator[bytes | None]]:
+    """One result per task, in order: the bytes ``read(task)`` gave in a worker or None (read it
+    in this process: too few files for workers, a worker that failed, or no process could
+    start). ``warm_up()`` runs in each worker before its first read. ``started``: workers
+    forked already (see :meth:`Workers.start`), used if there are enough tasks, ended either way.
+
+    A full pipe stops its worker until this process reads on (memory stays bounded), and a
+    parent gone closes the pipe (the worker's next write fails: it ends).
+    """
+    workers = started
+    try:
+        if workers is not None and worker_count(len(tasks)) <= 1:
+            workers.close()
+            workers = None
+        if workers is None and worker_count(len(tasks)) > 1:
+            workers = Workers.start(worker_count(len(tasks)), read, warm_up)
+        yield iter([None] * len(tasks)) if workers is None else workers.results(tasks)
+    finally:
+        if workers is not None:
+            workers.close()
