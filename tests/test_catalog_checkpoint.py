@@ -170,3 +170,65 @@ def test_a_thread_that_cannot_start_leaves_the_checkpoint_to_the_close(
         sessions(folder, 5)  # one more file: a second refresh that writes
         assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
     assert not os.path.exists(f"{database}-wal")
+
+
+def test_checkpoints_asked_for_while_one_runs_are_made_once_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a refresh asks after each of its commits: one request made while a checkpoint runs is
+    # never lost (the thread checkpoints again), and any number of them costs one more
+    runs: list[float] = []
+    hold = threading.Event()
+
+    def held(path: str, timeout: float) -> None:
+        runs.append(time.monotonic())
+        hold.wait(10)
+
+    monkeypatch.setattr(catalog_module, "_checkpoint", held)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        catalog._connect()
+        catalog._checkpoint_behind()
+        for _ in range(3):
+            asked = time.monotonic()
+            catalog._checkpoint_behind()
+        assert threading.active_count() == 2  # one thread, still in its first checkpoint
+        hold.set()
+        catalog._settle()
+        assert len(runs) == 2 and runs[1] >= asked
+        catalog._checkpoint_behind()  # the thread is gone: a new one
+        catalog._settle()
+        assert len(runs) == 3
+
+
+@pytest.mark.parametrize("call", ["list_all", "search", "search_sessions"])
+def test_a_first_build_checkpoints_behind_its_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str
+) -> None:
+    # its last checkpoint then copies only what its last commits wrote; and it copies all of it
+    import sqlite3
+
+    folder = tmp_path / "sessions"
+    sessions(folder, 40)
+    database = tmp_path / "catalog.sqlite3"
+    monkeypatch.setattr(refresh_module, "_COMMIT_EVERY", -1.0)  # a transaction per file
+    frames: list[tuple[int, int, int]] = []
+
+    def recorded(path: str, timeout: float) -> None:
+        with sqlite3.connect(path, timeout=timeout) as connection:
+            frames.append(connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
+        connection.close()
+
+    monkeypatch.setattr(catalog_module, "_checkpoint", recorded)
+    with Catalog(database) as catalog:
+        if call == "list_all":
+            assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+        else:
+            assert getattr(catalog, call)("hello", all=True, session_dir=str(folder)) is not None
+        catalog._settle()
+        assert len(frames) >= 2
+        busy, log, copied = frames[-1]
+        assert busy == 0 and copied == log  # the last one copied the whole log...
+        with sqlite3.connect(database) as connection:
+            # ...and nothing was written after it
+            assert connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone() == (0, log, log)
+        connection.close()

@@ -73,6 +73,9 @@ class Catalog:
         ``limit`` of them)."""
         self._connection: sqlite3.Connection | None = None
         self._checkpoint: threading.Thread | None = None
+        self._checkpoint_lock: threading.Lock | None = None
+        self._checkpointing = False  # the thread is checkpointing, or will again
+        self._checkpoint_again = False  # a commit since the running checkpoint began
 
     # ------------------------------------------------------------------ lifetime
 
@@ -101,19 +104,50 @@ class Catalog:
         log into the database file in a thread, on a connection of its own, while this one reads
         on: the checkpoint the last connection makes as it closes then has nothing left to copy.
         Its two fsyncs waited for the disk at the end of every first report (about 0.05 s of
-        0.8 s), with nothing else to do."""
+        0.8 s), with nothing else to do. (A long refresh also checkpoints behind each of its
+        commits: see :meth:`_checkpoint_behind`.)"""
         changes = connection.total_changes
         yield
-        if connection.total_changes == changes or self.path == ":memory:":
+        if connection.total_changes != changes:
+            self._checkpoint_behind()
+
+    def _checkpoint_behind(self) -> None:
+        """Checkpoint what is committed, in the thread: one running checkpoints once more when
+        it is done (a commit since it began). Called by a refresh after each of its commits, so
+        that a first build's last checkpoint copies only what its last commits wrote."""
+        if self.path == ":memory:":
             return
         import threading
 
-        thread = threading.Thread(target=_checkpoint, args=(self.path, self.timeout), name=_CHECKPOINT_THREAD)
-        try:
-            thread.start()
-        except RuntimeError:  # no more threads here (a limit, a sandbox): the close checkpoints
-            return
-        self._checkpoint = thread
+        if self._checkpoint_lock is None:
+            self._checkpoint_lock = threading.Lock()
+        with self._checkpoint_lock:
+            if self._checkpointing:
+                self._checkpoint_again = True
+                return
+            if self._checkpoint is not None:
+                self._checkpoint.join()  # (its last checkpoint is made: it is returning)
+            thread = threading.Thread(target=self._checkpoints, name=_CHECKPOINT_THREAD)
+            self._checkpoint_again = False
+            self._checkpointing = True
+            try:
+                thread.start()
+            except RuntimeError:  # no more threads here (a limit, a sandbox): the close checkpoints
+                self._checkpointing = False
+                return
+            self._checkpoint = thread
+
+    def _checkpoints(self) -> None:
+        """The checkpoint thread: a checkpoint, and another while one was asked for meanwhile."""
+        lock = self._checkpoint_lock
+        assert lock is not None
+        while True:
+            _checkpoint(self.path, self.timeout)
+            with lock:
+                if not self._checkpoint_again:
+                    self._checkpointing = False
+                    return
+                self._checkpoint_again = False
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
@@ -307,7 +341,14 @@ class Catalog:
         connection = self._connect()
         with self._checkpointed(connection):
             found, self.last_report = current(
-                connection, self.fts, directories, root, on_progress, max_size=max_size, parts=parts
+                connection,
+                self.fts,
+                directories,
+                root,
+                on_progress,
+                max_size=max_size,
+                parts=parts,
+                after_commit=self._checkpoint_behind,
             )
         return found
 
@@ -377,8 +418,9 @@ class Catalog:
             connection = catalog._connect()
             try:
                 with catalog._checkpointed(connection):
+                    behind = catalog._checkpoint_behind
                     covered, catalog.last_report = scope(
-                        connection, catalog.fts, cwd, all, session_dir, on_progress
+                        connection, catalog.fts, cwd, all, session_dir, on_progress, behind
                     )
                 return session_matches(connection, catalog.fts, covered, terms, role)
             finally:
@@ -426,7 +468,9 @@ class Catalog:
         connection = self._connect()
         try:  # the scope's rows and the hits are read in one transaction (see :func:`current`)
             with self._checkpointed(connection):
-                covered, self.last_report = scope(connection, self.fts, cwd, all, session_dir, on_progress)
+                covered, self.last_report = scope(
+                    connection, self.fts, cwd, all, session_dir, on_progress, self._checkpoint_behind
+                )
             found = hits(connection, self.fts, covered, terms, role, limit)
             if limit is None or len(found) < limit:
                 return found, len(found)

@@ -19,6 +19,7 @@ import os
 import sqlite3
 import stat
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._discovery import (
@@ -99,11 +100,13 @@ def current(
     index: bool = False,
     max_size: int | None = None,
     parts: int = EVERY_PART,
+    after_commit: Callable[[], None] | None = None,
 ) -> tuple[list[tuple[Candidate, Row]], RefreshReport]:
     """Refresh the rows of these folders (and with ``index`` their search rows): the candidates
     (in Pi's order) that have a row, and what was done. Files over ``max_size`` bytes are
     skipped unread (and named). Every row returned has the ``parts`` (:data:`~._schema.USAGE`,
     :data:`~._schema.LISTING`) asked for; a file read for the first time is read for those only.
+    ``after_commit()`` runs after each commit between two of a write pass's transactions.
 
     Returns inside a read transaction (end it with :func:`finish`): the rows returned and
     whatever the caller reads before it ends are one state of the database. Another process
@@ -116,7 +119,8 @@ def current(
     workers = _first_build_workers(connection, len(named))
     try:
         return _current(
-            connection, fts, directories, root, on_progress, index, max_size, parts, named, workers
+            connection, fts, directories, root, on_progress, index, max_size, parts, named, workers,
+            after_commit,
         )
     finally:
         if workers is not None:
@@ -144,6 +148,7 @@ def _current(
     parts: int,
     named: list[tuple[str, str]],
     workers: Workers | None,
+    after_commit: Callable[[], None] | None,
 ) -> tuple[list[tuple[Candidate, Row]], RefreshReport]:
     """:func:`current`, of the files ``named``, a first build's ``workers`` forked already."""
     if index:
@@ -206,6 +211,7 @@ def _current(
                 len(found),
                 written,
                 workers,
+                after_commit,
             )
             workers = None  # (ended by the pass)
             connection.execute("BEGIN")
@@ -303,6 +309,7 @@ def _write_pass(
     total: int,
     written: dict[str, Row | None],
     workers: Workers | None = None,
+    after_commit: Callable[[], None] | None = None,
 ) -> None:
     """Delete the rows of files gone and catch the changed files up, in short write transactions
     (each file's row as written, or None, goes in ``written``, as a read of it would give it);
@@ -328,6 +335,8 @@ def _write_pass(
             for candidate in changed:
                 if time.monotonic() - started > _COMMIT_EVERY:
                     _take_turns(connection)
+                    if after_commit is not None:
+                        after_commit()
                     started = time.monotonic()
                     # a first build's rows are still all this pass's, unless another process wrote
                     rowless = rowless and _data_version(connection) == version

@@ -155,8 +155,10 @@ def scope(
     all: bool,
     session_dir: str | None,
     on_progress: ProgressCallback | None,
+    after_commit: Callable[[], None] | None = None,
 ) -> tuple[dict[int, tuple[str, str]], RefreshReport]:
-    """file id → (path, session id) of the sessions a search covers (see :meth:`Catalog.search`)."""
+    """file id → (path, session id) of the sessions a search covers (see :meth:`Catalog.search`;
+    ``after_commit``: see :func:`~._refresh.current`)."""
     filter_cwd: str | None = None
     directories: list[str] | None
     root: str | None = None
@@ -165,7 +167,9 @@ def scope(
     else:
         directory, filter_cwd = list_folder(os.getcwd() if cwd is None else cwd, session_dir, create=False)
         directories = [directory]
-    found, report = current(connection, fts, directories, root, on_progress, index=True, parts=LISTING)
+    found, report = current(
+        connection, fts, directories, root, on_progress, index=True, parts=LISTING, after_commit=after_commit
+    )
     out: dict[int, tuple[str, str]] = {}
     for candidate, row in found:
         if row.status != SESSION or row.header is None:
