@@ -102,10 +102,10 @@ def test_the_workers_are_used_and_read_each_file_once(
     in_parent: list[str] = []
     read = refresh_module._read
 
-    def counted(connection: Any, fts: bool, handle: Any, old: Any, index: bool, *rest: Any) -> Any:
+    def counted(connection: Any, fts: bool, handle: Any, *rest: Any, **named: Any) -> Any:
         if os.getpid() == parent:
             in_parent.append(handle.name)
-        return read(connection, fts, handle, old, index, *rest)
+        return read(connection, fts, handle, *rest, **named)
 
     parent = os.getpid()
     monkeypatch.setattr(refresh_module, "_read", counted)

@@ -2,18 +2,18 @@
 
 How a file is brought up to date (not opened, its new lines parsed, read in full, or its rows
 deleted) is told once, in :mod:`pisession.catalog`'s docstring: :func:`._change.unchanged`,
-:func:`._change.grew`, :func:`_update` and :func:`_delete` do it (when a file is unchanged
+:func:`._change.grew`, :func:`_update` and :func:`._entries.delete_file_rows` do it (when a file is unchanged
 or only grew is :mod:`._change`'s rule).
 
 Per file, the whole lines newly read reach the rows that hang off a ``files`` row through
-:func:`add_entry_rows`, and leave through :func:`drop_entry_rows` (a file read again in full, or
-gone): another kind of per-entry row is added and removed in those two places, inside the same
-write transaction as the file's row.
+:func:`._entries.add_entry_rows`, and leave through :func:`._entries.drop_entry_rows` (a file
+read again in full, or gone).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import marshal
 import os
 import sqlite3
@@ -25,14 +25,12 @@ from typing import TYPE_CHECKING, Any
 from .._discovery import (
     SessionSummary,
     feed_lines,
-    split_cr,
 )
 from .._errors import CatalogError
 from .._js import local_zone_key, local_zone_reads
 from .._load import (
     MAX_LINE_BYTES,
     SkippedLine,
-    iter_file_lines,
     iter_line_lists,
     open_regular,
     warn_long_lines,
@@ -40,6 +38,7 @@ from .._load import (
 from .._record import Record, replace
 from ._candidates import Candidate, candidates, names, stored_rows
 from ._change import edges, file_crc, grew, same_row, unchanged
+from ._entries import add_entry_rows, delete_file_rows, drop_entry_rows, index_lines, purge
 from ._fileread import FileRead, from_pipe, to_pipe
 from ._range import WHOLE_READ, CheckedRange, read_range
 from ._rowjson import made_ahead
@@ -54,17 +53,16 @@ from ._schema import (
     ProgressCallback,
     Row,
     header_subset,
-    indexable,
     pack,
     pack_text,
     row_checksum,
-    sql_text,
     text_checksum,
     text_intact,
     unpack_text,
 )
 
 if TYPE_CHECKING:
+    from ._usage import PreparedUsage
     from ._workers import Workers
 
 _PARTIAL_MAX = 1 << 16  # a longer unfinished last line is read again from the file, not stored
@@ -328,7 +326,7 @@ def _write_pass(
         connection.execute("BEGIN IMMEDIATE")
         try:
             for path in stale:
-                dropped += _delete(connection, fts, path)
+                dropped += delete_file_rows(connection, fts, path)
                 written[path] = None
             rowless = _no_rows(connection)
             version = _data_version(connection)
@@ -360,7 +358,7 @@ def _write_pass(
                 connection.execute("ROLLBACK")
             raise
     if dropped:
-        _purge(connection, fts)
+        purge(connection, fts)
 
 
 def _take_turns(connection: sqlite3.Connection) -> None:
@@ -388,122 +386,35 @@ def _no_rows(connection: sqlite3.Connection) -> bool:
     )
 
 
-def _delete(connection: sqlite3.Connection, fts: bool, path: str) -> int:
-    found = connection.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
-    if found is None:
-        return 0
-    deleted = drop_entry_rows(connection, fts, found[0])
-    connection.execute("DELETE FROM files WHERE id = ?", (found[0],))
-    return deleted
-
-
-def _purge(connection: sqlite3.Connection, fts: bool) -> None:
-    """Leave none of the deleted rows' text readable in the database or its WAL.
-
-    Freed pages are zeroed (``secure_delete``), but FTS5 only marks a deleted row's words as
-    deleted until its segments are merged: ``optimize`` merges them all (this SQLite has no
-    FTS5 ``secure-delete``); the checkpoint then empties the WAL of the old pages. Both run only
-    after a refresh that deleted rows.
-    """
-    if fts:
-        connection.execute("INSERT INTO fts(fts) VALUES ('optimize')")
-    with contextlib.suppress(sqlite3.Error):  # a reader holding the WAL: its frames are reused later
-        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-
-def drop_entry_rows(connection: sqlite3.Connection, fts: bool, file_id: int) -> int:
-    """Delete every row built from a file's entries (it is read again in full, or gone); how many."""
-    # the usage and search rows' modules only where a file is read: a warm `ls` imports neither
-    from ._usage import drop_usage_rows
-    from ._words import index_text
-
-    rows = connection.execute("SELECT id, text FROM messages WHERE file_id = ?", (file_id,)).fetchall()
-    if fts:
-        # a contentless index forgets a row given the words it was indexed with
-        connection.executemany(
-            "INSERT INTO fts (fts, rowid, text) VALUES ('delete', ?, ?)",
-            [(message_id, index_text(text or "")) for message_id, text in rows],
-        )
-    connection.execute("DELETE FROM messages WHERE file_id = ?", (file_id,))
-    drop_usage_rows(connection, file_id)
-    return len(rows)
-
-
-def add_entry_rows(
-    connection: sqlite3.Connection,
-    fts: bool,
-    file_id: int,
-    messages: list[tuple[object, float | None, str, str]],
-) -> None:
-    """Add the rows built from a file's newly read entries (its messages, for search)."""
-    if messages:
-        _add_messages(connection, fts, file_id, messages)
-
-
-def _index(
-    connection: sqlite3.Connection, fts: bool, file_id: int, handle: Any, start: int, end: int
-) -> None:
-    """Add the messages of the whole lines from ``start`` to ``end`` (after the header) to the
-    search index, read in chunks (a line over MAX_LINE_BYTES is skipped unheld)."""
-    collector = SessionSummary(messages=[])
-    collector.header = {}  # lines after the header: every message counts
-    handle.seek(start)
-    feed_lines(collector, split_cr(iter_file_lines(CheckedRange(handle, end - start))))
-    add_entry_rows(connection, fts, file_id, collector.messages or [])
-
-
-def _add_messages(
-    connection: sqlite3.Connection,
-    fts: bool,
-    file_id: int,
-    messages: list[tuple[object, float | None, str, str]],
-) -> None:
-    first = (connection.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]) + 1
-    rows: list[tuple[int, int, str | bytes | None, float | None, str, str]] = [
-        (first + n, file_id, _stored_id(entry_id), ts, role, indexable(text))
-        for n, (entry_id, ts, role, text) in enumerate(messages)
-    ]
-    connection.executemany(
-        "INSERT INTO messages (id, file_id, entry_id, ts, role, text) VALUES (?, ?, ?, ?, ?, ?)", rows
-    )
-    if fts:
-        from ._words import index_text
-
-        connection.executemany(
-            "INSERT INTO fts (rowid, text) VALUES (?, ?)", [(row[0], index_text(row[5])) for row in rows]
-        )
-
-
-def _stored_id(entry_id: object) -> str | bytes | None:
-    """A message's entry id as the search rows hold it (one with a lone surrogate as its bytes:
-    :func:`~._schema.sql_text`); None if it has none."""
-    return sql_text(entry_id) if isinstance(entry_id, str) else None
-
-
 def read_new_file(
-    path: str, index: bool, lacks: int = 0, fill: tuple[int, int] | None = None
+    path: str, index: bool, lacks: int = 0, fill: tuple[int, int] | None = None, zone: str | None = None
 ) -> FileRead | str:
     """Read a file in full (less the parts ``lacks``), or the lines its row covers for the parts
     it lacks (``fill``), as :func:`_update` would read it with no row or a row lacking a part it
-    needs; or why it cannot be read (run in a worker process: it touches no database)."""
+    needs; or why it cannot be read (run in a worker process: it touches no database).
+
+    A session that names no parent keeps its usage sums and ids (made here), not its rows: a
+    third of what would be sent back. ``zone``: :func:`local_zone_key`'s, known already."""
     try:
         handle = open_regular(path)
     except OSError as error:
         return f"cannot be read: {error.strerror or error}"
     with handle:
-        read = _read(None, False, handle, None, index, path, EVERY_PART & ~lacks, fill)
+        read = _read(None, False, handle, None, index, path, EVERY_PART & ~lacks, fill, zone, forks_rows=True)
     assert isinstance(read, FileRead)
-    if read.prepared is not None and read.prepared.row_checksums is None:
-        # a session that names no parent keeps its sums and ids (made here), not its rows: a
-        # third of what would be sent back
-        read = replace(read, usage=[])
     return read
+
+
+# (the pid of a worker process, its time zone's key): a worker's time zone is its parent's when
+# it forked, for its life (6 µs a file to ask again)
+_worker_zone: list[Any] = []
 
 
 def read_task(task: bytes) -> bytes:
     """:func:`read_new_file` of a task made by :func:`_write_pass`, for the pipe (a worker's)."""
     path, index, lacks, fill = marshal.loads(task)
-    return to_pipe(read_new_file(path, index, lacks, fill))
+    zone = _worker_zone[1] if _worker_zone and _worker_zone[0] == os.getpid() else None
+    return to_pipe(read_new_file(path, index, lacks, fill, zone))
 
 
 def warm_up() -> None:
@@ -517,6 +428,7 @@ def warm_up() -> None:
     _decoder()
     ids_encoder()
     _decoders()
+    _worker_zone[:] = [os.getpid(), local_zone_key()]
 
 
 def _update(
@@ -546,7 +458,7 @@ def _update(
     old = None if found is None else Row(*found)
     deleted = 0
     if old is not None and not old.intact():
-        deleted = _delete(connection, fts, path)  # damaged: read the file again, from scratch
+        deleted = delete_file_rows(connection, fts, path)  # damaged: read the file again, from scratch
         old = None
     if isinstance(prefetched, FileRead) and prefetched.filled and not _fills(old, prefetched):
         prefetched = None  # the row or the file changed since: read here
@@ -558,14 +470,14 @@ def _update(
         )
     ):
         if isinstance(prefetched, str):
-            deleted += 0 if old is None else _delete(connection, fts, path)
+            deleted += 0 if old is None else delete_file_rows(connection, fts, path)
             return None, prefetched, deleted
         read = prefetched
     else:
         try:
             handle = open_regular(path)
         except OSError as error:
-            deleted += 0 if old is None else _delete(connection, fts, path)
+            deleted += 0 if old is None else delete_file_rows(connection, fts, path)
             return None, f"cannot be read: {error.strerror or error}", deleted
         with handle:
             outcome = _read(connection, fts, handle, old, index, path, parts)
@@ -642,6 +554,8 @@ def _read(
     path: str,
     parts: int,
     fill: tuple[int, int] | None = None,
+    zone: str | None = None,
+    forks_rows: bool = False,
 ) -> FileRead | Row:
     """Read an open file as :func:`_update` needs it: its row, when it is as it was read (caught
     up in the search index with ``index``) and has the ``parts`` asked for, else what reading it
@@ -650,8 +564,11 @@ def _read(
     A read leaves out what the file's row already went without (a new file: every part not
     asked for). A row that lacks a part asked for, of a file unchanged since, has that part
     filled in: ``fill`` (the parts, and the row's ``parsed``) reads the lines the row covers
-    for those parts alone (see :func:`_fill`); a changed one is read again in full."""
-    zone = local_zone_key()
+    for those parts alone (see :func:`_fill`); a changed one is read again in full.
+    ``zone``: :func:`local_zone_key`'s, known already; ``forks_rows``: usage rows are kept in the
+    read only for a session that names a parent (see :func:`read_new_file`)."""
+    if zone is None:
+        zone = local_zone_key()
     checked_ns = time.time_ns()
     stats = os.fstat(handle.fileno())
     size = stats.st_size
@@ -674,7 +591,7 @@ def _read(
     if fresh:
         assert old is not None and connection is not None
         if index and old.indexed < old.parsed:
-            _index(connection, fts, old.id, handle, old.indexed, old.parsed)
+            index_lines(connection, fts, old.id, handle, old.indexed, old.parsed)
             connection.execute("UPDATE files SET indexed = parsed WHERE id = ?", (old.id,))
             old = replace(old, indexed=old.parsed)
         return old
@@ -696,20 +613,19 @@ def _read(
         summary = old.summary(unpack_text(kept[0]))
         summary.messages = [] if index else None
         if index and old.indexed < old.parsed:
-            _index(connection, fts, old.id, handle, old.indexed, old.parsed)
+            index_lines(connection, fts, old.id, handle, old.indexed, old.parsed)
     # an appended read adds to what the row has, and lacks what it lacks
     lacks = old.lacks if appended and old is not None else _left_out(old, parts)
     end = size
     if fill is not None:  # the row's lines, read for the parts it lacks alone
         start, appended, end, lacks = 0, False, fill[1], EVERY_PART & ~fill[0]
-    handle.seek(start)
+    if start or old is not None:  # (a file opened for a read of it alone is at its start)
+        handle.seek(start)
     # read in chunks, whole lines parsed as they come: a file costs its longest line (at most
     # MAX_LINE_BYTES, a longer one is read past unheld), not its size
     crc_from, crc = (0, 0) if start == 0 or old is None else (old.size - start, old.crc)
     reader = CheckedRange(handle, end - start, crc_from, crc)
-    from ._fastread import read_lines
-    from ._usage import PreparedUsage, names_parent
-
+    read_lines, PreparedUsage, names_parent = _readers()
     usage: list[Any] = []
     damaged = 0
     offset = 0  # where the next line begins in what is read
@@ -758,6 +674,7 @@ def _read(
     made_partial = partial if fill is None else b"" if size == end else None
     modified, wire_head = (None, None) if lacks & LISTING else made_ahead(summary, path, made_partial)
     summary.texts = []  # kept as all_text: not sent twice from a worker
+    prepared = PreparedUsage(usage, names_parent(summary.header)) if usage else None
     return FileRead(
         stats=stats,
         checked_ns=checked_ns,
@@ -772,8 +689,8 @@ def _read(
         tail=reader.tail,
         cut=cut,
         partial=partial,
-        usage=usage,
-        prepared=PreparedUsage(usage, names_parent(summary.header)) if usage else None,
+        usage=[] if forks_rows and prepared is not None and prepared.row_checksums is None else usage,
+        prepared=prepared,
         damaged=damaged,
         long_lines=long_lines,
         numbered=numbered,
@@ -783,6 +700,16 @@ def _read(
         modified=modified,
         wire_head=wire_head,
     )
+
+
+@functools.cache
+def _readers() -> tuple[Callable[..., tuple[list[Any], int]], type[PreparedUsage], Callable[[Any], bool]]:
+    """What :func:`_read` reads with, imported once (an import statement in a function costs
+    3 µs a file; at the top, it would bring the usage module into a listing)."""
+    from ._fastread import read_lines
+    from ._usage import PreparedUsage, names_parent
+
+    return read_lines, PreparedUsage, names_parent
 
 
 def _store(
