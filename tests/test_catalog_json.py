@@ -291,3 +291,20 @@ def test_the_command_prints_one_folders_rows(
         assert main(["ls", "--json", "--cwd", "/project", "--session-dir", folder, "--no-catalog"]) == 0
         assert capfdbinary.readouterr().out == catalog_out
     assert len(json.loads(catalog_out)) == 7
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        {"type": "session", "id": "s1", "cwd": "/p", "timestamp": "2025-01-01T00:00:00.000Z"},
+        {"id": "é\u2028\"\\\n\x00 ☃", "cwd": "\ud800 lone", "parentSession": "/x/y.jsonl"},
+        {"id": "s", "cwd": None, "timestamp": 5, "parentSession": ["a"]},
+        {"cwd": "/only"},
+        {},
+    ],
+)
+def test_a_headers_kept_subset_is_what_json_dumps_writes(header: dict[str, Any]) -> None:
+    from pisession.catalog._schema import header_subset
+
+    keys = ("id", "cwd", "parentSession", "timestamp")
+    assert header_subset(header) == json.dumps({key: header[key] for key in keys if key in header})

@@ -10,12 +10,16 @@ and reads them back in a few µs; a read holding a value marshal cannot write go
 
 from __future__ import annotations
 
+import functools
 import marshal
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._discovery import SessionSummary
 from .._record import Record
+
+if TYPE_CHECKING:
+    from ._usage import PreparedUsage
 
 __all__ = ["FileRead", "from_pipe", "to_pipe"]
 
@@ -63,12 +67,21 @@ def to_pipe(read: FileRead | str) -> bytes:
         if read.prepared is not None:
             values[_PREPARED] = tuple(getattr(read.prepared, name) for name in read.prepared.__slots__)
         try:
-            return _MARSHALLED + marshal.dumps(tuple(values))
+            return _MARSHALLED + marshal.dumps(tuple(values), 2)  # (no shared references: faster both ways)
         except ValueError:  # a value of a type marshal does not write
             pass
     import pickle  # (a listing that reads no file in workers does not import it)
 
     return _PICKLED + pickle.dumps(read, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+@functools.cache
+def _prepared_usage() -> type[PreparedUsage]:
+    """The usage module's class, imported once (an import statement costs 3 µs a file; at the
+    top, it would bring the usage module into a listing)."""
+    from ._usage import PreparedUsage
+
+    return PreparedUsage
 
 
 def from_pipe(data: bytes) -> FileRead | str:
@@ -85,8 +98,7 @@ def from_pipe(data: bytes) -> FileRead | str:
         setattr(summary, name, value)
     values[_SUMMARY] = summary
     if values[_PREPARED] is not None:
-        from ._usage import PreparedUsage
-
+        PreparedUsage = _prepared_usage()
         prepared = PreparedUsage.__new__(PreparedUsage)
         for name, value in zip(PreparedUsage.__slots__, values[_PREPARED], strict=True):
             setattr(prepared, name, value)

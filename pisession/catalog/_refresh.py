@@ -702,6 +702,22 @@ def _read(
     )
 
 
+_INSERT_FILE = (
+    "INSERT INTO files (path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, "
+    "indexed, head, tail, partial, status, header, message_count, first_message, name, "
+    "last_activity, row_crc, zone, lacks, modified, text_crc, wire_head, all_text) "
+    f"VALUES ({', '.join('?' * 27)})"
+)
+
+
+@functools.cache
+def _usage_writer() -> Callable[..., None]:
+    """:func:`._usage.add_usage_rows`, imported once (see :func:`_readers`)."""
+    from ._usage import add_usage_rows
+
+    return add_usage_rows
+
+
 @functools.cache
 def _readers() -> tuple[Callable[..., tuple[list[Any], int]], type[PreparedUsage], Callable[[Any], bool]]:
     """What :func:`_read` reads with, imported once (an import statement in a function costs
@@ -776,13 +792,7 @@ def _store(
         all_text,
     )
     if old is None:
-        cursor = connection.execute(
-            "INSERT INTO files (path, dir, dev, ino, size, mtime_ns, ctime_ns, checked_ns, crc, parsed, "
-            "indexed, head, tail, partial, status, header, message_count, first_message, name, "
-            "last_activity, row_crc, zone, lacks, modified, text_crc, wire_head, all_text) "
-            f"VALUES ({', '.join('?' * 27)})",
-            stored,
-        )
+        cursor = connection.execute(_INSERT_FILE, stored)
         file_id = cursor.lastrowid
         assert file_id is not None
     else:
@@ -800,10 +810,8 @@ def _store(
     if summary.messages and status == SESSION:
         add_entry_rows(connection, fts, file_id, summary.messages)
     if status != FOREIGN and not lacks & USAGE:
-        from ._usage import add_usage_rows
-
         # a new row's id in a first build has no usage under it (see _no_rows): none to drop
-        add_usage_rows(connection, file_id, usage, damaged, read.prepared, appended, old is None and rowless)
+        _usage_writer()(connection, file_id, usage, damaged, read.prepared, appended, old is None and rowless)
     row = Row(file_id, *values, stored[20], stored[21], stored[22])
     return row, "appended" if appended else "read", deleted
 
