@@ -470,3 +470,44 @@ def test_workers_forked_for_a_first_build_that_reads_nothing_are_ended(
         refresh_module.finish(connection)
     assert seen == ([0] if why == "no folder of sessions" else [2])
     assert not children()
+
+
+def _timed_reader(log: str) -> Any:
+    """A reader whose task 0 takes a second; each task's number is logged as it starts, and
+    its result is the number and the pid of the worker that read it."""
+
+    def read(task: bytes) -> bytes:
+        with open(log, "a") as out:
+            out.write(task.decode() + "\n")
+        if task == b"0":
+            time.sleep(1.0)
+        return task + b" " + str(os.getpid()).encode()
+
+    return read
+
+
+def test_a_worker_held_up_takes_fewer_tasks_and_the_rest_wait_within_bounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # tickets go to whichever worker asks first: the one held up by task 0 takes no other while
+    # the rest are read; and no more than _AHEAD tasks are handed out past the one awaited
+    from pisession.catalog import _workers
+    from pisession.catalog._workers import prefetched
+
+    monkeypatch.setenv("PISESSION_WORKERS", "2")
+    log = str(tmp_path / "started")
+    tasks = [str(n).encode() for n in range(300)]
+    started_before_first: list[int] = []
+    readers: list[bytes] = []
+    with prefetched(tasks, _timed_reader(log), lambda: None) as results:
+        for n, result in enumerate(results):
+            assert result is not None and result.split()[0] == tasks[n]
+            if n == 0:
+                with open(log) as handle:
+                    started_before_first.append(len(handle.read().split()))
+            readers.append(result.split()[1])
+    assert started_before_first[0] <= _workers._AHEAD + 2
+    slow = readers[0]
+    assert readers.count(slow) < 300 - _workers._AHEAD  # the other read most of them
+    assert sum(1 for reader in readers[1 : _workers._AHEAD] if reader == slow) == 0
+    assert not children()

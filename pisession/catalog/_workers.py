@@ -8,9 +8,10 @@ result as it comes, in its own short transactions. Everything else a refresh doe
 grown file up, checking a changed one, a row another process wrote meanwhile) stays in this
 process, unchanged.
 
-Bounded: a worker whose results wait in its pipe (64 KiB on Linux) waits too, so memory does
-not grow with the number of files. The workers never outlive this process: they are forked
-before the write lock is taken (no database handle used), end when their pipe closes, ask the
+Bounded: a task is handed out (a ticket) only while fewer than :data:`_AHEAD` results wait to
+be written, so memory does not grow with the number of files. The workers never outlive this
+process: they are forked before the write lock is taken (no database handle used), end when
+the tickets end or their results' pipe closes, ask the
 kernel to end them when their parent dies (Linux, from their first result on), ignore Ctrl-C
 (the parent's to handle), and are ended (and reaped) when the reading ends, on an error too. A
 process with other threads (a library caller's) reads in one process: a fork could copy a held
@@ -20,7 +21,8 @@ Each worker imports what reading needs itself, as it starts (the caller's ``warm
 imports (msgspec's took 0.04-0.06 s of a cold report's start) then run on every core at once,
 instead of before the first fork in this process, which has no use for them. A first build
 forks its workers before it knows its files (:meth:`Workers.start`), so that they import while
-it lists the folders; each is then handed its share of the tasks, through a pipe of its own.
+it lists the folders; each is then handed the tasks, and takes them one at a time as it is
+ready for the next (see :class:`Workers`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from .._process import end_with_parent
 
@@ -78,6 +79,17 @@ def _forkable() -> bool:
     return threading is None or threading.active_count() == 1
 
 
+def _widen(fd: int) -> None:
+    """Let a pipe hold a MiB where the system allows (Linux): every task is written to each
+    worker at once, before it reads them (1,000 tasks: about 100 KiB)."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+    except (ImportError, AttributeError, OSError):  # another system, or a lower limit
+        pass
+
+
 def _frame(data: bytes) -> bytes:
     return len(data).to_bytes(8, "little") + data
 
@@ -91,12 +103,20 @@ def _frames(data: bytes) -> Iterator[bytes]:
 
 
 class Workers:
-    """Worker processes, each with a pipe that hands it its tasks and one it writes its results
-    to: forked by :meth:`start` (before the tasks are known), given their tasks once by
-    :meth:`results`, ended by :meth:`close`."""
+    """Worker processes, forked by :meth:`start` (before the tasks are known), given the tasks by
+    :meth:`results`, ended by :meth:`close`.
 
-    def __init__(self, workers: list[tuple[int, int, Any]]) -> None:
-        self._workers = workers  # (pid, its tasks' pipe's writing end, its results' pipe)
+    Each worker is handed every task (through a pipe of its own, at once), then takes tickets
+    (a task's number, 4 bytes) from one pipe all of them read: a ticket goes to whichever worker
+    asks first, so a worker held up by large files takes fewer and all of them end together (a
+    share fixed in advance left one core idle for the last tenth of a first build). A result
+    comes back on the worker's own pipe with its number; this process hands them on in order,
+    and issues a ticket for each result it hands on, at most :data:`_AHEAD` of them ahead of
+    the one it waits for: what waits in memory stays bounded."""
+
+    def __init__(self, workers: list[tuple[int, int, int]], tickets: int) -> None:
+        self._workers = workers  # (pid, its tasks' pipe's writing end, its results' reading end)
+        self._tickets = tickets  # the tickets' pipe's writing end (-1: closed)
 
     @classmethod
     def start(
@@ -106,12 +126,16 @@ class Workers:
         given; None where fewer than two can start (a thread, a limit, a sandbox)."""
         if count <= 1 or not _forkable():
             return None
+        try:
+            tickets_in, tickets_out = os.pipe()
+        except OSError:  # no more files here
+            return None
         parent = os.getpid()
-        workers: list[tuple[int, int, Any]] = []
+        workers: list[tuple[int, int, int]] = []
         for _ in range(count):
             try:
                 tasks_in, tasks_out = os.pipe()
-            except OSError:  # no more files here
+            except OSError:
                 break
             try:
                 results_in, results_out = os.pipe()
@@ -119,6 +143,7 @@ class Workers:
                 os.close(tasks_in)
                 os.close(tasks_out)
                 break
+            _widen(tasks_out)  # (every task written at once, before the worker reads them)
             try:
                 pid = os.fork()
             except OSError:  # no more processes here
@@ -127,61 +152,73 @@ class Workers:
                 break
             if pid == 0:  # pragma: no cover - the child (its work is checked through the parent)
                 try:
-                    os.close(tasks_out)
-                    os.close(results_in)
+                    for fd in (tasks_out, results_in, tickets_out):
+                        os.close(fd)
                     for _, earlier_tasks, earlier_results in workers:
                         os.close(earlier_tasks)
-                        earlier_results.close()
-                    _serve(tasks_in, results_out, read, warm_up, parent)
+                        os.close(earlier_results)
+                    _serve(tasks_in, tickets_in, results_out, read, warm_up, parent)
                 finally:
                     os._exit(0)
             os.close(tasks_in)
             os.close(results_out)
-            workers.append((pid, tasks_out, open(results_in, "rb")))  # noqa: SIM115 - closed below
-        made = cls(workers)
+            workers.append((pid, tasks_out, results_in))
+        os.close(tickets_in)
+        made = cls(workers, tickets_out)
         if len(workers) < count:
             made.close()
             return None
         return made
 
     def results(self, tasks: list[bytes]) -> Iterator[bytes | None]:
-        """What ``read(task)`` gave for each of ``tasks``, in order (None: read it here): worker
-        ``k`` of ``n`` reads tasks ``k``, ``k + n``, ... in order, so reading the pipes in turn
-        gives the results in order. Called once."""
-        count = len(self._workers)
-        failed: set[int] = set()
-        for k, (_, tasks_out, _) in enumerate(self._workers):
-            try:
-                with open(tasks_out, "wb", closefd=True) as out:
-                    out.write(b"".join(_frame(task) for task in tasks[k::count]))
-            except OSError:  # the worker is gone: this process reads its files
-                failed.add(k)
-        self._workers = [(pid, -1, pipe) for pid, _, pipe in self._workers]
+        """What ``read(task)`` gave for each of ``tasks``, in order (None: read it here: the
+        task failed, or a worker died, after which no task is handed out). Called once."""
+        import select
+
+        for _, tasks_out, _ in self._workers:
+            with contextlib.suppress(OSError):  # a worker gone: told by its results' pipe
+                _write_all(tasks_out, b"".join(_frame(task) for task in tasks))
+            os.close(tasks_out)
+        self._workers = [(pid, -1, results_in) for pid, _, results_in in self._workers]
+        issued = 0
+        done: dict[int, bytes | None] = {}
+        live = {results_in for _, _, results_in in self._workers}
         for n in range(len(tasks)):
-            k = n % count
-            if k in failed:
-                yield None
-                continue
-            pipe = self._workers[k][2]
-            try:
-                header = pipe.read(8)
-                length = int.from_bytes(header, "little")
-                result = None if length == _FAILED else pipe.read(length)
-            except OSError:
-                header, result = b"", None
-            if len(header) < 8 or (result is not None and len(result) < length):
-                # the worker died (killed, out of memory): this process reads its files
-                failed.add(k)
-                result = None
-            yield result
+            # keep _AHEAD tickets out past the one awaited (all, at the end, then no more)
+            wanted = min(len(tasks), n + _AHEAD)
+            if self._tickets >= 0 and issued < wanted:
+                try:
+                    tickets = b"".join(t.to_bytes(4, "little") for t in range(issued, wanted))
+                    _write_all(self._tickets, tickets)
+                    issued = wanted
+                except OSError:  # every worker is gone
+                    self._end_tickets()
+                if issued == len(tasks):
+                    self._end_tickets()  # (each worker then ends after its last result)
+            while n not in done and n < issued and live:
+                for ready in select.select(list(live), [], [])[0]:
+                    message = _message(ready)
+                    if message is None:  # the worker ended; if it died, it took a ticket along
+                        live.discard(ready)
+                        self._end_tickets()
+                    else:
+                        done[message[0]] = message[1]
+            yield done.pop(n, None)
+
+    def _end_tickets(self) -> None:
+        if self._tickets >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._tickets)
+            self._tickets = -1
 
     def close(self) -> None:
         """End the workers (one still writing ends as its pipe closes) and reap them."""
-        for pid, tasks_out, pipe in self._workers:
-            if tasks_out >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(tasks_out)
-            pipe.close()
+        self._end_tickets()
+        for pid, tasks_out, results_in in self._workers:
+            for fd in (tasks_out, results_in):
+                if fd >= 0:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(OSError):
@@ -189,27 +226,76 @@ class Workers:
         self._workers = []
 
 
+# Tickets out past the result awaited: results waiting in memory for their turn (a worker's
+# results also wait in its pipe, up to 64 KiB)
+_AHEAD = 64
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    """``size`` bytes from ``fd``; None if it ends first."""
+    parts = []
+    got = 0
+    while got < size:
+        more = os.read(fd, size - got)
+        if not more:
+            return None
+        parts.append(more)
+        got += len(more)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _message(fd: int) -> tuple[int, bytes | None] | None:
+    """The next (task number, result or None: it failed) a worker wrote; None: it wrote no more
+    (ended, or died, perhaps in the middle of one)."""
+    try:
+        header = _read_exactly(fd, 12)
+        if header is None:
+            return None
+        length = int.from_bytes(header[4:], "little")
+        if length == _FAILED:
+            return int.from_bytes(header[:4], "little"), None
+        result = _read_exactly(fd, length) if length else b""
+    except OSError:
+        return None
+    return None if result is None else (int.from_bytes(header[:4], "little"), result)
+
+
 def _serve(
-    tasks_in: int, results_out: int, read: Callable[[bytes], bytes], warm_up: Callable[[], None], parent: int
+    tasks_in: int,
+    tickets_in: int,
+    results_out: int,
+    read: Callable[[bytes], bytes],
+    warm_up: Callable[[], None],
+    parent: int,
 ) -> None:  # pragma: no cover - the child
-    """A worker's life: import, take its tasks (all of them: its parent writes them at once),
-    write each result as it is read."""
+    """A worker's life: import, take every task (its parent writes them at once), then read the
+    task of each ticket it takes and write the result with the task's number, until the tickets
+    end (4 bytes a ticket, written whole: a pipe's read of 4 bytes never splits one)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     warm_up()
     with open(tasks_in, "rb") as source:
         tasks = list(_frames(source.read()))
-    with open(results_out, "wb") as out:
-        for n, task in enumerate(tasks):
-            try:
-                result = read(task)
-            except Exception:  # read again in the parent, which then raises it
-                out.write(_FAILED.to_bytes(8, "little"))
-            else:
-                out.write(len(result).to_bytes(8, "little"))
-                out.write(result)
-            out.flush()
-            if n == 0:
-                _tie_to_parent(parent)
+    first = True
+    while True:
+        ticket = os.read(tickets_in, 4)
+        if len(ticket) < 4:  # no more tickets
+            return
+        n = int.from_bytes(ticket, "little")
+        try:
+            result = read(tasks[n])
+        except Exception:  # read again in the parent, which then raises it
+            _write_all(results_out, ticket + _FAILED.to_bytes(8, "little"))
+        else:
+            _write_all(results_out, ticket + len(result).to_bytes(8, "little") + result)
+        if first:
+            _tie_to_parent(parent)
+            first = False
 
 
 @contextlib.contextmanager
@@ -224,8 +310,8 @@ def prefetched(
     start). ``warm_up()`` runs in each worker before its first read. ``started``: workers
     forked already (see :meth:`Workers.start`), used if there are enough tasks, ended either way.
 
-    A full pipe stops its worker until this process reads on (memory stays bounded), and a
-    parent gone closes the pipe (the worker's next write fails: it ends).
+    No task is handed out past :data:`_AHEAD` results waiting (memory stays bounded), and a
+    parent gone closes the pipes (the worker's next write fails: it ends).
     """
     workers = started
     try:
