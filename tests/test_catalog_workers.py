@@ -511,3 +511,49 @@ def test_a_worker_held_up_takes_fewer_tasks_and_the_rest_wait_within_bounds(
     assert readers.count(slow) < 300 - _workers._AHEAD  # the other read most of them
     assert sum(1 for reader in readers[1 : _workers._AHEAD] if reader == slow) == 0
     assert not children()
+
+
+@pytest.mark.parametrize("files", [40, 1])
+def test_a_new_catalog_forks_its_workers_before_it_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: int
+) -> None:
+    # they import while the file and its tables are made; a folder of one file forks none
+    import pisession.catalog._catalog as catalog_module
+
+    folder = tmp_path / "sessions"
+    sessions(folder, files)
+    monkeypatch.setenv("PISESSION_WORKERS", "2")
+    seen: list[int] = []
+    connect = catalog_module.connect  # type: ignore[attr-defined]
+
+    def counted(*args: Any) -> Any:
+        seen.append(len(children()))
+        return connect(*args)
+
+    monkeypatch.setattr(catalog_module, "connect", counted)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
+    assert seen == [2 if files > 1 else 0]
+    assert not children()
+
+
+def test_workers_forked_for_a_catalog_that_cannot_be_made_are_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    import pisession.catalog._catalog as catalog_module
+
+    folder = tmp_path / "sessions"
+    sessions(folder, 40)
+    monkeypatch.setenv("PISESSION_WORKERS", "2")
+
+    def failing(*args: Any) -> Any:
+        assert len(children()) == 2
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(catalog_module, "connect", failing)
+    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
+        assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))  # read as Pi does
+        assert catalog.last_error is not None
+    assert not children()

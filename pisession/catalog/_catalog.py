@@ -16,7 +16,7 @@ from .._settings_files import pi_session_dir
 from ._candidates import Candidate
 from ._list import infos, listed_json
 from ._location import keep_old, move_aside, refuse_pi_data, tidy, wipe
-from ._refresh import RefreshReport, current, finish
+from ._refresh import NewCatalog, RefreshReport, current, finish, new_catalog
 from ._schema import (
     EVERY_PART,
     LISTING,
@@ -322,9 +322,19 @@ class Catalog:
         """Bring these folders' rows up to date with the ``parts`` the call needs (the search
         rows wait for a search), and read them and what hangs off them as one state of the
         database (see :func:`current`)."""
-        connection = self._connect()
+        new = None
+        if self._connection is None and self.path != ":memory:" and not os.path.exists(self.path):
+            # a first build: its workers import while the catalog is made (see new_catalog)
+            self._settle()
+            new = new_catalog(directories, root)
         try:
-            yield self._current(directories, root, on_progress, max_size, parts)
+            connection = self._connect()
+        except BaseException:
+            if new is not None and new.workers is not None:
+                new.workers.close()
+            raise
+        try:
+            yield self._current(directories, root, on_progress, max_size, parts, new)
         finally:
             finish(connection)
 
@@ -335,6 +345,7 @@ class Catalog:
         on_progress: ProgressCallback | None,
         max_size: int | None = None,
         parts: int = EVERY_PART,
+        new: NewCatalog | None = None,
     ) -> builtins.list[tuple[Candidate, Row]]:
         """The refresh itself: returns inside the read transaction :meth:`_state` ends."""
         self._settle()  # (a fork of worker processes needs this process to have no other thread)
@@ -349,6 +360,7 @@ class Catalog:
                 max_size=max_size,
                 parts=parts,
                 after_commit=self._checkpoint_behind,
+                new=new,
             )
         return found
 

@@ -99,12 +99,14 @@ def current(
     max_size: int | None = None,
     parts: int = EVERY_PART,
     after_commit: Callable[[], None] | None = None,
+    new: NewCatalog | None = None,
 ) -> tuple[list[tuple[Candidate, Row]], RefreshReport]:
     """Refresh the rows of these folders (and with ``index`` their search rows): the candidates
     (in Pi's order) that have a row, and what was done. Files over ``max_size`` bytes are
     skipped unread (and named). Every row returned has the ``parts`` (:data:`~._schema.USAGE`,
     :data:`~._schema.LISTING`) asked for; a file read for the first time is read for those only.
-    ``after_commit()`` runs after each commit between two of a write pass's transactions.
+    ``after_commit()`` runs after each commit between two of a write pass's transactions;
+    ``new``: what :func:`new_catalog` found before the catalog was made.
 
     Returns inside a read transaction (end it with :func:`finish`): the rows returned and
     whatever the caller reads before it ends are one state of the database. Another process
@@ -113,8 +115,11 @@ def current(
     reused by a rebuild never pair one file's row with another's text or usage.
     """
     finish(connection)
-    named = names(directories, root)
-    workers = _first_build_workers(connection, len(named))
+    if new is not None:
+        named, workers = new.named, new.workers
+    else:
+        named = names(directories, root)
+        workers = _first_build_workers(connection, len(named))
     try:
         return _current(
             connection, fts, directories, root, on_progress, index, max_size, parts, named, workers,
@@ -123,6 +128,24 @@ def current(
     finally:
         if workers is not None:
             workers.close()
+
+
+class NewCatalog(Record):
+    """What a refresh of a catalog file not made yet finds before it is made (a few ms of SQL):
+    the files' names, and the workers it forks for them (if there are enough)."""
+
+    named: list[tuple[str, str]]
+    workers: Workers | None
+
+
+def new_catalog(directories: list[str] | None, root: str | None) -> NewCatalog:
+    """The names of the files a first build of a new catalog reads, and its workers forked
+    already; the caller hands it to :func:`current`, which ends the workers."""
+    from ._workers import Workers, worker_count
+
+    named = names(directories, root)
+    count = worker_count(len(named))
+    return NewCatalog(named, Workers.start(count, read_task, warm_up) if count > 1 else None)
 
 
 def _first_build_workers(connection: sqlite3.Connection, files: int) -> Workers | None:
