@@ -151,11 +151,12 @@ def new_catalog(directories: list[str] | None, root: str | None) -> NewCatalog:
 def _first_build_workers(connection: sqlite3.Connection, files: int) -> Workers | None:
     """The workers a first build reads its files with, forked before it lists and stats them:
     they import what reading needs meanwhile (None: not a first build, or too few files)."""
+    if connection.execute("SELECT 1 FROM files LIMIT 1").fetchone():
+        return None  # (asked first: a warm call imports no worker code)
     from ._workers import Workers, worker_count
 
-    if worker_count(files) <= 1 or connection.execute("SELECT 1 FROM files LIMIT 1").fetchone():
-        return None
-    return Workers.start(worker_count(files), read_task, warm_up)
+    count = worker_count(files)
+    return Workers.start(count, read_task, warm_up) if count > 1 else None
 
 
 def _current(
