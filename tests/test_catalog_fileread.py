@@ -139,3 +139,29 @@ def test_a_file_read_in_one_call_reads_as_in_chunks(
     whole = read_all()
     monkeypatch.setattr(_refresh, "WHOLE_READ", -1)  # every file in chunks
     assert read_all() == whole
+
+
+class _ShortReads:
+    """A raw file whose every read gives at most 7 bytes (a raw read may come back short)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    def read(self, size: int = -1) -> bytes:
+        size = len(self.data) - self.at if size < 0 else size
+        chunk = self.data[self.at : self.at + min(size, 7)]
+        self.at += len(chunk)
+        return chunk
+
+
+def test_a_range_read_in_short_pieces_is_read_whole() -> None:
+    import zlib
+
+    from pisession.catalog._range import CheckedRange
+
+    data = bytes(range(256)) * 9
+    reader = CheckedRange(_ShortReads(data), len(data) - 5)
+    assert reader.read() == data[:-5]
+    assert reader.read() == b""
+    assert (reader.total, reader.crc) == (len(data) - 5, zlib.crc32(data[:-5]))
+    assert (reader.head, reader.tail) == (data[:512], data[-5 - 512 : -5])

@@ -30,10 +30,16 @@ class CheckedRange:
     def read(self, n: int = -1) -> bytes:
         if self.left <= 0:
             return b""
-        chunk: bytes = self.handle.read(self.left if n < 0 else min(n, self.left))
+        wanted = self.left if n < 0 else min(n, self.left)
+        chunk: bytes = self.handle.read(wanted)
         if not chunk:
             self.left = 0
             return b""
+        while len(chunk) < wanted:  # a raw file's read may be short (a signal, a network file)
+            more = self.handle.read(wanted - len(chunk))
+            if not more:
+                break
+            chunk += more
         at = self.total
         self.left -= len(chunk)
         self.total += len(chunk)

@@ -420,7 +420,7 @@ def read_new_file(
     A session that names no parent keeps its usage sums and ids (made here), not its rows: a
     third of what would be sent back. ``zone``: :func:`local_zone_key`'s, known already."""
     try:
-        handle = open_regular(path)
+        handle = open_regular(path, buffered=False)  # (read in large pieces only: CheckedRange)
     except OSError as error:
         return f"cannot be read: {error.strerror or error}"
     with handle:
