@@ -353,11 +353,11 @@ _DIGITS = st.sampled_from("0123456789")
 )
 def test_a_usage_time_is_what_javascript_reads(parts: tuple[int, ...], seconds: str, ms: str) -> None:
     from pisession._js import js_date_ms
-    from pisession.catalog._usage import _timestamp_ms
+    from pisession.catalog._usage import timestamp_ms
 
     year, month, day, hour, minute = parts
     stamp = f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{seconds}.{ms}Z"
-    assert _timestamp_ms(stamp) == js_date_ms(stamp)
+    assert timestamp_ms(stamp) == js_date_ms(stamp)
 
 
 def test_an_entry_cut_over_two_lines_is_two_damaged_lines_when_read_at_once() -> None:

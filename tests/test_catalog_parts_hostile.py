@@ -19,7 +19,7 @@ from pisession._discovery import list_all_sessions
 from pisession._js import js_date_ms
 from pisession.catalog import Catalog
 from pisession.catalog._schema import USAGE
-from pisession.catalog._usage import _timestamp_ms
+from pisession.catalog._usage import timestamp_ms
 from pisession.usage import usage_report
 from tests.test_catalog import append, header, line, msg, write
 from tests.test_catalog_fastread import HEADER, ODD_LINES
@@ -230,8 +230,8 @@ ODD_TIME = st.builds(
 @settings(max_examples=200, deadline=None)
 @given(ODD_TIME)
 def test_the_quick_time_reading_reads_odd_times_as_javascript_does(text: str) -> None:
-    assert _timestamp_ms(text) == js_date_ms(text)
-    assert _timestamp_ms(text) == js_date_ms(text)  # and again, alike
+    assert timestamp_ms(text) == js_date_ms(text)
+    assert timestamp_ms(text) == js_date_ms(text)  # and again, alike
 
 
 @pytest.mark.parametrize(
@@ -258,7 +258,7 @@ def test_the_quick_time_reading_reads_odd_times_as_javascript_does(text: str) ->
     ],
 )
 def test_odd_times_of_pis_length(text: str) -> None:
-    assert _timestamp_ms(text) == js_date_ms(text)
+    assert timestamp_ms(text) == js_date_ms(text)
 
 
 @pytest.mark.parametrize("size", [0, 70_000], ids=["short", "over-the-kept-length"])

@@ -512,7 +512,7 @@ def test_the_catalogs_fast_read_gives_the_exact_reads_rows(name: str) -> None:
 
 def test_odd_timestamps_are_read_as_javascript_reads_them() -> None:
     from pisession._js import js_date_ms
-    from pisession.catalog._usage import _timestamp_ms
+    from pisession.catalog._usage import timestamp_ms
 
     for stamp in (
         "2026-11-03T00:20:00.008Z",
@@ -524,7 +524,7 @@ def test_odd_timestamps_are_read_as_javascript_reads_them() -> None:
         "yesterday",
         "\uff12\uff10\uff12\uff16-11-03T00:20:00.008Z",  # full-width digits: \d in a bytes pattern is ASCII
     ):
-        assert _timestamp_ms(stamp) == js_date_ms(stamp), stamp
+        assert timestamp_ms(stamp) == js_date_ms(stamp), stamp
 
 
 def test_a_last_line_without_its_newline_counts_once(agent: Path, tmp_path: Path) -> None:

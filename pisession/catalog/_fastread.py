@@ -22,7 +22,7 @@ from .._discovery import SessionSummary, feed_lines, split_cr
 from .._js import MISSING, js_date_ms
 from .._json import loads_for
 from ._schema import LISTING, USAGE
-from ._usage import _MARKERS, _SAFE, UsageRow, _timestamp_ms, kind_key, unbraced, usage_rows
+from ._usage import _MARKERS, _SAFE, UsageRow, kind_key, timestamp_ms, unbraced, usage_rows
 
 # a line holds "usage" (or a key written with escapes, which may read "usage": the exact way decides)
 _USAGE_MARK, _ESCAPE_MARK = _MARKERS
@@ -280,7 +280,7 @@ def _usage_row(
         return False
     entry_id = entry.id if type(entry.id) is str else ""
     timestamp = entry.timestamp if type(entry.timestamp) is str else ""
-    ms = _timestamp_ms(timestamp) if timestamp else None
+    ms = timestamp_ms(timestamp) if timestamp else None
     if ms is None:
         if not fallback:
             moment = header.get("timestamp")

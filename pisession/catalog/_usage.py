@@ -101,7 +101,7 @@ _MS = timedelta(milliseconds=1)
 _from_iso = datetime.fromisoformat
 
 
-def _timestamp_ms(timestamp: str) -> int | None:
+def timestamp_ms(timestamp: str) -> int | None:
     """``new Date(timestamp).getTime()``: Pi's own form (``2026-11-03T00:20:00.008Z``) read by
     Python's parser in C, anything else (or anything it refuses) by :func:`js_date_ms`.
 
@@ -162,7 +162,7 @@ def usage_rows(data: bytes | Iterable[bytes], header: dict[str, Any] | None) -> 
             continue
         entry_id, timestamp, key, tokens_in, tokens_out, cache_read, cache_write, cost = fields
         key = kind_key(entry["type"], key)
-        ms = _timestamp_ms(timestamp) if timestamp else None
+        ms = timestamp_ms(timestamp) if timestamp else None
         if ms is None:
             if fallback is None:
                 stamp = (header or {}).get("timestamp")

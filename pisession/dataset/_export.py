@@ -603,9 +603,21 @@ class Batch:
 
 
 def _rows_of(table: pa.Table, ids: set[str]) -> pa.Table:
-    import pyarrow.compute as pc
-
-    return table.filter(pc.is_in(table["session_id"], value_set=pa.array(sorted(ids), pa.string())))
+    """The rows of ``table`` whose session is one of ``ids``, in order: each run of them a slice
+    (a bundle holds each session's rows together), joined. Not Arrow's filter, whose compute
+    module took 28 ms to import, a seventh of the call that re-exports ten small sessions."""
+    pieces = []
+    start = -1
+    for at, session_id in enumerate(table.column("session_id").to_pylist()):
+        if session_id in ids:
+            if start < 0:
+                start = at
+        elif start >= 0:
+            pieces.append(table.slice(start, at - start))
+            start = -1
+    if start >= 0:
+        pieces.append(table.slice(start))
+    return pa.concat_tables(pieces) if pieces else table.slice(0, 0)
 
 
 def _read_bundle(out: str, project: str, name: str) -> dict[str, pa.Table]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from .._js import js_date_ms
+from ..catalog._usage import timestamp_ms
 from ._rows import COLUMNS
 
 __all__ = ["SCHEMAS", "PROJECT", "to_table"]
@@ -176,36 +176,22 @@ def _clean(value: Any) -> Any:
     return value
 
 
-# The form Pi writes (``Date.toISOString()``), which Arrow's cast reads as JavaScript does; any
-# other text goes through pisession's JavaScript ``Date`` parser, one value at a time.
-# Checked here, value by value: Arrow's regex kernel compiled the pattern again for every
-# column of every session, the largest part of turning a small session into tables.
-_ISO = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,3})?Z", re.ASCII)
-
-
-def _iso(values: list[Any]) -> bool:
-    match = _ISO.fullmatch
-    return all(v is None or (type(v) is str and match(v) is not None) for v in values)
-
-
 def _times(values: list[Any]) -> pa.Array:
-    """Timestamps from ISO text (entries, headers) or Unix milliseconds (messages)."""
+    """Timestamps from ISO text (entries, headers: as JavaScript's ``Date`` reads it) or Unix
+    milliseconds (messages). Read in Python, not by Arrow's cast, whose compute module took
+    28 ms to import (a seventh of the call that re-exports ten small sessions) for a column of a few
+    hundred values."""
     if not any(isinstance(v, str) for v in values):
         return pa.array(values, _TIME)
-    try:
-        if _iso(values):
-            return pa.array(values, pa.string()).cast(_TIME)
-    except (pa.ArrowException, UnicodeEncodeError):
-        pass  # a day or hour out of range, a lone surrogate: as JavaScript reads it, below
-    return pa.array([js_date_ms(v) if isinstance(v, str) else v for v in values], _TIME)
+    return pa.array([timestamp_ms(v) if isinstance(v, str) else v for v in values], _TIME)
 
 
 def _strings(values: list[Any]) -> pa.Array:
     try:
         if values and isinstance(values[0], bytes):
-            return pa.array(values, pa.binary()).cast(pa.string())
+            values = [v.decode("utf-8") if isinstance(v, bytes) else v for v in values]
         return pa.array(values, pa.string())
-    except (pa.ArrowInvalid, UnicodeEncodeError):
+    except (pa.ArrowInvalid, UnicodeError):
         return pa.array([_clean(v) for v in values], pa.string())
 
 
