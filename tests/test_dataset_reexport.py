@@ -7,6 +7,9 @@ itself, and refuses a lock file planted as a link.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,9 +19,9 @@ pa = pytest.importorskip("pyarrow", reason="pisession.dataset needs pyarrow (the
 pytest.importorskip("pyarrow.parquet")
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from test_dataset_folder import _corpus  # noqa: E402
+from test_dataset_folder import _append, _corpus  # noqa: E402
 
-from pisession.dataset import _export, write_parquet  # noqa: E402
+from pisession.dataset import DatasetError, _export, write_parquet  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -51,3 +54,48 @@ def test_the_rows_kept_from_a_bundle_are_those_a_filter_keeps(
     got = _export._rows_of(table, kept)
     assert got.schema == table.schema
     assert got.to_pylist() == expected.to_pylist()
+
+
+# --------------------------------------------------------------------------- what it imports
+
+
+def test_a_re_export_imports_neither_arrow_compute_nor_filelock(bundled: tuple[Path, Path]) -> None:
+    root, out = bundled
+    for name in ("s000", "s004"):
+        _append(root / "--proj--" / f"{name}.jsonl", "one more")
+    code = (
+        "import sys\n"
+        "from pisession.dataset import write_parquet\n"
+        f"report = write_parquet({str(out)!r}, session_dir={str(root)!r}, workers=None)\n"
+        "assert report.written == 2, report\n"
+        "print(sorted(m for m in ('pyarrow.compute', 'filelock') if m in sys.modules))\n"
+    )
+    path = os.environ.get("PYTHONPATH")
+    env = {**os.environ, "PYTHONPATH": str(REPO) + (os.pathsep + path if path else "")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- the lock
+
+
+def test_a_lock_file_planted_as_a_link_is_a_dataset_error(bundled: tuple[Path, Path], tmp_path: Path) -> None:
+    root, out = bundled
+    target = tmp_path / "elsewhere"
+    lock = out / ".pisession-dataset.lock"
+    lock.unlink(missing_ok=True)
+    lock.symlink_to(target)
+    with pytest.raises(DatasetError, match="cannot lock"):
+        write_parquet(out, session_dir=root)
+    assert not target.exists()
+
+
+def test_the_lock_is_taken_again_after_an_export_in_the_same_process(bundled: tuple[Path, Path]) -> None:
+    import filelock
+
+    root, out = bundled
+    assert write_parquet(out, session_dir=root).unchanged == 9
+    # released and closed: another holder (filelock's own protocol) takes it at once
+    with filelock.FileLock(str(out / ".pisession-dataset.lock"), timeout=0):
+        pass
