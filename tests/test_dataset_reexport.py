@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +20,7 @@ pa = pytest.importorskip("pyarrow", reason="pisession.dataset needs pyarrow (the
 pytest.importorskip("pyarrow.parquet")
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from test_dataset_folder import _append, _corpus  # noqa: E402
+from test_dataset_folder import _append, _corpus, _leftovers, _tables  # noqa: E402
 
 from pisession.dataset import DatasetError, _export, write_parquet  # noqa: E402
 
@@ -99,3 +100,77 @@ def test_the_lock_is_taken_again_after_an_export_in_the_same_process(bundled: tu
     # released and closed: another holder (filelock's own protocol) takes it at once
     with filelock.FileLock(str(out / ".pisession-dataset.lock"), timeout=0):
         pass
+
+
+# --------------------------------------------------------------------------- threads
+
+
+def test_a_re_export_of_sessions_in_several_bundles_writes_each_in_a_thread(
+    bundled: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, out = bundled
+    threads: list[str] = []
+    run_job = _export.run_job
+
+    def recorded(job: _export.Job) -> _export.Batch:
+        threads.append(threading.current_thread().name)
+        return run_job(job)
+
+    monkeypatch.setattr(_export, "run_job", recorded)
+    for name in ("s000", "s004", "s008"):  # one in each bundle
+        _append(root / "--proj--" / f"{name}.jsonl", "one more")
+    report = write_parquet(out, session_dir=root, workers=None)
+    assert (report.written, report.unchanged, report.files_written) == (3, 6, 15)
+    assert len(threads) == 3 and all(t.startswith("pisession-dataset") for t in threads)
+    assert not [t for t in threading.enumerate() if t.name.startswith("pisession-dataset")]
+    clean = tmp_path / "clean"
+    write_parquet(clean, session_dir=root)
+    assert _tables(out) == _tables(clean)
+
+
+def test_workers_given_by_the_caller_keep_its_jobs_in_its_thread(
+    bundled: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, out = bundled
+    threads: list[threading.Thread] = []
+    run_job = _export.run_job
+
+    def recorded(job: _export.Job) -> _export.Batch:
+        threads.append(threading.current_thread())
+        return run_job(job)
+
+    monkeypatch.setattr(_export, "run_job", recorded)
+    for name in ("s000", "s004"):
+        _append(root / "--proj--" / f"{name}.jsonl", "one more")
+    assert write_parquet(out, session_dir=root, workers=1).written == 2
+    assert threads == [threading.main_thread()] * 2
+
+
+def test_a_job_that_fails_in_a_thread_stops_the_export_and_leaves_nothing_behind(
+    bundled: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, out = bundled
+    run_job = _export.run_job
+    jobs: list[str | None] = []
+
+    def failing(job: _export.Job) -> _export.Batch:
+        jobs.append(job.bundle)
+        if len(jobs) == 2:
+            raise OSError("disk full")
+        return run_job(job)
+
+    monkeypatch.setattr(_export, "run_job", failing)
+    monkeypatch.setattr(_export, "_thread_count", lambda workers, jobs: 2)
+    for name in ("s000", "s004", "s008"):
+        _append(root / "--proj--" / f"{name}.jsonl", "one more")
+    with pytest.raises(OSError, match="disk full"):
+        write_parquet(out, session_dir=root, workers=None)
+    # every thread ended before the export let its lock go, and their temporaries went with it
+    # (the journal stays: the next run needs it)
+    assert not [t for t in threading.enumerate() if t.name.startswith("pisession-dataset")]
+    assert [p for p in _leftovers(out) if p.endswith(".tmp")] == []
+    monkeypatch.undo()
+    assert write_parquet(out, session_dir=root).written >= 1  # what was not recorded is read again
+    clean = tmp_path / "clean"
+    write_parquet(clean, session_dir=root)
+    assert _tables(out) == _tables(clean)

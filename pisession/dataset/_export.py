@@ -705,7 +705,11 @@ def batches(jobs: list[Job], workers: int | None, sessions: int) -> Generator[Ba
     worth starting processes) in a pool of worker processes, the largest jobs first."""
     count = _worker_count(sessions, workers, len(jobs))
     if count <= 1:
-        yield from map(run_job, jobs)
+        threads = _thread_count(workers, len(jobs))
+        if threads <= 1:
+            yield from map(run_job, jobs)
+        else:
+            yield from _in_threads(jobs, threads)
         return
     import concurrent.futures
     import multiprocessing
@@ -730,6 +734,28 @@ def batches(jobs: list[Job], workers: int | None, sessions: int) -> Generator[Ba
     finally:
         if started_server:
             _stop_forkserver()
+
+
+def _thread_count(workers: int | None, jobs: int) -> int:
+    """Threads for jobs too few for worker processes (``workers`` None: chosen here; a number
+    is the caller's: one process, one thread): Arrow writes and reads Parquet without Python's
+    lock, so two bundles are written side by side (a re-export of ten small sessions writes
+    and reads 50 files: 0.1 s of its 0.15 s)."""
+    if workers is not None or jobs < 2:
+        return 1
+    return max(1, min(os.cpu_count() or 1, 4, jobs))
+
+
+def _in_threads(jobs: list[Job], threads: int) -> Generator[Batch, None, None]:
+    """Each job done, in order, by a pool of ``threads``; on an error (or when the caller stops
+    early) the jobs not begun are dropped and those running are waited for: none writes after."""
+    import concurrent.futures
+
+    pool = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="pisession-dataset")
+    try:
+        yield from pool.map(run_job, jobs)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _helpers_running() -> bool:
