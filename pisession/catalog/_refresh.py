@@ -19,7 +19,7 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .._discovery import (
@@ -338,14 +338,19 @@ def _write_pass(
     the files in ``ahead`` (no row when this pass began, or a row lacking a part the call
     needs: see :func:`_read_ahead`) are read by worker processes when there are enough of them
     (:mod:`._workers`; ``workers``: forked already, ended here)."""
-    from ._workers import prefetched
-
     done = total - len(changed)
     if on_progress is not None and changed:
         on_progress(done, total)
     dropped = 0  # search rows deleted: their words must then be purged from the index
     tasks = [marshal.dumps((c.path, index, *ahead[c.path])) for c in changed if c.path in ahead]
-    with prefetched(tasks, read_task, warm_up, workers) as reads:
+    if tasks or workers is not None:
+        from ._workers import prefetched
+
+        pending: contextlib.AbstractContextManager[Iterator[bytes | None]]
+        pending = prefetched(tasks, read_task, warm_up, workers)
+    else:  # nothing new to read (a warm call's changed files): no worker code imported
+        pending = contextlib.nullcontext(iter(()))
+    with pending as reads:
         started = time.monotonic()
         connection.execute("BEGIN IMMEDIATE")
         try:
