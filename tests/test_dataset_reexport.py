@@ -1,8 +1,8 @@
 """pisession.dataset: the re-export of a few changed sessions, the call that follows every first
-export. Its jobs run in threads (Arrow writes Parquet without Python's lock), it imports neither
-Arrow's compute module nor filelock, and the rows it keeps from a bundle are those a filter on
-their sessions keeps, in order; it still waits for another export's lock, taken by filelock
-itself, and refuses a lock file planted as a link.
+export. Its jobs run in threads (Arrow writes Parquet without Python's lock); it imports neither
+Arrow's compute module nor filelock nor attrs (its report is a read-only Record); the rows it
+keeps from a bundle are those a filter on their sessions keeps, in order; it still waits for
+another export's lock, taken by filelock itself, and refuses a lock file planted as a link.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from test_dataset_folder import _append, _corpus, _leftovers, _tables  # noqa: E402
 
-from pisession.dataset import DatasetError, _export, write_parquet  # noqa: E402
+from pisession.dataset import DatasetError, DatasetReport, SkippedSession, _export, write_parquet  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -60,7 +60,7 @@ def test_the_rows_kept_from_a_bundle_are_those_a_filter_keeps(
 # --------------------------------------------------------------------------- what it imports
 
 
-def test_a_re_export_imports_neither_arrow_compute_nor_filelock(bundled: tuple[Path, Path]) -> None:
+def test_a_re_export_imports_neither_arrow_compute_nor_filelock_nor_attrs(bundled: tuple[Path, Path]) -> None:
     root, out = bundled
     for name in ("s000", "s004"):
         _append(root / "--proj--" / f"{name}.jsonl", "one more")
@@ -69,13 +69,23 @@ def test_a_re_export_imports_neither_arrow_compute_nor_filelock(bundled: tuple[P
         "from pisession.dataset import write_parquet\n"
         f"report = write_parquet({str(out)!r}, session_dir={str(root)!r}, workers=None)\n"
         "assert report.written == 2, report\n"
-        "print(sorted(m for m in ('pyarrow.compute', 'filelock') if m in sys.modules))\n"
+        "print(sorted(m for m in ('pyarrow.compute', 'filelock', 'attrs') if m in sys.modules))\n"
     )
     path = os.environ.get("PYTHONPATH")
     env = {**os.environ, "PYTHONPATH": str(REPO) + (os.pathsep + path if path else "")}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_report_is_a_read_only_value(bundled: tuple[Path, Path]) -> None:
+    root, out = bundled
+    report = write_parquet(out, session_dir=root)
+    assert report == DatasetReport(out_dir=str(out), sessions=9, unchanged=9)
+    with pytest.raises(AttributeError):
+        report.written = 1  # type: ignore[misc]
+    skipped = SkippedSession("a.jsonl", "not a session")
+    assert skipped == SkippedSession(path="a.jsonl", reason="not a session") and hash(skipped)
 
 
 # --------------------------------------------------------------------------- the lock
