@@ -141,11 +141,8 @@ class NewCatalog(Record):
 def new_catalog(directories: list[str] | None, root: str | None) -> NewCatalog:
     """The names of the files a first build of a new catalog reads, and its workers forked
     already; the caller hands it to :func:`current`, which ends the workers."""
-    from ._workers import Workers, worker_count
-
     named = names(directories, root)
-    count = worker_count(len(named))
-    return NewCatalog(named, Workers.start(count, read_task, warm_up) if count > 1 else None)
+    return NewCatalog(named, _fork_workers(len(named)))
 
 
 def _first_build_workers(connection: sqlite3.Connection, files: int) -> Workers | None:
@@ -153,10 +150,14 @@ def _first_build_workers(connection: sqlite3.Connection, files: int) -> Workers 
     they import what reading needs meanwhile (None: not a first build, or too few files)."""
     if connection.execute("SELECT 1 FROM files LIMIT 1").fetchone():
         return None  # (asked first: a warm call imports no worker code)
+    return _fork_workers(files)
+
+
+def _fork_workers(files: int) -> Workers | None:
+    """Workers that read ``files`` new files (None: too few files, or none could start)."""
     from ._workers import Workers, worker_count
 
-    count = worker_count(files)
-    return Workers.start(count, read_task, warm_up) if count > 1 else None
+    return Workers.start(worker_count(files), read_task, warm_up)
 
 
 def _current(

@@ -315,11 +315,12 @@ def prefetched(
     """
     workers = started
     try:
-        if workers is not None and worker_count(len(tasks)) <= 1:
+        count = worker_count(len(tasks))
+        if workers is not None and count <= 1:
             workers.close()
             workers = None
-        if workers is None and worker_count(len(tasks)) > 1:
-            workers = Workers.start(worker_count(len(tasks)), read, warm_up)
+        if workers is None:
+            workers = Workers.start(count, read, warm_up)  # (None for a count of 1)
         yield iter([None] * len(tasks)) if workers is None else workers.results(tasks)
     finally:
         if workers is not None:
