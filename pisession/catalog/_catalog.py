@@ -99,15 +99,15 @@ class Catalog:
             self._checkpoint = None
 
     @contextlib.contextmanager
-    def _checkpointed(self, connection: sqlite3.Connection) -> Iterator[None]:
+    def _checkpointed(self, connection: sqlite3.Connection) -> Iterator[Callable[[], None]]:
         """Run a refresh on ``connection``; if it wrote, copy what it wrote from the write-ahead
         log into the database file in a thread, on a connection of its own, while this one reads
         on: the checkpoint the last connection makes as it closes then has nothing left to copy.
         Its two fsyncs waited for the disk at the end of every first report (about 0.05 s of
-        0.8 s), with nothing else to do. (A long refresh also checkpoints behind each of its
-        commits: see :meth:`_checkpoint_behind`.)"""
+        0.8 s), with nothing else to do. Gives what the refresh calls after each of its commits
+        (:meth:`_checkpoint_behind`: a long refresh checkpoints behind them too)."""
         changes = connection.total_changes
-        yield
+        yield self._checkpoint_behind
         if connection.total_changes != changes:
             self._checkpoint_behind()
 
@@ -350,7 +350,7 @@ class Catalog:
         """The refresh itself: returns inside the read transaction :meth:`_state` ends."""
         self._settle()  # (a fork of worker processes needs this process to have no other thread)
         connection = self._connect()
-        with self._checkpointed(connection):
+        with self._checkpointed(connection) as after_commit:
             found, self.last_report = current(
                 connection,
                 self.fts,
@@ -359,7 +359,7 @@ class Catalog:
                 on_progress,
                 max_size=max_size,
                 parts=parts,
-                after_commit=self._checkpoint_behind,
+                after_commit=after_commit,
                 new=new,
             )
         return found
@@ -429,10 +429,9 @@ class Catalog:
         def count(catalog: Catalog) -> builtins.list[SessionMatch]:
             connection = catalog._connect()
             try:
-                with catalog._checkpointed(connection):
-                    behind = catalog._checkpoint_behind
+                with catalog._checkpointed(connection) as after_commit:
                     covered, catalog.last_report = scope(
-                        connection, catalog.fts, cwd, all, session_dir, on_progress, behind
+                        connection, catalog.fts, cwd, all, session_dir, on_progress, after_commit
                     )
                 return session_matches(connection, catalog.fts, covered, terms, role)
             finally:
@@ -479,9 +478,9 @@ class Catalog:
 
         connection = self._connect()
         try:  # the scope's rows and the hits are read in one transaction (see :func:`current`)
-            with self._checkpointed(connection):
+            with self._checkpointed(connection) as after_commit:
                 covered, self.last_report = scope(
-                    connection, self.fts, cwd, all, session_dir, on_progress, self._checkpoint_behind
+                    connection, self.fts, cwd, all, session_dir, on_progress, after_commit
                 )
             found = hits(connection, self.fts, covered, terms, role, limit)
             if limit is None or len(found) < limit:
