@@ -4,9 +4,11 @@ nothing left to copy); the thread is waited for before the next refresh and at c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,16 +82,13 @@ def threads_at_each_pass(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return counts
 
 
-def forty_more(tmp_path: Path, folder: Path) -> None:
-    """Forty new sessions in ``folder``: the next refresh reads them in workers."""
-    sessions(tmp_path / "more", 40)
-    for path in (tmp_path / "more").iterdir():
-        path.rename(folder / f"more-{path.name}")
-
-
-def test_a_checkpoint_still_running_is_waited_for_before_workers_are_forked(
+@contextlib.contextmanager
+def forty_more_while_a_checkpoint_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> Iterator[tuple[Catalog, Path, SlowCheckpoint, list[int]]]:
+    """A catalog that listed forty sessions (two workers), its checkpoint still running when
+    forty more were written, then released: what refreshes next must wait for it. Gives the
+    catalog, the folder, the checkpoint and the threads counted as each write pass began."""
     folder = tmp_path / "sessions"
     sessions(folder, 40)
     monkeypatch.setenv("PISESSION_WORKERS", "2")
@@ -100,6 +99,20 @@ def test_a_checkpoint_still_running_is_waited_for_before_workers_are_forked(
         assert catalog._checkpoint is not None and catalog._checkpoint.is_alive()
         forty_more(tmp_path, folder)
         slow.release()
+        yield catalog, folder, slow, threads_at_fork
+
+
+def forty_more(tmp_path: Path, folder: Path) -> None:
+    """Forty new sessions in ``folder``: the next refresh reads them in workers."""
+    sessions(tmp_path / "more", 40)
+    for path in (tmp_path / "more").iterdir():
+        path.rename(folder / f"more-{path.name}")
+
+
+def test_a_checkpoint_still_running_is_waited_for_before_workers_are_forked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with forty_more_while_a_checkpoint_runs(tmp_path, monkeypatch) as (catalog, folder, _, threads_at_fork):
         assert catalog.list_all(str(folder)) == list_all_sessions(str(folder))
         assert catalog.last_report.read == 40
     assert threads_at_fork == [1, 1]  # the second pass forked its workers with no thread beside it
@@ -112,21 +125,12 @@ def test_a_search_waits_for_the_checkpoint_before_its_refresh_forks_workers(
     # a search's refresh (the first builds the whole index) forks workers as a listing's does:
     # with the listing's checkpoint still running beside it, it read every file in one process;
     # what it writes is checkpointed behind too
-    folder = tmp_path / "sessions"
-    sessions(folder, 40)
-    monkeypatch.setenv("PISESSION_WORKERS", "2")
-    slow = SlowCheckpoint(monkeypatch)
-    threads_at_fork = threads_at_each_pass(monkeypatch)
     limit: dict[str, dict[str, Any]] = {"search": {"limit": None}, "search_sessions": {}}
-    with Catalog(tmp_path / "catalog.sqlite3") as catalog:
-        catalog.list_all(str(folder))
-        assert catalog._checkpoint is not None and catalog._checkpoint.is_alive()
-        forty_more(tmp_path, folder)
-        slow.release()
+    with forty_more_while_a_checkpoint_runs(tmp_path, monkeypatch) as (catalog, folder, slow, at_fork):
         found = getattr(catalog, call)("invoice", all=True, session_dir=str(folder), **limit[call])
         assert len(found) == 80 and catalog.last_report.read == 40
         assert slow.started == 2  # the search's writes are checkpointed behind too
-    assert threads_at_fork == [1, 1]  # the search's pass forked its workers with no thread beside it
+    assert at_fork == [1, 1]  # the search's pass forked its workers with no thread beside it
 
 
 def test_a_fork_waits_for_a_checkpoint_still_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
