@@ -1006,6 +1006,35 @@ def test_a_project_folder_name_too_long_for_a_partition_is_cut_and_mapped_back(t
     assert write_parquet(out, session_dir=root).unchanged == 5
 
 
+# a cwd as Pi keeps an escaped lone surrogate in a header's JSON: short, and too long (cut, hashed)
+@pytest.mark.parametrize("cwd", ["/home/\ud800x", "/home/" + "\udfff" * 100])
+def test_a_cwd_holding_a_lone_surrogate_is_exported_as_the_replacement_character(
+    cwd: str, tmp_path: Path
+) -> None:
+    from pisession.dataset._export import MANIFEST
+
+    duckdb = pytest.importorskip("duckdb").connect()
+    root = tmp_path / "s" / "--p--"
+    root.mkdir(parents=True)
+    _session(root / "s.jsonl", "s0", cwd)
+    _settle(tmp_path)
+    out = tmp_path / "out"
+    report = write_parquet(out, session_dir=root)
+    assert (report.written, report.skipped) == (1, ())
+    manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    read = duckdb.sql(
+        f"SELECT cwd, project FROM read_parquet('{out}/sessions/**/*.parquet', "
+        "hive_partitioning = true, hive_types = {'project': VARCHAR})"
+    ).fetchall()
+    cleaned = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in cwd)
+    ((column, project),) = read
+    assert column == cleaned
+    assert manifest.get("partitions", {}).get(project, project) in (cleaned, cwd)
+    assert write_parquet(out, session_dir=root).unchanged == 1  # the manifest reads back
+    direct = tables(session_dir=root)["sessions"]
+    assert direct.column("cwd").to_pylist() == direct.column("project").to_pylist() == [cleaned]
+
+
 def _typed_looking(root: Path, names: list[str]) -> None:
     for number, name in enumerate(names):
         (root / name).mkdir(parents=True)

@@ -474,14 +474,14 @@ elif what == "install":
             os.kill(os.getpid(), signal.SIGKILL)
     _export.os.replace = replace
 elif what == "manifest":
-    def write_text(path, text):
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text[: len(text) // 2])
+    def write_bytes(path, data):
+        with open(path, "wb") as handle:
+            handle.write(data[: len(data) // 2])
         if count():
             os.kill(os.getpid(), signal.SIGKILL)
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    _export._write_text = write_text
+        with open(path, "wb") as handle:
+            handle.write(data)
+    _export._write_bytes = write_bytes
 write_parquet(out, session_dir=root)
 """
 

@@ -43,7 +43,7 @@ from ._export import (
 )
 from ._exporter import Exporter
 from ._rows import NotASession
-from ._schema import PROJECT, SCHEMAS, to_table
+from ._schema import PROJECT, SCHEMAS, string_array, to_table
 
 __all__ = [
     "tables",
@@ -130,9 +130,8 @@ def tables(
             out[table] = schema.empty_table()
             continue
         combined = pa.concat_tables(parts[table])
-        column = pa.array(
-            [p for part, p in zip(parts[table], projects[table], strict=True) for _ in range(part.num_rows)],
-            pa.string(),
+        column = string_array(  # a cwd's lone surrogate as U+FFFD, as in its own column
+            [p for part, p in zip(parts[table], projects[table], strict=True) for _ in range(part.num_rows)]
         )
         out[table] = combined.append_column(PROJECT, column)
     return out

@@ -270,14 +270,23 @@ def partition_name(project: str) -> str:
     return _partition(project)[0]
 
 
+# A lone surrogate that stands for no byte of a file name: an escaped one in a header's JSON
+# (``"cwd": "/home/\ud800x"``), which Pi keeps and no encoding writes. The tables hold it as
+# U+FFFD (``_schema._clean``), and so does its partition's name.
+_LONE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
+
+
 @functools.lru_cache(maxsize=4096)
 def _partition(project: str) -> tuple[str, bool]:
-    escaped = _HIVE_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), project)
+    text = _LONE_SURROGATE.sub("\ufffd", project)
+    escaped = _HIVE_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), text)
     escaped = escaped.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     name = f"project={escaped}"
     if len(name.encode("utf-8")) <= PARTITION_MAX and project != _HIVE_NULL:
         return name, False
-    digest = hashlib.sha256(project.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    # the whole value, each lone surrogate kept apart from U+FFFD: two projects, two names
+    raw = project.encode("utf-8", "surrogateescape" if text == project else "surrogatepass")
+    digest = hashlib.sha256(raw).hexdigest()[:16]
     room = PARTITION_MAX - len("project=~") - len(digest)
     cut = escaped.encode("utf-8")[:room].decode("utf-8", "ignore")  # never half a character
     cut = re.sub(r"%[0-9A-F]?$", "", cut)  # nor half an escape
@@ -824,9 +833,9 @@ def _write_parquet(table: pa.Table, path: str) -> None:
         writer.close()
 
 
-def _write_text(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
+def _write_bytes(path: str, data: bytes) -> None:
+    with open(path, "wb") as handle:
+        handle.write(data)
 
 
 def read_source(source: Source) -> SessionRows:

@@ -234,8 +234,11 @@ class Exporter:
         partitions = shortened({row["project"] for row in filed})
         if partitions:  # only when a folder name did not fit: the partition value -> the name
             manifest["partitions"] = partitions
-        data = json.dumps(manifest, ensure_ascii=False, separators=(",", ":"))
-        self._replace(os.path.join(self.out, MANIFEST), lambda tmp: _export._write_text(tmp, data))
+        try:
+            data = json.dumps(manifest, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (a header's cwd): no UTF-8 holds it, \u escapes do
+            data = json.dumps(manifest, separators=(",", ":")).encode("ascii")
+        self._replace(os.path.join(self.out, MANIFEST), lambda tmp: _export._write_bytes(tmp, data))
         if self._journal is not None:  # what it named is in the manifest now
             os.ftruncate(self._journal, 0)
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 from ..catalog._usage import timestamp_ms
 from ._rows import COLUMNS
 
-__all__ = ["SCHEMAS", "PROJECT", "to_table"]
+__all__ = ["SCHEMAS", "PROJECT", "to_table", "string_array"]
 
 _TIME = pa.timestamp("ms", tz="UTC")
 
@@ -186,7 +186,9 @@ def _times(values: list[Any]) -> pa.Array:
     return pa.array([timestamp_ms(v) if isinstance(v, str) else v for v in values], _TIME)
 
 
-def _strings(values: list[Any]) -> pa.Array:
+def string_array(values: list[Any]) -> pa.Array:
+    """A string column of ``values`` (text, UTF-8 bytes, None), each as :func:`_clean` makes it
+    where Arrow cannot hold it as it is."""
     try:
         if values and isinstance(values[0], bytes):
             values = [v.decode("utf-8") if isinstance(v, bytes) else v for v in values]
@@ -199,7 +201,7 @@ def _converter(kind: pa.DataType) -> Callable[[list[Any]], pa.Array]:
     if kind == _TIME:
         return _times
     if pa.types.is_string(kind):
-        return _strings
+        return string_array
     return functools.partial(pa.array, type=kind)
 
 
