@@ -217,6 +217,26 @@ def test_rows_that_share_a_bundle_wrongly_are_a_dataset_error(
     assert _snapshot(out) == before
 
 
+@pytest.mark.parametrize("table", ["sessions", "usage"])
+@pytest.mark.parametrize("own", [False, True])
+def test_a_file_deleted_by_hand_is_written_again_by_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: str, own: bool
+) -> None:
+    if own:  # every session in files of its own
+        monkeypatch.setattr(_export, "OWN_FILE_BYTES", 1)
+    root = _corpus(tmp_path / "sessions")
+    out = tmp_path / "out"
+    assert write_parquet(out, session_dir=root).written == 6
+    lost = sorted((out / table / PART).glob("*.parquet"))[0]
+    lost.unlink()
+    report = write_parquet(out, session_dir=root)  # no session changed
+    assert (report.written, report.unchanged) == ((1, 5) if own else (6, 0))
+    assert lost.exists()
+    clean = tmp_path / "clean"
+    write_parquet(clean, session_dir=root)
+    assert _tables(out) == _tables(clean)
+
+
 @pytest.mark.parametrize("damage", ["garbage", "another table", "missing", "a link"])
 def test_a_bundle_that_cannot_be_read_back_is_rebuilt_from_its_sessions(
     exported: tuple[Path, Path], tmp_path: Path, damage: str

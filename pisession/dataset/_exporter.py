@@ -80,6 +80,9 @@ class Exporter:
         self._journal: int | None = None
         self._affected: set[tuple[str, str]] = set()  # bundles (project, name) that lost a session
         self._present: dict[tuple[str, str], bool] = {}  # bundles whose five files exist
+        # the names in each (table, partition folder) as this run found them, listed once: a
+        # folder's 100 bundles cost one listing, not 100 stats a table
+        self._listed: dict[tuple[str, str], frozenset[str]] = {}
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[Exporter]:
@@ -293,18 +296,34 @@ class Exporter:
             elif now is None or not _as_read(now, row.get("parent_fp"), row.get("parent_ctime"), checked):
                 return False
         stem = row.get("stem")
-        if stem is not None and not all(os.path.exists(self._file(t, row["project"], stem)) for t in TABLES):
+        if stem is not None and not self._found(row["project"], stem):
             return False
         bundle = row.get("bundle")
         if bundle is not None:
             present = self._present.get((row["project"], bundle))
             if present is None:
-                present = all(os.path.exists(self._file(t, row["project"], bundle)) for t in TABLES)
+                present = self._found(row["project"], bundle)
                 self._present[(row["project"], bundle)] = present
             if not present:
                 return False
         if recheck:  # its bytes are those read: settled from now on, as the catalog records it
             row["checked"] = checked_now
+        return True
+
+    def _found(self, project: str, stem: str) -> bool:
+        """Whether each table has the file ``stem`` of ``project``, as this run first listed
+        their folders (before it wrote any)."""
+        partition = partition_name(project)
+        for table in TABLES:
+            names = self._listed.get((table, partition))
+            if names is None:
+                try:
+                    names = frozenset(os.listdir(os.path.join(self.out, table, partition)))
+                except OSError:  # missing, or not a folder: the files are not there
+                    names = frozenset()
+                self._listed[(table, partition)] = names
+            if f"{stem}.parquet" not in names:
+                return False
         return True
 
     def gone(self, scope: Scope, selected: set[str]) -> list[str]:
@@ -324,12 +343,9 @@ class Exporter:
 
     # -- doing ------------------------------------------------------------------------------
 
-    def _file(self, table: str, project: str, stem: str) -> str:
-        return os.path.join(self.out, table, partition_name(project), f"{stem}.parquet")
-
     def _target(self, table: str, project: str, stem: str, *, create: bool = False) -> str:
-        """:meth:`_file` for a write or a delete: checked to stay inside the output folder,
-        reached through no link (:func:`_folder.folder`)."""
+        """The path of a table's file ``stem`` of ``project``, for a write or a delete: checked
+        to stay inside the output folder, reached through no link (:func:`_folder.folder`)."""
         if _folder.STEM.fullmatch(stem) is None:
             raise DatasetError(f"{stem!r} is not a file name pisession writes: refused under {self.out}")
         where = _folder.folder(self.out, table, partition_name(project), create=create)

@@ -240,33 +240,42 @@ _ROW_OPTIONAL: dict[str, Callable[[Any], Any]] = {
 }
 
 
+_ROW_NAMES = frozenset(_ROW)
+_ROW_ALL_NAMES = _ROW_NAMES | frozenset(_ROW_OPTIONAL)
+_ROW_CHECKS = (*_ROW.items(), *_ROW_OPTIONAL.items())
+
+
+def _where(key: Any) -> str:
+    return f"sessions[{_show(key)}]"
+
+
 def check_row(key: Any, row: Any, partition: Callable[[str], str]) -> None:
     """Raise ``_Bad`` unless ``key`` (a source path) and ``row`` are as pisession writes them;
-    ``partition``: the partition folder name of a project."""
-    where = f"sessions[{_show(key)}]"
+    ``partition``: the partition folder name of a project. (Every row of every manifest, at the
+    start of each export: where a row is sound, nothing is formatted.)"""
     try:
         _path(key)
     except _Bad as error:
-        raise _Bad(f"{where}: {error}") from None
+        raise _Bad(f"{_where(key)}: {error}") from None
     if not isinstance(row, dict):
-        raise _Bad(f"{where} is not an object")
-    missing = [name for name in _ROW if name not in row]
-    extra = [name for name in row if name not in _ROW and name not in _ROW_OPTIONAL]
-    if missing or extra:
+        raise _Bad(f"{_where(key)} is not an object")
+    names = row.keys()
+    if not (names >= _ROW_NAMES and names <= _ROW_ALL_NAMES):
+        missing = [name for name in _ROW if name not in row]
+        extra = [name for name in row if name not in _ROW_ALL_NAMES]
         what = "missing " + ", ".join(missing) if missing else "unknown " + ", ".join(extra)
-        raise _Bad(f"{where}: {what}")
-    for name, check in [*_ROW.items(), *_ROW_OPTIONAL.items()]:
-        if name not in row:
-            continue
-        try:
-            check(row[name])
-        except _Bad as error:
-            raise _Bad(f"{where}.{name}: {error}") from None
+        raise _Bad(f"{_where(key)}: {what}")
+    for name, check in _ROW_CHECKS:
+        if name in row:
+            try:
+                check(row[name])
+            except _Bad as error:
+                raise _Bad(f"{_where(key)}.{name}: {error}") from None
     if row.get("bundle") is not None and (row["stem"] is not None or row.get("session") is None):
-        raise _Bad(f"{where}: a bundled session has no stem of its own and an id")
+        raise _Bad(f"{_where(key)}: a bundled session has no stem of its own and an id")
     name = partition(row["project"])
     if not _plain(name):
-        raise _Bad(f"{where}.project: {_show(row['project'])} does not make a plain folder name")
+        raise _Bad(f"{_where(key)}.project: {_show(row['project'])} does not make a plain folder name")
 
 
 def check_manifest(
