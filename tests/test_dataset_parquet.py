@@ -62,3 +62,19 @@ def test_a_bundle_is_read_as_pyarrow_parquet_reads_it(tmp_path: Path) -> None:
         expected = pq.read_table(path, partitioning=None)
         assert read[name].equals(expected, check_metadata=True)
         assert read[name].num_rows
+
+
+def test_a_bundle_written_with_other_metadata_is_read_with_the_tables_schema(tmp_path: Path) -> None:
+    from pisession.dataset import SCHEMAS
+
+    root = tmp_path / "sessions" / "--home-dev-todo-app--"
+    root.mkdir(parents=True)
+    shutil.copy(SAMPLE, root / SAMPLE.name)
+    out = tmp_path / "out"
+    write_parquet(out, session_dir=root)
+    (path,) = (out / "messages").rglob("bundle-*.parquet")
+    other = pq.read_table(path, partitioning=None).replace_schema_metadata({"written by": "another tool"})
+    pq.write_table(other, path)
+    read = _export._read_bundle(str(out), SAMPLE_PROJECT, path.stem)["messages"]
+    assert read.schema.equals(SCHEMAS["messages"], check_metadata=True)
+    assert read.equals(other)

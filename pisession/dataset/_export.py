@@ -651,7 +651,9 @@ def _read_bundle(out: str, project: str, name: str) -> dict[str, pa.Table]:
             read = reader.read_all(use_threads=False)
         if not read.schema.equals(SCHEMAS[table]):
             raise DatasetError(f"{name}.parquet does not have the {table} table's columns")
-        tables[table] = pa.Table.from_arrays(read.columns, schema=SCHEMAS[table])
+        if not read.schema.equals(SCHEMAS[table], check_metadata=True):  # another writer's metadata
+            read = pa.Table.from_arrays(read.columns, schema=SCHEMAS[table])
+        tables[table] = read
     return tables
 
 
