@@ -41,28 +41,43 @@ The package's modules, bottom to top: ``_words`` (tokens, matching, snippets), `
 
 from __future__ import annotations
 
-from ._catalog import Catalog, search, search_sessions, with_catalog
-from ._location import ENV_CATALOG
-from ._refresh import RefreshReport, SkippedFile
-from ._schema import default_catalog_path, fts5_available
-
-# The search module is imported on first use of one of its names: `pisession ls` does not
-# search, and its result classes bring attrs.
+# Every name is imported on first use: the dataset export needs the change rule (`_change`)
+# and the timestamp parser (`_usage`), not the catalog and its SQLite; `pisession ls` does not
+# search, and the search's result classes bring attrs.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ._catalog import Catalog, search, search_sessions, with_catalog
+    from ._location import ENV_CATALOG
+    from ._refresh import RefreshReport, SkippedFile
+    from ._schema import default_catalog_path, fts5_available
     from ._search import Role, SearchHit, SessionMatch, format_hit
 
-_FROM_SEARCH = ("Role", "SearchHit", "SessionMatch", "format_hit")
+_HOMES = {
+    "Catalog": "_catalog",
+    "search": "_catalog",
+    "search_sessions": "_catalog",
+    "with_catalog": "_catalog",
+    "ENV_CATALOG": "_location",
+    "RefreshReport": "_refresh",
+    "SkippedFile": "_refresh",
+    "default_catalog_path": "_schema",
+    "fts5_available": "_schema",
+    "Role": "_search",
+    "SearchHit": "_search",
+    "SessionMatch": "_search",
+    "format_hit": "_search",
+}
 
 
 def __getattr__(name: str) -> object:
-    if name in _FROM_SEARCH:
-        from . import _search
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        value = getattr(_search, name)
-        globals()[name] = value  # later lookups skip this function
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
 
 
 def __dir__() -> list[str]:

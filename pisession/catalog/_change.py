@@ -15,7 +15,10 @@ from typing import Any
 
 from .._js import local_zone_key
 from ._range import _EDGE
-from ._schema import Row
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._schema import Row
 
 # A write lands in the mtime tick it happens in; the kernel's coarse clock lags by a few ms where
 # times have sub-millisecond digits, file systems that keep whole seconds (FAT: two) lag by more.
