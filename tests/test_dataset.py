@@ -1035,6 +1035,41 @@ def test_a_cwd_holding_a_lone_surrogate_is_exported_as_the_replacement_character
     assert direct.column("cwd").to_pylist() == direct.column("project").to_pylist() == [cleaned]
 
 
+# What a header or an entry may hold that the first export took and the next must take too
+# (each once broke the export: a traceback, or a manifest its own check refused).
+@pytest.mark.parametrize(
+    ("session_id", "cwd", "odd_type"),
+    [
+        ("s1", "/work", []),  # an entry whose type is a list: unhashable
+        ("s1", "/work", {"a": 1}),
+        ("a\x00b", "/work", None),  # a NUL in the id (kept in the manifest)
+        ("s1", "/" + "a" * 200 + "\x00", None),  # a NUL in a cwd cut for its folder name
+    ],
+)
+def test_an_odd_header_or_entry_type_is_exported_and_exported_again(
+    session_id: str, cwd: str, odd_type: Any, tmp_path: Path
+) -> None:
+    root = tmp_path / "s" / "--p--"
+    root.mkdir(parents=True)
+    _session(root / "odd.jsonl", session_id, cwd)
+    _session(root / "plain.jsonl", "plain")
+    if odd_type is not None:
+        entry = {"type": odd_type, "id": "b2", "parentId": "aaaa0001", "timestamp": "2025-01-01T00:00:02Z"}
+        with (root / "odd.jsonl").open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry) + "\n")
+    _settle(tmp_path)
+    before = (root / "odd.jsonl").read_bytes()
+    out = tmp_path / "out"
+    report = write_parquet(out, session_dir=root)
+    assert (report.written, report.skipped) == (2, ())
+    assert write_parquet(out, session_dir=root).unchanged == 2
+    assert write_parquet(out, session_dir=root, full=True).written == 2
+    entries = tables(session_dir=root)["entries"]
+    kinds = sorted(str(kind) for kind in entries.column("type").to_pylist())
+    assert kinds == (["None", "message", "message"] if odd_type is not None else ["message", "message"])
+    assert (root / "odd.jsonl").read_bytes() == before
+
+
 def _typed_looking(root: Path, names: list[str]) -> None:
     for number, name in enumerate(names):
         (root / name).mkdir(parents=True)

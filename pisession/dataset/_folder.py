@@ -234,9 +234,10 @@ _ROW_OPTIONAL: dict[str, Callable[[Any], Any]] = {
     # never a path written or deleted: the partition comes from `project`)
     "folder": _optional(_any_text),
     # a small session's bundle: the file name its rows share with others' (format 3 on), and
-    # its id, by which they are found in it
+    # its id, by which they are found in it (any text, as the header gives it: never a file
+    # name, which file_stem makes of it, hashing an id that is not safe)
     "bundle": _optional(_stem),
-    "session": _optional(_text),
+    "session": _optional(_any_text),
 }
 
 
@@ -291,13 +292,13 @@ def check_manifest(
         if not {"format", "sessions"} <= set(data) <= {"format", "sessions", "partitions"}:
             raise _Bad(f"keys {_show(sorted(data))}, not format, sessions (and partitions)")
         _int(data["format"])
-        # a partition value an engine reads -> its folder's name, where the name had to be cut:
-        # told to readers, never used to form a path
+        # a partition value an engine reads -> the whole project, where its folder's name had to
+        # be cut: any text, as a row's project; told to readers, never used to form a path
         partitions = data.get("partitions", {})
         if not isinstance(partitions, dict):
             raise _Bad("partitions is not an object")
-        for name in partitions.values():
-            _text(name)
+        for project in partitions.values():
+            _any_text(project)
         sessions = data["sessions"]
         if not isinstance(sessions, dict):
             raise _Bad("sessions is not an object")

@@ -408,7 +408,8 @@ def _messages(
             add_context_text(message_text(projected) if changed and projected is not None else None)
 
 
-_MESSAGE_BEARING = frozenset(("message", "custom_message", "branch_summary", "compaction"))
+# a tuple, not a set: an entry's "type" may be any JSON value, a list or an object too
+_MESSAGE_BEARING = ("message", "custom_message", "branch_summary", "compaction")
 
 
 def _tool_calls(rows: SessionRows, index: TreeIndex, branch: set[int]) -> None:
