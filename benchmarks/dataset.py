@@ -17,6 +17,9 @@ as ``run.py --catalog N`` does), alternating fresh processes, medians of ``--rep
 - ``re-export, 10 appended``: one user line appended (as Pi appends it) to 10 sessions, then
   ``write_parquet(OUT)`` again (target: at most 0.1x the full export); the appended files are
   restored afterwards (size and mtime);
+- ``full export, CLI`` and ``re-export, CLI``: the same two as ``pisession dataset OUT
+  --session-dir DIR`` (``python -m pisession.cli``), what a user runs: its start-up imports the
+  command line too, and its exit skips the interpreter's last garbage collection;
 
 each as the whole process's wall time, with the time the call itself took (in-process) and the
 process's peak resident set size (``ru_maxrss``). Memory: the peak of a full export should follow
@@ -81,6 +84,17 @@ def child(code: str, *args: str, env: dict[str, str] | None = None) -> tuple[flo
     return wall, float(first), usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, " ".join(rest)
 
 
+def command(args: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds, peak RSS in MB) of one fresh process running ``args``."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise RuntimeError(f"{args} exited with status {status}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
 def measure(
     count: int, reps: int, folder: Path | None = None
 ) -> dict[str, list[tuple[float, float, float, float]]]:
@@ -103,12 +117,15 @@ def measure(
         flush=True,
     )
     env = {**os.environ, "PI_CODING_AGENT_DIR": str(root)}
+    cli = [sys.executable, "-m", "pisession.cli", "dataset", "--session-dir", str(sessions)]
     env.pop("PI_CODING_AGENT_SESSION_DIR", None)
     rows: dict[str, list[tuple[float, float, float, float]]] = {
         "duckdb copy": [],
         "full export": [],
         "full export, 1 process": [],
         "re-export": [],
+        "full export, CLI": [],
+        "re-export, CLI": [],
     }
     appended = files[:: max(1, len(files) // 10)][:10]
     originals = {p: (p.stat().st_size, p.stat().st_mtime_ns) for p in appended}
@@ -136,6 +153,15 @@ def measure(
                 rows["re-export"].append((wall, inner, cpu, rss))
                 assert done.split()[0] == str(len(appended)), done
                 shutil.rmtree(out)
+                # the command line: the same full export, then appends, then the re-export
+                for name in ("full export, CLI", "re-export, CLI"):
+                    if name.startswith("re-export"):
+                        for path in appended:
+                            append_as_pi(path, f"dataset benchmark CLI follow-up {rep}")
+                        time.sleep(0.1)
+                    wall, cpu, rss = command([*cli, str(out)], env)
+                    rows[name].append((wall, float("nan"), cpu, rss))
+                shutil.rmtree(out)
         finally:
             for path, (size, mtime_ns) in originals.items():
                 os.truncate(path, size)
@@ -150,20 +176,23 @@ def report(count: int, rows: dict[str, list[tuple[float, float, float, float]]])
     }
     copy, full = medians["duckdb copy"][0], medians["full export"][0]
     copy_cpu, full_cpu = medians["duckdb copy"][2], medians["full export, 1 process"][2]
+    cli_full = medians["full export, CLI"][0]
     targets = {
         "full export": (full / copy, 1.0, "x duckdb copy"),
         "re-export": (medians["re-export"][0] / full, 0.1, "x full export"),
+        "full export, CLI": (cli_full / copy, 1.0, "x duckdb copy"),
+        "re-export, CLI": (medians["re-export, CLI"][0] / cli_full, 0.1, "x full export, CLI"),
     }
-    print(f"{'row':<26}{'process s':>10}{'call s':>9}{'CPU s':>8}{'peak RSS MB':>13}{'ratio':>9}  target")
+    print(f"{'row':<30}{'process s':>10}{'call s':>9}{'CPU s':>8}{'peak RSS MB':>13}{'ratio':>9}  target")
     for name, (wall, inner, cpu, rss) in medians.items():
         ratio, target, unit = targets.get(name, (None, None, ""))
         extra = (
             ""
-            if ratio is None
+            if ratio is None or target is None
             else f"{ratio:>9.3f}  <= {target} {unit} {'ok' if ratio <= target else 'MISS'}"
         )
-        label = name + (", 10 appended" if name == "re-export" else "")
-        print(f"{label:<26}{wall:>10.2f}{inner:>9.2f}{cpu:>8.2f}{rss:>13.0f}{extra}")
+        label = name + (", 10 appended" if name.startswith("re-export") else "")
+        print(f"{label:<30}{wall:>10.2f}{inner:>9.2f}{cpu:>8.2f}{rss:>13.0f}{extra}")
     print(
         f"CPU time, full export in 1 process / duckdb copy: {full_cpu / copy_cpu:.3f} (load moves it least)"
     )

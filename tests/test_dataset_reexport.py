@@ -1,9 +1,9 @@
 """pisession.dataset: the re-export of a few changed sessions, the call that follows every first
 export. Its jobs run in threads (Arrow writes Parquet without Python's lock); it imports neither
-Arrow's compute module, nor pyarrow.parquet and its file systems, nor filelock nor attrs (its
-report is a read-only Record); the rows it keeps from a bundle are those a filter on their
-sessions keeps, in order; it still waits for another export's lock, taken by filelock itself,
-and refuses a lock file planted as a link.
+Arrow's compute module, nor pyarrow.parquet and its file systems, nor filelock, attrs or
+hashlib (its report is a read-only Record); the rows it keeps from a bundle are those a filter
+on their sessions keeps, in order; it still waits for another export's lock, taken by filelock
+itself, and refuses a lock file planted as a link.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def test_a_re_export_imports_no_arrow_compute_file_systems_filelock_or_attrs(
         "from pisession.dataset import write_parquet\n"
         f"report = write_parquet({str(out)!r}, session_dir={str(root)!r}, workers=None)\n"
         "assert report.written == 2, report\n"
-        "unwanted = ('pyarrow.compute', 'pyarrow.fs', 'pyarrow.parquet', 'filelock', 'attrs')\n"
+        "unwanted = ('pyarrow.compute', 'pyarrow.fs', 'pyarrow.parquet', 'filelock', 'attrs', 'hashlib')\n"
         "print(sorted(m for m in unwanted if m in sys.modules))\n"
     )
     path = os.environ.get("PYTHONPATH")

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import re
@@ -286,7 +285,7 @@ def _partition(project: str) -> tuple[str, bool]:
         return name, False
     # the whole value, each lone surrogate kept apart from U+FFFD: two projects, two names
     raw = project.encode("utf-8", "surrogateescape" if text == project else "surrogatepass")
-    digest = hashlib.sha256(raw).hexdigest()[:16]
+    digest = _sha256_hex(raw)[:16]
     room = PARTITION_MAX - len("project=~") - len(digest)
     cut = escaped.encode("utf-8")[:room].decode("utf-8", "ignore")  # never half a character
     cut = re.sub(r"%[0-9A-F]?$", "", cut)  # nor half an escape
@@ -311,7 +310,7 @@ def file_stem(session_id: str) -> str:
     ``id-`` and a hash of it, so that a hostile id never names a path."""
     if len(session_id) <= 128 and _SAFE_ID.fullmatch(session_id):
         return session_id
-    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    digest = _sha256_hex(session_id.encode("utf-8", "surrogatepass"))[:32]
     return f"id-{digest}"
 
 
@@ -328,7 +327,15 @@ def _preferred(resolved: bool, row: dict[str, Any]) -> tuple[bool, bool, int]:
 
 
 def _path_hash(path: str) -> str:
-    return hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return _sha256_hex(path.encode("utf-8", "surrogatepass"))[:12]
+
+
+def _sha256_hex(data: bytes) -> str:
+    # imported here: only an unsafe id, a cut partition name or two files of one name need it,
+    # and hashlib loads OpenSSL (about 2 ms of every export's start)
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
 
 
 # ----------------------------------------------------------------------------- fingerprints
