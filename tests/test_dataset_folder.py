@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -217,10 +218,44 @@ def test_rows_that_share_a_bundle_wrongly_are_a_dataset_error(
     assert _snapshot(out) == before
 
 
+def test_a_manifest_int_past_64_bits_is_read_as_an_int(exported: tuple[Path, Path]) -> None:
+    """An mtime before 1677 (NTFS's zero is 1601; tmpfs and btrfs keep such times) is an int of
+    nanoseconds past 64 bits in the manifest: read as a float, it failed the check and every
+    later run refused the folder."""
+    root, out = exported
+    manifest = _manifest(out)
+    row = next(iter(manifest["sessions"].values()))
+    row["fp"][3] = row["checked"] = -(2**63) - 5
+    (out / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    report = write_parquet(out, session_dir=root)  # its mtime moved: read again
+    assert (report.written, report.unchanged) == (1, 5)
+    assert write_parquet(out, session_dir=root).unchanged == 6
+
+
+def test_a_session_file_of_1601_is_exported_again_as_unchanged(tmp_path: Path) -> None:
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        pytest.skip("no tmpfs at /dev/shm")
+    with tempfile.TemporaryDirectory(dir=shm) as where:
+        root = _corpus(Path(where) / "sessions", sessions=2)
+        path = root / "--proj--" / "s000.jsonl"
+        old = -11_644_473_600 * 10**9  # 1601-01-01, NTFS's zero
+        try:
+            os.utime(path, ns=(old, old))
+        except OSError:
+            pytest.skip("this file system keeps no time that old")
+        if path.stat().st_mtime_ns != old:
+            pytest.skip("this file system keeps no time that old")
+        out = tmp_path / "out"
+        assert write_parquet(out, session_dir=root).written == 2
+        assert write_parquet(out, session_dir=root).unchanged == 2
+
+
+@pytest.mark.parametrize("damage", ["deleted", "a dangling link", "a link to a copy"])
 @pytest.mark.parametrize("table", ["sessions", "usage"])
 @pytest.mark.parametrize("own", [False, True])
 def test_a_file_deleted_by_hand_is_written_again_by_the_next_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: str, own: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: str, own: bool, damage: str
 ) -> None:
     if own:  # every session in files of its own
         monkeypatch.setattr(_export, "OWN_FILE_BYTES", 1)
@@ -228,10 +263,14 @@ def test_a_file_deleted_by_hand_is_written_again_by_the_next_run(
     out = tmp_path / "out"
     assert write_parquet(out, session_dir=root).written == 6
     lost = sorted((out / table / PART).glob("*.parquet"))[0]
+    copy = tmp_path / "copy.parquet"
+    copy.write_bytes(lost.read_bytes())
     lost.unlink()
+    if damage != "deleted":  # a link in the file's place is no file of pisession's
+        lost.symlink_to(copy if damage == "a link to a copy" else tmp_path / "nowhere.parquet")
     report = write_parquet(out, session_dir=root)  # no session changed
     assert (report.written, report.unchanged) == ((1, 5) if own else (6, 0))
-    assert lost.exists()
+    assert lost.is_file() and not lost.is_symlink()
     clean = tmp_path / "clean"
     write_parquet(clean, session_dir=root)
     assert _tables(out) == _tables(clean)

@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+import pisession
+
 HERE = Path(__file__).parent
 CASES = HERE / "conformance" / "cases"
 
@@ -62,3 +66,33 @@ def test_same_results_without_msgspec_and_orjson() -> None:
     fast, plain = run("keep", files), run("hide", files)
     assert fast == plain
     assert all(isinstance(v, dict) for v in fast.values())  # every case actually opened
+
+
+DATASET = r"""
+import json, os, shutil, sys, tempfile
+if sys.argv[1] == "hide":
+    sys.modules["msgspec"] = None
+    sys.modules["orjson"] = None
+from pisession.dataset import tables, write_parquet
+root = tempfile.mkdtemp()
+folder = os.path.join(root, "sessions", "--home-dev-todo-app--")
+os.makedirs(folder)
+shutil.copy(sys.argv[2], folder)
+out = os.path.join(root, "out")
+first, again = write_parquet(out, session_dir=folder), write_parquet(out, session_dir=folder)
+rows = {name: table.num_rows for name, table in tables(session_dir=folder).items()}
+manifest = json.load(open(os.path.join(out, ".pisession-dataset.json"), encoding="utf-8"))
+print(json.dumps([first.written, again.unchanged, rows, sorted(manifest)]))
+"""
+
+
+def test_the_dataset_is_written_and_read_again_without_msgspec_and_orjson() -> None:
+    pytest.importorskip("pyarrow", reason="pisession.dataset needs pyarrow (the test extra installs it)")
+    sample = str(Path(pisession.__file__).parent / "data" / "sample.jsonl")
+    results = []
+    for mode in ("keep", "hide"):
+        done = subprocess.run([sys.executable, "-c", DATASET, mode, sample], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        results.append(json.loads(done.stdout))
+    assert results[0] == results[1]
+    assert results[0][:2] == [1, 1] and all(results[0][2].values())
