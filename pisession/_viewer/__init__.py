@@ -177,7 +177,8 @@ def _session_data(manager: SessionView, title: str | None) -> dict[str, Any]:
         "parent": parent,
         "order": order,
         "labels": labels,
-        "leaf": positions.get(leaf_id, -1) if leaf_id is not None else -1,
+        # keyed as the positions are: an id may be any JSON value (a list, an object: unhashable)
+        "leaf": positions.get(str(leaf_id), -1) if leaf_id is not None else -1,
     }
 
 
