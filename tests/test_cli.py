@@ -662,6 +662,17 @@ def test_validate_many_files_as_json(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["validate", str(good)]) == 0
 
 
+def test_validate_names_a_folder_in_a_files_place_and_an_empty_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    odd = tmp_path / "x.jsonl"  # a folder, named as a session file, inside the folder checked
+    odd.mkdir()
+    code, out, _ = run(capsys, "validate", str(tmp_path))
+    assert code == 1 and f"{odd} is a directory, not a session file" in out
+    code, out, err = run(capsys, "validate", str(odd))  # a folder holding no session file
+    assert code == 0 and out == "" and f"no session files (*.jsonl) in {odd}" in err
+
+
 # ---------------------------------------------------------------------------- editing commands
 
 

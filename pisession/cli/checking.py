@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from . import sessions
 from .commands import Commands
-from .output import CliError, Style, cost_text, emit, emit_json, int_text
+from .output import CliError, Style, cost_text, emit, emit_json, int_text, note
 
 if TYPE_CHECKING:
     from pisession.stats import SessionStats, StatsTotals
@@ -67,7 +67,10 @@ def _validate(args: argparse.Namespace, arg: str) -> list[ValidationReport]:
 
     folder = os.path.expanduser(arg)
     if arg and os.path.isdir(folder):
-        return validate_folder(os.path.abspath(folder))
+        found = validate_folder(os.path.abspath(folder))
+        if not found:  # said, so that checking the wrong folder does not read as a clean pass
+            note(f"no session files (*.jsonl) in {folder}")
+        return found
     try:
         path = sessions.resolve(args, arg)
     except CliError as error:
