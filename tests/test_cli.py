@@ -673,6 +673,16 @@ def test_validate_names_a_folder_in_a_files_place_and_an_empty_folder(
     assert code == 0 and out == "" and f"no session files (*.jsonl) in {odd}" in err
 
 
+@pytest.mark.parametrize("target", ["loop.jsonl", "missing.jsonl"])
+def test_a_link_to_no_file_is_named_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str
+) -> None:
+    link = tmp_path / "loop.jsonl"
+    link.symlink_to(tmp_path / target)  # itself, or a file that is not there
+    code, _, err = run(capsys, "tree", str(link))
+    assert code == 1 and "is a symbolic link to no file (its target is missing, or it loops)" in err
+
+
 # ---------------------------------------------------------------------------- editing commands
 
 

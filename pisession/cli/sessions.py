@@ -106,6 +106,8 @@ def resolve(args: argparse.Namespace, arg: str | None = None) -> str:
     if _looks_like_path(value):
         path = os.path.abspath(os.path.expanduser(value))
         if not os.path.exists(path):
+            if os.path.islink(path):  # the name is there: say why it reaches no file
+                raise CliError(f"{value} is a symbolic link to no file (its target is missing, or it loops)")
             raise CliError(f"no such file: {value}")
         if os.path.isdir(path):
             raise CliError(f"{value} is a directory, not a session file")
