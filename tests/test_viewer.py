@@ -176,18 +176,10 @@ def test_tree_shape_and_leaf_match_the_manager(tmp_path: Path, case: str) -> Non
 def test_a_leaf_whose_id_is_not_text_is_still_the_leaf(tmp_path: Path, odd_id: object) -> None:
     """Any JSON value may stand as an entry's id (validate says it is wrong; Pi keeps it): the
     page still renders, with that entry as its leaf."""
-    path = tmp_path / "s.jsonl"
-    header = {"type": "session", "version": 3, "id": "s1", "timestamp": "2025-12-01T10:00:00Z", "cwd": "/p"}
-    first = {
-        "type": "message",
-        "id": "aaaa0001",
-        "parentId": None,
-        "timestamp": "2025-12-01T10:00:01Z",
-        "message": {"role": "user", "content": "hi", "timestamp": 1},
-    }
-    odd = {**first, "id": odd_id, "parentId": "aaaa0001"}
-    path.write_text("".join(json.dumps(line) + "\n" for line in (header, first, odd)), encoding="utf-8")
-    manager = read_session(path)
+    from test_hostile import line, message, session_file
+
+    odd = {**message("aaaa0002", "aaaa0001"), "id": odd_id}
+    manager = read_session(session_file(tmp_path, line(message("aaaa0001", None)), line(odd)))
     data = embedded(render_viewer(manager))
     assert manager.get_leaf_id() == odd_id
     assert data["leaf"] == 1 and data["entries"][1]["id"] == odd_id
