@@ -292,6 +292,40 @@ def test_a_second_import_writes_nothing(tmp_path: Path) -> None:
         assert {p: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
+DEEP = '{"type":"x","x":' + "[" * 3000 + "]" * 3000 + "}"
+
+
+# A number json reads and int() cannot take (NaN, Infinity, 1e400 read as inf), and a line
+# nested past Python's stack: each once ended the import in a traceback.
+@pytest.mark.parametrize(
+    ("source", "old", "new"),
+    [
+        (ROLLOUT, '"input_tokens":1000', '"input_tokens":Infinity'),
+        (ROLLOUT, '"input_tokens":1000', '"input_tokens":NaN'),
+        (ROLLOUT, '"num_turns":1', '"num_turns":NaN'),
+        (ROLLOUT, "\n", "\n" + DEEP + "\n"),
+        (
+            DATA / "public/claude/spotter/tool_heavy.jsonl",
+            '"ephemeral_1h_input_tokens":208',
+            '"ephemeral_1h_input_tokens":1e400',
+        ),
+        (CLAUDE / "compact.jsonl", '"preTokens":12345', '"preTokens":Infinity'),
+        (CLAUDE / "compact.jsonl", "\n", "\n" + DEEP + "\n"),
+    ],
+)
+def test_numbers_no_int_holds_and_deep_lines_are_imported_past(
+    tmp_path: Path, source: Path, old: str, new: str
+) -> None:
+    text = source.read_text(encoding="utf-8")
+    assert old in text
+    copy = tmp_path / "src" / source.name
+    copy.parent.mkdir()
+    copy.write_text(text.replace(old, new, 1), encoding="utf-8")
+    result = import_file(copy, session_dir=tmp_path / "out")
+    assert len(result.written) == 1
+    assert SessionManager.open(result.written[0]).get_entries()
+
+
 def test_foreign_files_are_clear_errors_that_write_nothing(tmp_path: Path) -> None:
     pi = tmp_path / "src" / "pi.jsonl"
     pi.parent.mkdir()

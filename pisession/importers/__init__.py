@@ -237,7 +237,7 @@ def _first_session_id(path: str, mtime_ns: int, size: int) -> str | None:
             for _, raw in zip(range(20), handle, strict=False):
                 try:
                     data = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
                     continue
                 if isinstance(data, dict) and isinstance(data.get("sessionId"), str):
                     return str(data["sessionId"])

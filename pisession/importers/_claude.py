@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from ._common import Line, SessionWriter, as_dict, as_list, as_str, ms_from_iso, usage_wire
+from ._common import Line, SessionWriter, as_count, as_dict, as_list, as_str, ms_from_iso, usage_wire
 
 __all__ = [
     "ClaudeConversation",
@@ -199,8 +199,7 @@ def _result_content(content: Any) -> list[dict[str, Any]]:
 
 def _usage_counts(usage: Mapping[str, Any]) -> dict[str, int]:
     def count(key: str, source: Mapping[str, Any] = usage) -> int:
-        value = source.get(key)
-        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+        return as_count(source.get(key))
 
     write = count("cache_creation_input_tokens")
     write_1h = 0
@@ -392,7 +391,7 @@ class _Converter:
         return self.writer.at(ms).manager.append_compaction(
             summary or str(data.get("content") or "(compacted)"),
             self._first_kept(i),
-            int(tokens) if isinstance(tokens, (int, float)) else 0,
+            as_count(tokens),
             details,
         )
 

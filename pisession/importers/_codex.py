@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._common import Line, SessionWriter, as_list, as_str, ms_from_iso, usage_wire
+from ._common import Line, SessionWriter, as_count, as_list, as_str, ms_from_iso, usage_wire
 
 __all__ = ["CodexMeta", "looks_like_codex", "meta_of", "spawn_parent", "write_rollout"]
 
@@ -131,15 +131,14 @@ def _arguments(text: Any) -> dict[str, Any]:
     if isinstance(text, str):
         try:
             parsed = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
             return {"input": text}
         return parsed if isinstance(parsed, dict) else {"input": parsed}
     return {}
 
 
 def _count(usage: Mapping[str, Any] | None, key: str) -> int:
-    value = (usage or {}).get(key)
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+    return as_count((usage or {}).get(key))
 
 
 class _Rollout:
@@ -382,7 +381,7 @@ def write_rollout(
                 rollout.token_count(payload, ms)
             elif item == "thread_rolled_back":
                 count = payload.get("num_turns")
-                rollout.rollback(int(count) if isinstance(count, (int, float)) else 1, ms)
+                rollout.rollback(as_count(count, 1), ms)
             elif item == "user_message":
                 said = payload.get("message")
                 text = said if isinstance(said, str) else ""

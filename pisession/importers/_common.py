@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -79,7 +80,7 @@ def read_lines(path: str) -> SourceLines:
             continue
         try:
             data = json.loads(part)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
             if number == len(parts) and not text.endswith("\n"):
                 torn = True
             else:
@@ -299,6 +300,19 @@ def as_dict(value: object) -> dict[str, Any]:
 
 def as_list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def as_count(value: object, default: int = 0) -> int:
+    """A source's number as an int: a whole number as it is, a finite float cut to one; anything
+    else ``default``, a bool, and NaN, Infinity and 1e400 too (json reads them, int() cannot
+    take them; JavaScript's JSON.parse would have refused the line or made it Infinity)."""
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value)
+    return default
 
 
 def as_str(value: object) -> str:
