@@ -354,11 +354,16 @@ def open_regular(path: str | os.PathLike[str], buffered: bool = True) -> Any:
     takes a short read as it comes, as :class:`pisession.catalog._range.CheckedRange` does).
 
     O_NONBLOCK: a FIFO planted under a ``.jsonl`` name must not block discovery waiting for a
-    writer (it has no effect on regular files).
+    writer (it has no effect on regular files). A folder, which opens read-only without an
+    error, raises ``IsADirectoryError`` (EISDIR, as reading it would); anything else that is not
+    a regular file ``OSError(EINVAL)``.
     """
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        if not stat.S_ISREG(mode):
             raise OSError(errno.EINVAL, "not a regular file", path)
         return os.fdopen(fd, "rb") if buffered else io.FileIO(fd, "r")
     except BaseException:
@@ -472,7 +477,7 @@ def load_entries_from_file(
     try:
         entries, needs_newline, _ = read_entries(path)
     except OSError as error:
-        if error.errno == errno.EINVAL:  # a FIFO or device: not a session, and never waited on
+        if error.errno in (errno.EINVAL, errno.EISDIR):  # a FIFO, device or folder: not a session
             return []
         raise
     if entries and needs_newline:
@@ -493,7 +498,7 @@ def load_all_entries_from_file(
     try:
         entries, needs_newline = read_all_entries(path)
     except OSError as error:
-        if error.errno == errno.EINVAL:
+        if error.errno in (errno.EINVAL, errno.EISDIR):
             return []
         raise
     if entries and needs_newline:

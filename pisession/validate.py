@@ -135,11 +135,8 @@ def validate_file(path: str | os.PathLike[str]) -> ValidationReport:
         report.add("error", None, f"{report.path} is a directory, not a session file")
         return report.done()
     except OSError as error:
-        if error.errno == errno.EINVAL:  # opened, and not a regular file
-            if os.path.isdir(path):  # a folder opens without EISDIR where it is read-only
-                report.add("error", None, f"{report.path} is a directory, not a session file")
-            else:
-                report.add("error", None, "not a regular file (a FIFO, pipe or device): not a Pi session")
+        if error.errno == errno.EINVAL:
+            report.add("error", None, "not a regular file (a FIFO, pipe or device): not a Pi session")
             return report.done()
         report.add("error", None, f"cannot read: {error.strerror or error}")
         return report.done()
