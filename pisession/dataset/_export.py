@@ -766,9 +766,7 @@ def _thread_count(workers: int | None, jobs: int) -> int:
     is the caller's: one process, one thread): Arrow writes and reads Parquet without Python's
     lock, so two bundles are written side by side (a re-export of ten small sessions writes
     and reads 50 files: 0.1 s of its 0.15 s)."""
-    if workers is not None or jobs < 2:
-        return 1
-    return max(1, min(os.cpu_count() or 1, 4, jobs))
+    return 1 if workers is not None else _parallel(jobs)
 
 
 def _in_threads(jobs: list[Job], threads: int) -> Generator[Batch, None, None]:
@@ -815,6 +813,12 @@ def _worker_count(sessions: int, workers: int | None, jobs: int) -> int:
         return max(1, min(workers, jobs))
     if sessions < _PARALLEL_FROM:
         return 1
+    return _parallel(jobs)
+
+
+def _parallel(jobs: int) -> int:
+    """Workers or threads for ``jobs`` when the count is pisession's to choose: one a CPU, at
+    most four, never more than the jobs (one for none)."""
     return max(1, min(os.cpu_count() or 1, 4, jobs))
 
 
